@@ -1,0 +1,164 @@
+// The CUDA backend: device selection, per-device state, memory entries and the op table.
+// Ops that have no CUDA kernel yet stay nullptr in the table; missing_ops() names them.
+#include <string>
+
+#include "cuda_backend.hpp"
+#include "cuda_check.cuh"
+#include "cuda_ops.hpp"
+#include "cuda_state.cuh"
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+
+// cuBLASLt's heuristics prefer large workspaces for split-K; 32 MiB is what NVIDIA's samples use.
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+// Kernels are compiled for sm_90 (SASS) plus compute_90 PTX, so older GPUs cannot run them.
+constexpr int kMinComputeMajor = 9;
+
+std::string describe(cudaError_t e) {
+  return std::to_string(int(e)) + " (" + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
+}
+
+// Why device `d` is unusable, or "" when it is fine.
+std::string device_problem(int d) {
+  cudaDeviceProp p{};
+  cudaError_t e = cudaGetDeviceProperties(&p, d);
+  if (e != cudaSuccess) return "cudaGetDeviceProperties(" + std::to_string(d) + ") returned " + describe(e);
+  if (p.major < kMinComputeMajor)
+    return "CUDA device " + std::to_string(d) + " (" + p.name + ") has compute capability " + std::to_string(p.major) +
+           "." + std::to_string(p.minor) + ", but moetrain's kernels need 9.0 (Hopper) or newer";
+  return "";
+}
+
+void* device_alloc(DeviceState* s, size_t bytes) {
+  activate(s);
+  void* p = nullptr;
+  MT_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+  return p;
+}
+
+void device_release(DeviceState* s, void* p) {
+  activate(s);
+  // Wait for queued ops of this backend explicitly rather than rely on cudaFree's implicit sync.
+  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+  MT_CUDA_CHECK(cudaFree(p));
+}
+
+// Upload and download wait for the copy: callers may free or read the host buffer right after,
+// exactly as with the CPU backend's memcpy. cudaMemcpyDefault also accepts device sources.
+void device_copy(DeviceState* s, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  activate(s);
+  MT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s->stream));
+  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+}
+
+void device_sync(DeviceState* s) {
+  activate(s);
+  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+}
+
+const OpTable& cuda_ops() {
+  static const OpTable table{
+      .name = "cuda",
+      .alloc = device_alloc,
+      .release = device_release,
+      .upload = device_copy,
+      .download = device_copy,
+      .synchronize = device_sync,
+      .gemm = cuda::gemm,
+      .rmsnorm_forward = cuda::rmsnorm_forward,
+      .rmsnorm_backward_input = cuda::rmsnorm_backward_input,
+      .rmsnorm_backward_weight = cuda::rmsnorm_backward_weight,
+      .rope = nullptr,
+      .attention_forward = nullptr,
+      .attention_backward = nullptr,
+      .swiglu_forward = nullptr,
+      .swiglu_backward = nullptr,
+      .cross_entropy = nullptr,
+      .embedding_forward = nullptr,
+      .embedding_backward = nullptr,
+      .add = nullptr,
+  };
+  return table;
+}
+
+}  // namespace
+
+void activate(DeviceState* s) { MT_CUDA_CHECK(cudaSetDevice(s->device)); }
+
+void* scratch(DeviceState* s, ScratchSlot slot, size_t bytes) {
+  if (bytes > s->scratch_bytes[slot]) {
+    // Round up to 1 MiB so that slowly growing requests do not reallocate every call.
+    const size_t grown = (bytes + (size_t(1) << 20) - 1) & ~((size_t(1) << 20) - 1);
+    MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));  // queued ops may still read the old buffer
+    MT_CUDA_CHECK(cudaFree(s->scratch[slot]));
+    s->scratch[slot] = nullptr;
+    MT_CUDA_CHECK(cudaMalloc(&s->scratch[slot], grown));
+    s->scratch_bytes[slot] = grown;
+  }
+  return s->scratch[slot];
+}
+
+bool cuda_available(std::string* why) {
+  std::string reason;
+  int count = 0;
+  // cudart loads the driver library lazily and reports its absence as an error code here.
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    reason = "no CUDA device: cudaGetDeviceCount returned " + describe(e);
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary)
+      reason += "; the NVIDIA driver (libcuda.so.1) is missing or older than the CUDA runtime";
+    cudaGetLastError();  // clear it so later runtime calls do not see a stale error
+  } else if (count == 0) {
+    reason = "no CUDA device: cudaGetDeviceCount found 0 devices";
+  } else {
+    for (int d = 0; d < count; ++d) {
+      const std::string p = device_problem(d);
+      if (p.empty()) return true;
+      if (reason.empty()) reason = "no usable CUDA device: " + p;
+    }
+  }
+  if (why) *why = reason;
+  return false;
+}
+
+Backend cuda_backend_create(int device) {
+  std::string why;
+  if (!cuda_available(&why)) throw UserError("cannot use a GPU: " + why);
+  int count = 0;
+  MT_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count)
+    throw UserError("GPU " + std::to_string(device) + " does not exist: this machine has " + std::to_string(count) +
+                    " CUDA device(s), numbered 0 to " + std::to_string(count - 1));
+  const std::string problem = device_problem(device);
+  if (!problem.empty()) throw UserError("cannot use GPU " + std::to_string(device) + ": " + problem);
+
+  auto* s = new DeviceState;
+  s->device = device;
+  activate(s);
+  MT_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, device));
+  // Non-blocking: the backend's work never serialises against the legacy default stream.
+  MT_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+  MT_CUBLAS_CHECK(cublasLtCreate(&s->lt));
+  s->workspace_bytes = kWorkspaceBytes;
+  MT_CUDA_CHECK(cudaMalloc(&s->workspace, s->workspace_bytes));
+  return Backend{&cuda_ops(), s};
+}
+
+void cuda_backend_destroy(Backend& b) {
+  DeviceState* s = b.state;
+  b = Backend{};
+  if (!s) return;
+  activate(s);
+  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+  for (void* p : s->scratch) MT_CUDA_CHECK(cudaFree(p));
+  MT_CUDA_CHECK(cudaFree(s->workspace));
+  MT_CUBLAS_CHECK(cublasLtDestroy(s->lt));
+  MT_CUDA_CHECK(cudaStreamDestroy(s->stream));
+  delete s;
+}
+
+}  // namespace mt

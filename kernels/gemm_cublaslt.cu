@@ -1,0 +1,140 @@
+// GemmArgs on the GPU through cuBLASLt, with the CPU reference's semantics (row-major,
+// C = alpha*op(A)*op(B) + beta*C). bf16 inputs are rounded to bfloat16 copies first, exactly as
+// src/ops/bf16.hpp does on the CPU, then multiplied with fp32 accumulation; fp32 inputs use
+// plain fp32 compute (no TF32), so both paths differ from the CPU only in summation order.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cuda_check.cuh"
+#include "cuda_ops.hpp"
+#include "cuda_state.cuh"
+
+namespace mt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void round_to_bf16_kernel(const float* __restrict__ in, __nv_bfloat16* __restrict__ out, size_t n) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// k == 0: the product is empty, so C = beta*C (beta == 0 writes zeros, as BLAS does).
+__global__ void scale_kernel(float* __restrict__ c, size_t n, float beta) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+}
+
+// Enough blocks to fill the GPU a few times over; grid-stride loops cover the rest.
+unsigned grid_for(const DeviceState* s, size_t n) {
+  const size_t want = (n + kThreads - 1) / kThreads;
+  const size_t cap = size_t(s->sm_count > 0 ? s->sm_count : 1) * 16;
+  return unsigned(want < cap ? want : cap);
+}
+
+const __nv_bfloat16* bf16_copy(DeviceState* s, ScratchSlot slot, const float* src, size_t n) {
+  auto* dst = static_cast<__nv_bfloat16*>(scratch(s, slot, n * sizeof(__nv_bfloat16)));
+  round_to_bf16_kernel<<<grid_for(s, n), kThreads, 0, s->stream>>>(src, dst, n);
+  MT_CUDA_CHECK_LAUNCH();
+  return dst;
+}
+
+// Largest power of two (up to cuBLASLt's default assumption of 256) dividing the address. The
+// heuristic otherwise assumes 256-byte alignment and may pick kernels that fault on sub-views.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && (a % al) != 0) al >>= 1;
+  return al;
+}
+
+// The cuBLASLt descriptors of one call, destroyed on every path out.
+struct LtCall {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (out) cublasLtMatrixLayoutDestroy(out);
+    if (second) cublasLtMatrixLayoutDestroy(second);
+    if (first) cublasLtMatrixLayoutDestroy(first);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+void set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void* p) {
+  const uint32_t al = alignment_of(p);
+  MT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al));
+}
+
+}  // namespace
+
+void gemm(DeviceState* s, const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  activate(s);
+  const size_t mn = size_t(g.m) * g.n;
+  if (g.k == 0) {
+    scale_kernel<<<grid_for(s, mn), kThreads, 0, s->stream>>>(g.c, mn, g.beta);
+    MT_CUDA_CHECK_LAUNCH();
+    return;
+  }
+
+  const bool bf16 = g.inputs == GemmInputs::bf16;
+  const void* a = g.a;
+  const void* b = g.b;
+  if (bf16) {
+    a = bf16_copy(s, kScratchGemmA, g.a, size_t(g.m) * g.k);
+    b = bf16_copy(s, kScratchGemmB, g.b, size_t(g.k) * g.n);
+  }
+  const cudaDataType_t in_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+
+  // cuBLASLt is column-major, and a row-major X[r,c] is a column-major X^T[c,r]. So compute
+  // C^T[n,m] = op(B)^T[n,k] * op(A)^T[k,m]: cuBLAS's first operand is our B, its second our A,
+  // with the same transpose flags, and C^T needs no copy. Layouts describe the stored matrices.
+  LtCall call;
+  MT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const int32_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int32_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  MT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
+  MT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+  // B stored row-major [k,n] is column-major [n rows, k cols]; stored [n,k] (trans_b) is [k, n].
+  if (g.trans_b)
+    MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.first, in_type, g.k, g.n, g.k));
+  else
+    MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.first, in_type, g.n, g.k, g.n));
+  // A stored row-major [m,k] is column-major [k rows, m cols]; stored [k,m] (trans_a) is [m, k].
+  if (g.trans_a)
+    MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.second, in_type, g.m, g.k, g.m));
+  else
+    MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.second, in_type, g.k, g.m, g.k));
+  MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.out, CUDA_R_32F, g.n, g.m, g.n));
+
+  MT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
+  const uint64_t ws = s->workspace_bytes;
+  MT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b);
+  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a);
+  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.c);
+  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.c);
+
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  MT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(s->lt, call.op, call.first, call.second, call.out, call.out,
+                                                 call.pref, 1, &heur, &found));
+  if (found == 0 || heur.state != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr,
+                 "moetrain cuBLAS error: no cuBLASLt algorithm for gemm m=%d n=%d k=%d trans_a=%d trans_b=%d "
+                 "inputs=%s at %s:%d\n",
+                 g.m, g.n, g.k, int(g.trans_a), int(g.trans_b), bf16 ? "bf16" : "fp32", __FILE__, __LINE__);
+    std::exit(3);
+  }
+  // alpha and beta are read from host memory at call time (the default pointer mode).
+  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, call.op, &g.alpha, b, call.first, a, call.second, &g.beta, g.c, call.out, g.c,
+                                 call.out, &heur.algo, s->workspace, s->workspace_bytes, s->stream));
+}
+
+}  // namespace mt::cuda

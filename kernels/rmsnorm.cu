@@ -1,0 +1,124 @@
+// RMSNorm forward and backward on the GPU, the same formulas as src/ops/cpu/rmsnorm.cpp.
+// Row reductions use one block per row with fp32 partial sums (the CPU sums in double; the
+// difference is far below the parity tolerance). The weight gradient is reduced over rows in a
+// fixed order without atomics, so it is bitwise reproducible run to run.
+#include "cuda_check.cuh"
+#include "cuda_ops.hpp"
+#include "cuda_state.cuh"
+
+namespace mt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;  // per block; a multiple of 32, at most 32 warps
+// Rows summed by one block of the weight-gradient kernel. It depends on nothing but this constant,
+// so the summation order (and the result) is the same on every GPU model.
+constexpr int kRowsPerChunk = 64;
+
+__device__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Sum of v over the block, returned to every thread. Called once per kernel.
+__device__ float block_sum(float v) {
+  __shared__ float per_warp[32];
+  __shared__ float total;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_sum(v);
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < int(blockDim.x >> 5) ? per_warp[lane] : 0.0f;
+    v = warp_sum(v);
+    if (lane == 0) total = v;
+  }
+  __syncthreads();
+  return total;
+}
+
+__global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ weight, float* __restrict__ y,
+                               float* __restrict__ rstd, int dim, float eps) {
+  const size_t base = size_t(blockIdx.x) * dim;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += x[base + i] * x[base + i];
+  ss = block_sum(ss);
+  const float r = 1.0f / sqrtf(ss / float(dim) + eps);
+  if (threadIdx.x == 0) rstd[blockIdx.x] = r;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) y[base + i] = x[base + i] * r * weight[i];
+}
+
+// dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j))
+__global__ void backward_input_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                      const float* __restrict__ weight, const float* __restrict__ rstd,
+                                      float* __restrict__ dx, int dim) {
+  const size_t base = size_t(blockIdx.x) * dim;
+  float dot = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += weight[i] * dy[base + i] * x[base + i];
+  dot = block_sum(dot);
+  const float r = rstd[blockIdx.x];
+  const float c = dot / float(dim) * r * r;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) dx[base + i] = r * (weight[i] * dy[base + i] - x[base + i] * c);
+}
+
+// One thread per column sums its column over one chunk of rows (coalesced across the warp).
+// With a single chunk it accumulates straight into dweight; otherwise it writes its partial sum.
+__global__ void backward_weight_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                               const float* __restrict__ rstd, float* __restrict__ out, int rows,
+                                               int dim, bool accumulate) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= dim) return;
+  const int r0 = blockIdx.y * kRowsPerChunk;
+  const int r1 = min(rows, r0 + kRowsPerChunk);
+  float acc = 0.0f;
+  for (int r = r0; r < r1; ++r) acc += dy[size_t(r) * dim + col] * x[size_t(r) * dim + col] * rstd[r];
+  if (accumulate)
+    out[col] += acc;
+  else
+    out[size_t(blockIdx.y) * dim + col] = acc;
+}
+
+// Adds the chunk partials of each column to dweight, chunks in order.
+__global__ void backward_weight_finish_kernel(const float* __restrict__ partial, float* __restrict__ dweight,
+                                              int chunks, int dim) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= dim) return;
+  float acc = 0.0f;
+  for (int c = 0; c < chunks; ++c) acc += partial[size_t(c) * dim + col];
+  dweight[col] += acc;
+}
+
+}  // namespace
+
+void rmsnorm_forward(DeviceState* s, const RmsNormForwardArgs& a) {
+  if (a.rows == 0 || a.dim == 0) return;
+  activate(s);
+  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.weight, a.y, a.rstd, a.dim, a.eps);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void rmsnorm_backward_input(DeviceState* s, const RmsNormBackwardInputArgs& a) {
+  if (a.rows == 0 || a.dim == 0) return;
+  activate(s);
+  backward_input_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.dy, a.x, a.weight, a.rstd, a.dx, a.dim);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void rmsnorm_backward_weight(DeviceState* s, const RmsNormBackwardWeightArgs& a) {
+  if (a.rows == 0 || a.dim == 0) return;
+  activate(s);
+  const int chunks = (a.rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  const dim3 grid((a.dim + kThreads - 1) / kThreads, chunks);
+  if (chunks == 1) {
+    backward_weight_partial_kernel<<<grid, kThreads, 0, s->stream>>>(a.dy, a.x, a.rstd, a.dweight, a.rows, a.dim, true);
+    MT_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  auto* partial = static_cast<float*>(scratch(s, kScratchReduce, size_t(chunks) * a.dim * sizeof(float)));
+  backward_weight_partial_kernel<<<grid, kThreads, 0, s->stream>>>(a.dy, a.x, a.rstd, partial, a.rows, a.dim, false);
+  MT_CUDA_CHECK_LAUNCH();
+  backward_weight_finish_kernel<<<grid.x, kThreads, 0, s->stream>>>(partial, a.dweight, chunks, a.dim);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mt::cuda

@@ -1,0 +1,82 @@
+// moetrain command line: parse, dispatch to src/. User errors print one message and exit 2.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "config/config.hpp"
+#include "io/prepare.hpp"
+#include "train/flops.hpp"
+#include "train/trainer.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+int multi_rank_world() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size ? std::atoi(size) : 1;
+}
+
+int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run) {
+  mt::Config cfg = mt::load_config(path, sets);
+  if (int world = multi_rank_world(); world > 1)
+    throw mt::UserError("mpirun started " + std::to_string(world) +
+                        " ranks, but this version trains on one rank: run `moetrain train` without mpirun");
+  if (dry_run) {
+    std::printf("%s: valid\n", path.c_str());
+    std::printf("params %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
+                mt::total_params(cfg.model) / 1e6, mt::active_matmul_params(cfg.model) / 1e6,
+                mt::training_flops_per_token(cfg.model) / 1e6);
+    std::printf("--- resolved config ---\n%s", cfg.resolved_toml.c_str());
+    return 0;
+  }
+  mt::Trainer trainer(cfg);
+  mt::TrainSummary s = trainer.run();
+  if (!s.losses.empty())
+    std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
+                s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
+  return s.interrupted ? 130 : 0;
+}
+
+int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out) {
+  mt::PrepareStats st = mt::prepare_byte_shards(inputs, out);
+  std::printf("prepare: %zu files, %zu documents -> %s/train_000000.bin (%zu tokens), %s/val_000000.bin (%zu tokens)\n",
+              st.files, st.documents, out.c_str(), st.train_tokens, out.c_str(), st.val_tokens);
+  std::printf("prepare: byte-level vocabulary of %d tokens; unigram entropy of the training tokens %.4f nats\n",
+              mt::kByteVocab, st.unigram_entropy);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"moetrain: a trainer for DeepSeek-V3-style Mixture-of-Experts transformers"};
+  app.require_subcommand(1);
+
+  std::string exp_path;
+  std::vector<std::string> sets;
+  bool dry_run = false;
+  CLI::App* train = app.add_subcommand("train", "Train the experiment described by a TOML file");
+  train->add_option("experiment", exp_path, "experiment file, e.g. configs/tiny.toml")->required();
+  train->add_option("--set", sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
+  train->add_flag("--dry-run", dry_run, "validate the experiment and print the resolved config, then stop");
+
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  CLI::App* prepare = app.add_subcommand("prepare", "Tokenize text files into byte-level token shards");
+  prepare->add_option("--input", inputs, "text files or directories (repeatable)")->required();
+  prepare->add_option("--out", out_dir, "output directory for train_000000.bin and val_000000.bin")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*train) return cmd_train(exp_path, sets, dry_run);
+    if (*prepare) return cmd_prepare(inputs, out_dir);
+  } catch (const mt::UserError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

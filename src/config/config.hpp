@@ -1,0 +1,117 @@
+#pragma once
+// The typed experiment configuration. Every field here has an entry in the schema
+// (schema.cpp) with its TOML key, its valid range and a one-line description; defaults are the
+// member initialisers below and describe configs/tiny.toml.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mt {
+
+struct RunConfig {
+  std::string name = "tiny";
+  std::string out_dir = "runs";
+  int64_t seed = 1234;
+};
+
+struct MoeConfig {
+  int n_routed_experts = 8;
+  int n_shared_experts = 1;
+  int top_k = 2;
+  int expert_hidden = 128;
+  double route_scale = 1.0;
+  int n_groups = 1;          // group-limited routing: experts split into n_groups groups
+  int topk_groups = 1;       // tokens route only into the best topk_groups groups
+  double bias_update_speed = 0.001;  // gamma of auxiliary-loss-free balancing
+  double seq_aux_alpha = 0.0;        // alpha of the sequence-wise balance loss (0 = off)
+};
+
+struct ModelConfig {
+  int vocab_size = 257;
+  int d_model = 128;
+  int n_layers = 4;
+  int n_dense_layers = 1;
+  int n_heads = 4;
+  int head_dim = 32;
+  int ffn_hidden = 384;
+  int seq_len = 128;
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-6;
+  double init_std = 0.02;
+  MoeConfig moe;
+};
+
+struct DataConfig {
+  std::string train = "data/fortunes/train_*.bin";
+  std::string val = "data/fortunes/val_*.bin";
+};
+
+struct TrainingConfig {
+  int steps = 300;
+  int global_batch = 16;  // sequences per optimizer step
+  int micro_batch = 8;    // sequences per forward/backward
+  double grad_clip = 1.0; // 0 = no clipping
+  int eval_every = 50;    // 0 = no evaluation
+  int eval_batches = 4;
+};
+
+struct OptimizerConfig {
+  double lr = 3e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+};
+
+struct LrScheduleConfig {
+  std::string kind = "cosine";  // cosine | constant
+  int warmup_steps = 20;
+  double min_lr_ratio = 0.1;
+};
+
+struct ParallelConfig {
+  int dp = 1, tp = 1, pp = 1, ep = 1;
+};
+
+struct PrecisionConfig {
+  std::string device = "auto";  // auto | cpu | cuda
+  std::string matmul = "fp32";  // fp32 | bf16 (bf16 inputs, fp32 accumulation)
+  double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
+};
+
+struct CheckpointConfig {
+  int every = 100;              // 0 = only at the end
+  int keep = 2;                 // newest checkpoints kept on disk
+  std::string resume = "auto";  // auto | never | path of a step directory
+};
+
+struct LogConfig {
+  int every = 10;  // print a step line every N steps (all steps go to log.h5)
+};
+
+struct Config {
+  RunConfig run;
+  ModelConfig model;
+  DataConfig data;
+  TrainingConfig training;
+  OptimizerConfig optimizer;
+  LrScheduleConfig lr_schedule;
+  ParallelConfig parallel;
+  PrecisionConfig precision;
+  CheckpointConfig checkpoint;
+  LogConfig log;
+
+  std::string source_path;     // the experiment file
+  std::string resolved_toml;   // every key with its effective value, as TOML
+  std::map<std::string, std::string> origin;  // key -> "file:line:col" or "--set k=v" or "default"
+};
+
+// Reads `path`, applies `--set key=value` overrides in order, checks every key, type, range and
+// cross-field rule. Throws UserError naming the file/position, the key and what would be valid.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from TOML text (tests); `source_name` stands in for the file name in messages.
+Config parse_config(const std::string& toml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides = {});
+
+}  // namespace mt

@@ -1,0 +1,161 @@
+// Experiment file -> Config: parse, apply --set overrides, reject unknown keys, read every
+// field with its range check, then the rules that tie fields together.
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config/schema.hpp"
+#include "config/validate.hpp"
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+
+// "file:line:col" for nodes from the file, "--set k=v" for nodes from an override.
+std::string where(const toml::source_region& src, const std::string& fallback) {
+  if (!src.path) return fallback;
+  const std::string& p = *src.path;
+  if (p.rfind("--set", 0) == 0) return p;
+  return p + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string suggestion(const std::string& key, const std::vector<Field>& fields) {
+  std::string best;
+  size_t best_d = 4;
+  for (auto& f : fields) {
+    size_t d = edit_distance(key, f.key);
+    if (d < best_d) { best_d = d; best = f.key; }
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::string toml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+void apply_override(toml::table& root, const std::string& text) {
+  const std::string origin = "--set " + text;
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UserError(origin + ": expected --set section.key=value (for example --set training.steps=100)");
+  const std::string key = text.substr(0, eq), rhs = text.substr(eq + 1);
+  toml::table parsed;
+  try {
+    parsed = toml::parse(std::string_view{"v = " + rhs}, std::string_view{origin});
+  } catch (const toml::parse_error&) {
+    // A bare word is taken as a string, so --set run.name=exp1 needs no shell quoting.
+    try {
+      parsed = toml::parse(std::string_view{"v = " + toml_quoted(rhs)}, std::string_view{origin});
+    } catch (const toml::parse_error& e) {
+      throw UserError(origin + ": the value is not a TOML value: " + std::string(e.description()));
+    }
+  }
+  toml::table* t = &root;
+  std::string rest = key;
+  for (size_t dot; (dot = rest.find('.')) != std::string::npos; rest = rest.substr(dot + 1)) {
+    const std::string part = rest.substr(0, dot);
+    toml::node* child = t->get(part);
+    if (!child) child = &t->insert_or_assign(part, toml::table{}).first->second;
+    if (!child->is_table())
+      throw UserError(origin + ": '" + part + "' in the key is a value, not a section");
+    t = child->as_table();
+  }
+  t->insert_or_assign(rest, std::move(*parsed.get("v")));
+}
+
+// Every leaf key of the document, dotted, with its node.
+void collect_leaves(const toml::table& t, const std::string& prefix,
+                    std::vector<std::pair<std::string, const toml::node*>>& out) {
+  for (auto&& [k, v] : t) {
+    std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (v.is_table()) collect_leaves(*v.as_table(), key, out);
+    else out.emplace_back(key, &v);
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& toml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(std::string_view{toml_text}, std::string_view{source_name});
+  } catch (const toml::parse_error& e) {
+    throw UserError(where(e.source(), source_name) + ": TOML syntax error: " + std::string(e.description()));
+  }
+  for (auto& o : overrides) apply_override(root, o);
+
+  Config cfg;
+  cfg.source_path = source_name;
+  std::vector<Field> fields = schema_fields(cfg);
+  std::set<std::string> section_names;
+  for (auto& f : fields)
+    for (size_t dot = f.key.find('.'); dot != std::string::npos; dot = f.key.find('.', dot + 1))
+      section_names.insert(f.key.substr(0, dot));
+
+  std::vector<std::pair<std::string, const toml::node*>> leaves;
+  collect_leaves(root, "", leaves);
+  for (auto& [key, node] : leaves) {
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    const std::string at = where(node->source(), source_name);
+    if (it == fields.end()) {
+      if (section_names.count(key))
+        throw UserError(at + ": '" + key + "' is a section; write it as [" + key + "] with keys inside");
+      throw UserError(at + ": unknown key '" + key + "'" + suggestion(key, fields) +
+                      " (the README's config reference lists every key)");
+    }
+    std::string complaint = it->read(*node);
+    if (!complaint.empty()) throw UserError(at + ": " + key + " " + complaint);
+    cfg.origin[key] = at;
+  }
+  for (auto& f : fields)
+    if (!cfg.origin.count(f.key)) cfg.origin[f.key] = source_name + " (default of " + f.key + ")";
+
+  validate_config(cfg);
+
+  toml::table resolved;
+  for (auto& f : fields) {
+    toml::table* t = &resolved;
+    std::string rest = f.key;
+    for (size_t dot; (dot = rest.find('.')) != std::string::npos; rest = rest.substr(dot + 1)) {
+      const std::string part = rest.substr(0, dot);
+      if (!t->get(part)) t->insert_or_assign(part, toml::table{});
+      t = t->get(part)->as_table();
+    }
+    f.write(*t, rest);
+  }
+  std::ostringstream s;
+  s << resolved << "\n";
+  cfg.resolved_toml = s.str();
+  return cfg;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw UserError(path + ": cannot open the experiment file (check the path; configs/tiny.toml is the demo)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path, overrides);
+}
+
+}  // namespace mt

@@ -1,0 +1,181 @@
+#include "config/schema.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace mt {
+
+namespace {
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    default: return "a date/time";
+  }
+}
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+class Binder {
+ public:
+  explicit Binder(std::vector<Field>& out) : out_(out) {}
+
+  template <class Int>
+  void integer(const std::string& key, Int& target, int64_t lo, int64_t hi, const std::string& doc) {
+    std::string valid = hi == std::numeric_limits<int64_t>::max() ? ">= " + std::to_string(lo)
+                        : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    out_.push_back(Field{key, "integer", valid, doc,
+        [&target, lo, hi, valid](const toml::node& n) -> std::string {
+          if (!n.is_integer()) return "must be an integer " + valid + ", got " + type_name(n);
+          int64_t v = n.as_integer()->get();
+          if (v < lo || v > hi) return "must be " + valid + ", got " + std::to_string(v);
+          target = Int(v);
+          return "";
+        },
+        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, int64_t(target)); }});
+  }
+
+  // Floats accept integers too (lr = 1 means 1.0). lo_open/hi_open make a bound exclusive.
+  void real(const std::string& key, double& target, double lo, double hi, bool lo_open, bool hi_open,
+            const std::string& doc) {
+    std::string valid;
+    if (std::isinf(hi)) valid = (lo_open ? "> " : ">= ") + fmt(lo);
+    else valid = std::string(lo_open ? "(" : "[") + fmt(lo) + ", " + fmt(hi) + (hi_open ? ")" : "]");
+    out_.push_back(Field{key, "float", valid, doc,
+        [&target, lo, hi, lo_open, hi_open, valid](const toml::node& n) -> std::string {
+          std::optional<double> v = n.value<double>();
+          if (!v || !(n.is_floating_point() || n.is_integer()))
+            return "must be a number " + valid + ", got " + type_name(n);
+          bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && (hi_open ? *v < hi : *v <= hi);
+          if (!ok) return "must be " + valid + ", got " + fmt(*v);
+          target = *v;
+          return "";
+        },
+        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
+  }
+
+  void text(const std::string& key, std::string& target, const std::string& doc) {
+    out_.push_back(Field{key, "string", "any non-empty string", doc,
+        [&target](const toml::node& n) -> std::string {
+          if (!n.is_string()) return "must be a string, got " + type_name(n);
+          if (n.as_string()->get().empty()) return "must not be empty";
+          target = n.as_string()->get();
+          return "";
+        },
+        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
+  }
+
+  void choice(const std::string& key, std::string& target, const std::vector<std::string>& choices,
+              const std::string& doc) {
+    std::string valid;
+    for (auto& c : choices) valid += (valid.empty() ? "\"" : " | \"") + c + "\"";
+    out_.push_back(Field{key, "string", valid, doc,
+        [&target, choices, valid](const toml::node& n) -> std::string {
+          if (!n.is_string()) return "must be one of " + valid + ", got " + type_name(n);
+          const std::string& v = n.as_string()->get();
+          for (auto& c : choices)
+            if (v == c) { target = v; return ""; }
+          return "must be one of " + valid + ", got \"" + v + "\"";
+        },
+        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
+  }
+
+ private:
+  std::vector<Field>& out_;
+};
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInt = std::numeric_limits<int>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+std::vector<Field> schema_fields(Config& c) {
+  std::vector<Field> f;
+  Binder b(f);
+  b.text("run.name", c.run.name, "run name; outputs go to <out_dir>/<name>/");
+  b.text("run.out_dir", c.run.out_dir, "directory holding run directories");
+  b.integer("run.seed", c.run.seed, 0, kMax, "seed of the initial weights");
+
+  auto& m = c.model;
+  b.integer("model.vocab_size", m.vocab_size, 2, 65536, "vocabulary size (tokens are uint16 in shards)");
+  b.integer("model.d_model", m.d_model, 1, kInt, "hidden size");
+  b.integer("model.n_layers", m.n_layers, 1, kInt, "transformer blocks");
+  b.integer("model.n_dense_layers", m.n_dense_layers, 0, kInt, "first blocks with a dense SwiGLU FFN; the rest are MoE");
+  b.integer("model.n_heads", m.n_heads, 1, kInt, "attention heads");
+  b.integer("model.head_dim", m.head_dim, 2, kInt, "features per head (even: RoPE rotates pairs)");
+  b.integer("model.ffn_hidden", m.ffn_hidden, 1, kInt, "hidden size of the dense SwiGLU FFN");
+  b.integer("model.seq_len", m.seq_len, 1, kInt, "tokens per training sequence");
+  b.real("model.rope_theta", m.rope_theta, 0, kInf, true, false, "RoPE base");
+  b.real("model.norm_eps", m.norm_eps, 0, 1, true, true, "RMSNorm epsilon");
+  b.real("model.init_std", m.init_std, 0, kInf, true, false, "std of the normal initial weights");
+
+  auto& e = m.moe;
+  b.integer("model.moe.n_routed_experts", e.n_routed_experts, 1, kInt, "routed experts per MoE layer");
+  b.integer("model.moe.n_shared_experts", e.n_shared_experts, 0, kInt, "shared experts per MoE layer (every token)");
+  b.integer("model.moe.top_k", e.top_k, 1, kInt, "routed experts chosen per token");
+  b.integer("model.moe.expert_hidden", e.expert_hidden, 1, kInt, "hidden size of each expert's SwiGLU");
+  b.real("model.moe.route_scale", e.route_scale, 0, kInf, true, false, "factor on the normalised gates");
+  b.integer("model.moe.n_groups", e.n_groups, 1, kInt, "expert groups for group-limited routing (1 = off)");
+  b.integer("model.moe.topk_groups", e.topk_groups, 1, kInt, "groups a token may route into");
+  b.real("model.moe.bias_update_speed", e.bias_update_speed, 0, kInf, false, false,
+         "gamma: step of the auxiliary-loss-free bias after every optimizer step (0 = off)");
+  b.real("model.moe.seq_aux_alpha", e.seq_aux_alpha, 0, kInf, false, false,
+         "alpha: weight of the sequence-wise balance loss (0 = off)");
+
+  b.text("data.train", c.data.train, "training shards: a path or a glob (llm.c format)");
+  b.text("data.val", c.data.val, "validation shards: a path or a glob");
+
+  auto& t = c.training;
+  b.integer("training.steps", t.steps, 1, kInt, "optimizer steps");
+  b.integer("training.global_batch", t.global_batch, 1, kInt, "sequences per optimizer step");
+  b.integer("training.micro_batch", t.micro_batch, 1, kInt, "sequences per forward/backward pass");
+  b.real("training.grad_clip", t.grad_clip, 0, kInf, false, false, "max global gradient norm (0 = off)");
+  b.integer("training.eval_every", t.eval_every, 0, kInt, "steps between validation passes (0 = off)");
+  b.integer("training.eval_batches", t.eval_batches, 1, kInt, "micro-batches per validation pass");
+
+  auto& o = c.optimizer;
+  b.real("optimizer.lr", o.lr, 0, kInf, true, false, "peak learning rate (AdamW)");
+  b.real("optimizer.beta1", o.beta1, 0, 1, false, true, "AdamW beta1");
+  b.real("optimizer.beta2", o.beta2, 0, 1, false, true, "AdamW beta2");
+  b.real("optimizer.eps", o.eps, 0, kInf, true, false, "AdamW epsilon");
+  b.real("optimizer.weight_decay", o.weight_decay, 0, kInf, false, false,
+         "decoupled weight decay (not applied to norms and biases)");
+
+  auto& l = c.lr_schedule;
+  b.choice("lr_schedule.kind", l.kind, {"cosine", "constant"}, "decay after warmup");
+  b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kInt, "linear warmup steps");
+  b.real("lr_schedule.min_lr_ratio", l.min_lr_ratio, 0, 1, false, false, "final lr as a fraction of the peak");
+
+  auto& p = c.parallel;
+  b.integer("parallel.dp", p.dp, 1, kInt, "data-parallel ranks");
+  b.integer("parallel.tp", p.tp, 1, kInt, "tensor-parallel ranks");
+  b.integer("parallel.pp", p.pp, 1, kInt, "pipeline-parallel ranks");
+  b.integer("parallel.ep", p.ep, 1, kInt, "expert-parallel ranks");
+
+  auto& pr = c.precision;
+  b.choice("precision.device", pr.device, {"auto", "cpu", "cuda"}, "where the step runs");
+  b.choice("precision.matmul", pr.matmul, {"fp32", "bf16"}, "GEMM input precision (fp32 accumulation always)");
+  b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
+         "device peak TFLOP/s for MFU (0 = known GPUs only)");
+
+  b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the last step)");
+  b.integer("checkpoint.keep", c.checkpoint.keep, 1, kInt, "newest checkpoints kept");
+  b.text("checkpoint.resume", c.checkpoint.resume,
+         "\"auto\" (newest complete checkpoint of this run), \"never\", or a checkpoint directory");
+
+  b.integer("log.every", c.log.every, 1, kInt, "steps between printed step lines");
+  return f;
+}
+
+}  // namespace mt

@@ -1,0 +1,42 @@
+#include "config/validate.hpp"
+
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+void require(bool ok, const Config& c, const std::string& key, const std::string& message) {
+  if (!ok) throw UserError(c.origin.at(key) + ": " + key + " " + message);
+}
+std::string s(long long v) { return std::to_string(v); }
+}  // namespace
+
+void validate_config(const Config& c) {
+  const auto& m = c.model;
+  const auto& e = m.moe;
+  const auto& t = c.training;
+  require(m.head_dim % 2 == 0, c, "model.head_dim", "= " + s(m.head_dim) + " must be even (RoPE rotates pairs)");
+  require(m.d_model % m.n_heads == 0, c, "model.n_heads",
+          "= " + s(m.n_heads) + " must divide model.d_model = " + s(m.d_model) +
+          " (pick n_heads among the divisors of d_model)");
+  require(m.n_dense_layers <= m.n_layers, c, "model.n_dense_layers",
+          "= " + s(m.n_dense_layers) + " must be <= model.n_layers = " + s(m.n_layers));
+  require(e.top_k <= e.n_routed_experts, c, "model.moe.top_k",
+          "= " + s(e.top_k) + " must be <= model.moe.n_routed_experts = " + s(e.n_routed_experts));
+  require(e.n_routed_experts % e.n_groups == 0, c, "model.moe.n_groups",
+          "= " + s(e.n_groups) + " must divide model.moe.n_routed_experts = " + s(e.n_routed_experts));
+  require(e.topk_groups <= e.n_groups, c, "model.moe.topk_groups",
+          "= " + s(e.topk_groups) + " must be <= model.moe.n_groups = " + s(e.n_groups));
+  require(e.top_k <= e.topk_groups * (e.n_routed_experts / e.n_groups), c, "model.moe.top_k",
+          "= " + s(e.top_k) + " exceeds the experts in the allowed groups (topk_groups * experts per group = " +
+              s(e.topk_groups * (e.n_routed_experts / e.n_groups)) + ")");
+  require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
+          "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
+  require(c.lr_schedule.warmup_steps <= t.steps, c, "lr_schedule.warmup_steps",
+          "= " + s(c.lr_schedule.warmup_steps) + " must be <= training.steps = " + s(t.steps));
+  const auto& p = c.parallel;
+  for (auto [key, v] : {std::pair{"parallel.dp", p.dp}, {"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.ep", p.ep}})
+    require(v == 1, c, key, "= " + s(v) + " is not supported yet: this version trains on one rank, so use 1");
+}
+
+}  // namespace mt

@@ -1,0 +1,8 @@
+#pragma once
+#include "config/config.hpp"
+
+namespace mt {
+// Rules between fields (divisibility, top_k <= experts, ...). Throws UserError that names the
+// key's origin, both values and what would be valid.
+void validate_config(const Config& cfg);
+}  // namespace mt

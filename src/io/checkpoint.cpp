@@ -1,0 +1,123 @@
+#include "io/checkpoint.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "io/h5util.hpp"
+#include "util/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mt {
+
+namespace {
+constexpr int kFormatVersion = 1;
+
+std::string step_name(long long step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld", step);
+  return buf;
+}
+
+// Complete checkpoints of a run, oldest first.
+std::vector<fs::path> complete_checkpoints(const std::string& run_dir) {
+  std::vector<fs::path> out;
+  const fs::path dir = fs::path(run_dir) / "ckpt";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos && fs::exists(e.path() / "manifest.toml"))
+      out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void write_param_set(hid_t f, const std::string& group, const ParamStore& p, const std::vector<float>& data) {
+  for (auto& info : p.infos) {
+    std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
+    h5::write_floats(f, group + "/" + info.name, data.data() + info.offset, dims);
+  }
+}
+
+void read_param_set(hid_t f, const std::string& group, const ParamStore& p, std::vector<float>& data) {
+  for (auto& info : p.infos) {
+    std::vector<float> v = h5::read_floats(f, group + "/" + info.name, info.numel);
+    std::copy(v.begin(), v.end(), data.begin() + info.offset);
+  }
+}
+}  // namespace
+
+void save_checkpoint(const std::string& run_dir, const ParamStore& params, const TrainState& state,
+                     const std::string& config_toml, int keep) {
+  h5::silence_errors();
+  const fs::path final_dir = fs::path(run_dir) / "ckpt" / step_name(state.step);
+  const fs::path tmp_dir = final_dir.string() + ".tmp";
+  fs::remove_all(tmp_dir);
+  fs::create_directories(tmp_dir);
+  {
+    h5::Handle f = h5::create_file((tmp_dir / "rank_00000.h5").string(), false);
+    h5::write_int_attr(f, "format_version", kFormatVersion);
+    h5::write_int_attr(f, "step", state.step);
+    h5::write_int_attr(f, "samples_seen", state.samples_seen);
+    h5::write_int_attr(f, "world_size", 1);
+    h5::write_int_attr(f, "rank", 0);
+    h5::write_string_attr(f, "config_toml", config_toml);
+    write_param_set(f, "/params", params, params.values);
+    write_param_set(f, "/optim/exp_avg", params, params.adam_m);
+    write_param_set(f, "/optim/exp_avg_sq", params, params.adam_v);
+    for (size_t i = 0; i < params.buffers.size(); ++i)
+      h5::write_floats(f, "/buffers/" + params.buffer_names[i], params.buffers[i].data(), {params.buffers[i].size()});
+    h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing checkpoint");
+  }
+  {
+    std::ofstream m(tmp_dir / "manifest.toml");
+    m << "step = " << state.step << "\nsamples_seen = " << state.samples_seen
+      << "\nworld_size = 1\nformat_version = " << kFormatVersion << "\nfiles = [\"rank_00000.h5\"]\n";
+    if (!m) throw UserError((tmp_dir / "manifest.toml").string() + ": cannot write (disk full?)");
+  }
+  fs::remove_all(final_dir);
+  fs::rename(tmp_dir, final_dir);
+  auto all = complete_checkpoints(run_dir);
+  for (size_t i = 0; i + keep < all.size(); ++i) fs::remove_all(all[i]);
+}
+
+TrainState load_checkpoint(const std::string& step_dir, ParamStore& params) {
+  h5::silence_errors();
+  const fs::path dir(step_dir);
+  if (!fs::exists(dir / "manifest.toml"))
+    throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
+                    "step_N.tmp/ behind, which is never resumed from)");
+  h5::Handle f = h5::open_file((dir / "rank_00000.h5").string(), false);
+  if (h5::read_int_attr(f, "format_version") != kFormatVersion)
+    throw UserError(step_dir + ": checkpoint format " + std::to_string(h5::read_int_attr(f, "format_version")) +
+                    ", this moetrain reads format " + std::to_string(kFormatVersion));
+  TrainState s;
+  s.step = h5::read_int_attr(f, "step");
+  s.samples_seen = h5::read_int_attr(f, "samples_seen");
+  try {
+    read_param_set(f, "/params", params, params.values);
+    read_param_set(f, "/optim/exp_avg", params, params.adam_m);
+    read_param_set(f, "/optim/exp_avg_sq", params, params.adam_v);
+    for (size_t i = 0; i < params.buffers.size(); ++i) {
+      std::vector<float> v = h5::read_floats(f, "/buffers/" + params.buffer_names[i], params.buffers[i].size());
+      params.buffers[i] = v;
+    }
+  } catch (const UserError& e) {
+    throw UserError(step_dir + ": does not fit this model (" + e.what() +
+                    "); resume with the config the checkpoint was made with, or set checkpoint.resume = \"never\"");
+  }
+  return s;
+}
+
+std::optional<std::string> newest_checkpoint(const std::string& run_dir) {
+  auto all = complete_checkpoints(run_dir);
+  if (all.empty()) return std::nullopt;
+  return all.back().string();
+}
+
+}  // namespace mt

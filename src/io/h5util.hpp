@@ -1,0 +1,54 @@
+#pragma once
+// Small RAII and error helpers over the HDF5 C API.
+#include <hdf5.h>
+
+#include <string>
+#include <vector>
+
+namespace mt::h5 {
+
+// Owns an hid_t and closes it with the matching H5*close.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
+  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
+  Handle& operator=(Handle&& o) noexcept { reset(); id_ = o.id_; close_ = o.close_; o.id_ = -1; return *this; }
+  ~Handle() { reset(); }
+  void reset() { if (id_ >= 0 && close_) close_(id_); id_ = -1; }
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+
+ private:
+  hid_t id_ = -1;
+  Closer close_ = nullptr;
+};
+
+// Throws UserError("<what>: <path>: ...") when id < 0 / status < 0 (HDF5's own stack is silenced).
+hid_t check(hid_t id, const std::string& what);
+void silence_errors();
+
+Handle create_file(const std::string& path, bool swmr_format);
+Handle open_file(const std::string& path, bool swmr_read);
+
+void write_string_attr(hid_t obj, const std::string& name, const std::string& value);
+void write_double_attr(hid_t obj, const std::string& name, double value);
+void write_int_attr(hid_t obj, const std::string& name, long long value);
+std::string read_string_attr(hid_t obj, const std::string& name);
+long long read_int_attr(hid_t obj, const std::string& name);
+
+// Fixed-size float datasets (checkpoints). Intermediate groups are created as needed.
+void write_floats(hid_t file, const std::string& path, const float* data, const std::vector<hsize_t>& dims);
+std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected);
+bool exists(hid_t file, const std::string& path);
+
+// Extendible datasets along dimension 0 (logs): create with row shape, append rows.
+Handle create_series(hid_t file, const std::string& path, hid_t type, const std::vector<hsize_t>& row_shape);
+void append_rows(hid_t dset, hid_t mem_type, const void* data, hsize_t rows);
+hsize_t series_length(hid_t dset);
+template <class T>
+std::vector<T> read_all(hid_t file, const std::string& path, hid_t mem_type);
+
+}  // namespace mt::h5

@@ -1,0 +1,113 @@
+#include "io/run_log.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+using Scalar = double StepRecord::*;
+const std::pair<const char*, Scalar> kScalars[] = {
+    {"loss", &StepRecord::loss},
+    {"aux_loss", &StepRecord::aux_loss},
+    {"lr", &StepRecord::lr},
+    {"grad_norm", &StepRecord::grad_norm},
+    {"tokens_per_s", &StepRecord::tokens_per_s},
+    {"flops_per_s", &StepRecord::flops_per_s},
+    {"mfu", &StepRecord::mfu},
+    {"time/forward", &StepRecord::time_forward},
+    {"time/backward", &StepRecord::time_backward},
+    {"time/optimizer", &StepRecord::time_optimizer},
+    {"time/step", &StepRecord::time_step},
+};
+
+// The previous log's rows, read back for a resumed run.
+struct OldRows {
+  std::vector<long long> steps, eval_steps;
+  std::map<std::string, std::vector<double>> scalars;
+  std::vector<float> load, bias;
+  std::vector<double> eval_loss;
+};
+
+OldRows read_old(const std::string& path) {
+  OldRows o;
+  h5::Handle f = h5::open_file(path, true);
+  o.steps = h5::read_all<long long>(f, "/step", H5T_NATIVE_LLONG);
+  for (auto& [name, member] : kScalars) o.scalars[name] = h5::read_all<double>(f, std::string("/") + name, H5T_NATIVE_DOUBLE);
+  if (h5::exists(f, "/moe/expert_load")) {
+    o.load = h5::read_all<float>(f, "/moe/expert_load", H5T_NATIVE_FLOAT);
+    o.bias = h5::read_all<float>(f, "/moe/expert_bias", H5T_NATIVE_FLOAT);
+  }
+  o.eval_steps = h5::read_all<long long>(f, "/eval/step", H5T_NATIVE_LLONG);
+  o.eval_loss = h5::read_all<double>(f, "/eval/loss", H5T_NATIVE_DOUBLE);
+  return o;
+}
+}  // namespace
+
+RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_step) : path_(path) {
+  h5::silence_errors();
+  row_floats_ = facts.moe_layers * facts.experts;
+  OldRows old;
+  const bool keep = resume_step > 0 && std::filesystem::exists(path);
+  if (keep) old = read_old(path);
+  // Build the new log beside the old one and swap it in, so the old rows survive a crash here.
+  const std::string tmp = path + ".tmp";
+  create(tmp, facts);
+  if (keep) {
+    for (size_t i = 0; i < old.steps.size() && old.steps[i] <= resume_step; ++i) {
+      StepRecord r;
+      r.step = old.steps[i];
+      for (auto& [name, member] : kScalars) r.*member = old.scalars[name][i];
+      r.expert_load.assign(old.load.begin() + i * row_floats_, old.load.begin() + (i + 1) * row_floats_);
+      r.expert_bias.assign(old.bias.begin() + i * row_floats_, old.bias.begin() + (i + 1) * row_floats_);
+      append(r);
+    }
+    for (size_t i = 0; i < old.eval_steps.size() && old.eval_steps[i] <= resume_step; ++i)
+      append_eval(old.eval_steps[i], old.eval_loss[i]);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void RunLog::create(const std::string& path, const RunFacts& facts) {
+  file_ = h5::create_file(path, true);
+  h5::write_string_attr(file_, "config_toml", facts.config_toml);
+  for (auto& [k, v] : facts.numbers) h5::write_double_attr(file_, k, v);
+  for (auto& [k, v] : facts.texts) h5::write_string_attr(file_, k, v);
+  // SWMR forbids creating objects later: every dataset exists before writing starts.
+  series_["step"] = h5::create_series(file_, "/step", H5T_STD_I64LE, {});
+  for (auto& [name, member] : kScalars) series_[name] = h5::create_series(file_, std::string("/") + name, H5T_IEEE_F64LE, {});
+  if (row_floats_ > 0) {  // a model of dense blocks only has no expert statistics
+    const std::vector<hsize_t> moe_shape{hsize_t(facts.moe_layers), hsize_t(facts.experts)};
+    series_["expert_load"] = h5::create_series(file_, "/moe/expert_load", H5T_IEEE_F32LE, moe_shape);
+    series_["expert_bias"] = h5::create_series(file_, "/moe/expert_bias", H5T_IEEE_F32LE, moe_shape);
+  }
+  series_["eval_step"] = h5::create_series(file_, "/eval/step", H5T_STD_I64LE, {});
+  series_["eval_loss"] = h5::create_series(file_, "/eval/loss", H5T_IEEE_F64LE, {});
+  h5::check(H5Fstart_swmr_write(file_), "starting SWMR on " + path);
+}
+
+RunLog::~RunLog() {
+  series_.clear();
+  file_.reset();
+}
+
+void RunLog::append(const StepRecord& r) {
+  MT_CHECK(int(r.expert_load.size()) == row_floats_ && int(r.expert_bias.size()) == row_floats_);
+  h5::append_rows(series_["step"], H5T_NATIVE_LLONG, &r.step, 1);
+  for (auto& [name, member] : kScalars) h5::append_rows(series_[name], H5T_NATIVE_DOUBLE, &(r.*member), 1);
+  if (row_floats_ > 0) {
+    h5::append_rows(series_["expert_load"], H5T_NATIVE_FLOAT, r.expert_load.data(), 1);
+    h5::append_rows(series_["expert_bias"], H5T_NATIVE_FLOAT, r.expert_bias.data(), 1);
+  }
+  H5Fflush(file_, H5F_SCOPE_GLOBAL);
+}
+
+void RunLog::append_eval(long long step, double loss) {
+  h5::append_rows(series_["eval_step"], H5T_NATIVE_LLONG, &step, 1);
+  h5::append_rows(series_["eval_loss"], H5T_NATIVE_DOUBLE, &loss, 1);
+  H5Fflush(file_, H5F_SCOPE_GLOBAL);
+}
+
+}  // namespace mt

@@ -1,0 +1,46 @@
+#pragma once
+// runs/<name>/log.h5: the resolved config (TOML text) and run facts as attributes, one
+// extendible dataset per metric indexed by step, per-layer expert load and bias, and eval loss.
+// The file is written in SWMR mode, so `h5py.File(p, "r", libver="latest", swmr=True)` can
+// read it while training runs; every row is flushed as it is written.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/h5util.hpp"
+
+namespace mt {
+
+struct StepRecord {
+  long long step = 0;  // optimizer steps completed (1-based)
+  double loss = 0, aux_loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, flops_per_s = 0, mfu = 0;
+  double time_forward = 0, time_backward = 0, time_optimizer = 0, time_step = 0;  // seconds
+  std::vector<float> expert_load;  // [n_moe_layers * n_experts] fraction of routed tokens
+  std::vector<float> expert_bias;  // [n_moe_layers * n_experts] bias after this step's update
+};
+
+struct RunFacts {
+  std::string config_toml;
+  std::map<std::string, double> numbers;  // e.g. total_params, flops_per_token
+  std::map<std::string, std::string> texts;  // e.g. device
+  int moe_layers = 0, experts = 0;
+};
+
+class RunLog {
+ public:
+  // Starts log.h5 at `path`. With resume_step > 0 the rows of steps <= resume_step of an
+  // existing log are kept (the rest belong to the abandoned part of the run).
+  RunLog(const std::string& path, const RunFacts& facts, long long resume_step);
+  ~RunLog();
+  void append(const StepRecord& r);
+  void append_eval(long long step, double loss);
+
+ private:
+  void create(const std::string& path, const RunFacts& facts);
+  std::string path_;
+  int row_floats_ = 0;
+  h5::Handle file_;
+  std::map<std::string, h5::Handle> series_;
+};
+
+}  // namespace mt

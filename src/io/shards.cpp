@@ -1,0 +1,82 @@
+#include "io/shards.hpp"
+
+#include <glob.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "util/error.hpp"
+
+namespace mt {
+
+void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+  if (tokens.size() > size_t(INT32_MAX)) throw UserError(path + ": too many tokens for one shard (max 2^31-1)");
+  int32_t header[256] = {};
+  header[0] = kShardMagic;
+  header[1] = kShardVersion;
+  header[2] = int32_t(tokens.size());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(header), sizeof(header));
+    out.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 2));
+    if (!out) throw UserError(path + ": cannot write the shard (is the directory writable and the disk not full?)");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::vector<uint16_t> read_shard(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open the token shard");
+  int32_t header[256];
+  in.read(reinterpret_cast<char*>(header), sizeof(header));
+  if (!in) throw UserError(path + ": shorter than the 1024-byte shard header; not a token shard");
+  if (header[0] != kShardMagic)
+    throw UserError(path + ": magic number " + std::to_string(header[0]) + ", expected " +
+                    std::to_string(kShardMagic) + " (llm.c GPT-2 format; make shards with `moetrain prepare`)");
+  if (header[1] != kShardVersion)
+    throw UserError(path + ": shard version " + std::to_string(header[1]) + ", expected 1 (uint16 tokens)");
+  if (header[2] < 0) throw UserError(path + ": negative token count in the header");
+  const size_t n = size_t(header[2]);
+  const auto file_size = std::filesystem::file_size(path);
+  if (file_size != 1024 + 2 * n)
+    throw UserError(path + ": header says " + std::to_string(n) + " tokens, so the file should be " +
+                    std::to_string(1024 + 2 * n) + " bytes, but it is " + std::to_string(file_size) +
+                    " (truncated or corrupt shard)");
+  std::vector<uint16_t> tokens(n);
+  in.read(reinterpret_cast<char*>(tokens.data()), std::streamsize(n * 2));
+  if (!in) throw UserError(path + ": could not read the tokens");
+  return tokens;
+}
+
+TokenStream::TokenStream(const std::string& pattern, const std::string& key, int vocab_size) {
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) files_.push_back(g.gl_pathv[i]);
+  globfree(&g);
+  if (files_.empty())
+    throw UserError(key + " = \"" + pattern + "\": no shard matches this path (run `moetrain prepare` first, "
+                    "or `make run`, which prepares the fortunes demo data)");
+  for (auto& f : files_) {
+    std::vector<uint16_t> t = read_shard(f);
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t[i] >= vocab_size)
+        throw UserError(f + ": token " + std::to_string(t[i]) + " at position " + std::to_string(i) +
+                        " is outside model.vocab_size = " + std::to_string(vocab_size) +
+                        " (raise model.vocab_size or use shards made with this vocabulary)");
+    tokens_.insert(tokens_.end(), t.begin(), t.end());
+  }
+}
+
+double unigram_entropy(const std::vector<uint16_t>& tokens) {
+  std::vector<size_t> counts(65536, 0);
+  for (uint16_t t : tokens) counts[t]++;
+  double h = 0;
+  for (size_t c : counts)
+    if (c) h -= double(c) / tokens.size() * std::log(double(c) / tokens.size());
+  return h;
+}
+
+}  // namespace mt

@@ -1,0 +1,86 @@
+#include "model/block.hpp"
+
+#include <algorithm>
+
+namespace mt {
+
+Block::Block(const LayerEnv& env, const ModelConfig& cfg, int index, int max_in_flight)
+    : env_(env), d_(cfg.d_model), seq_(cfg.seq_len), eps_(float(cfg.norm_eps)),
+      attn_(env, cfg, "blocks." + std::to_string(index) + ".attn", max_in_flight), saved_(max_in_flight) {
+  using I = ParamStore::Init;
+  ParamStore& p = *env.params;
+  const std::string prefix = "blocks." + std::to_string(index);
+  norm1 = p.add(prefix + ".attn_norm", {d_}, I::ones, false);
+  norm2 = p.add(prefix + ".ffn_norm", {d_}, I::ones, false);
+  if (index < cfg.n_dense_layers) {
+    const int64_t H = cfg.ffn_hidden, D = d_;
+    ffn_gate = p.add(prefix + ".ffn.w_gate", {H, D}, I::normal, true);
+    ffn_up = p.add(prefix + ".ffn.w_up", {H, D}, I::normal, true);
+    ffn_down = p.add(prefix + ".ffn.w_down", {D, H}, I::normal, true);
+  } else {
+    moe_ = std::make_unique<MoE>(env, cfg, prefix + ".moe", max_in_flight);
+  }
+}
+
+SwigluWeights Block::dense_weights() const {
+  ParamStore& p = *env_.params;
+  return {p.value(ffn_gate), p.value(ffn_up), p.value(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
+}
+
+double Block::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const int rows = batch * seq_;
+  const size_t n = size_t(rows) * d_;
+  s.rows = rows;
+  s.x = x;
+  s.n1 = arena.floats(n);
+  s.rstd1 = arena.floats(rows);
+  s.x1 = arena.floats(n);
+  s.n2 = arena.floats(n);
+  s.rstd2 = arena.floats(rows);
+  const Backend& be = env_.be();
+  be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = p.value(norm1), .y = s.n1, .rstd = s.rstd1});
+  attn_.forward(slot, arena, s.n1, batch, s.x1);
+  be.add({.n = n, .x = x, .y = s.x1});
+  be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = s.x1, .weight = p.value(norm2), .y = s.n2, .rstd = s.rstd2});
+  double aux = 0;
+  if (moe_) aux = moe_->forward(slot, arena, s.n2, batch, y, aux_grad_scale);
+  else swiglu_forward(env_, arena, dense_weights(), s.n2, rows, y, false, s.ffn);
+  be.add({.n = n, .x = s.x1, .y = y});
+  return aux;
+}
+
+void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const int rows = s.rows;
+  const size_t n = size_t(rows) * d_;
+  const Backend& be = env_.be();
+  s.dy = dy;
+  s.dn2 = arena.floats(n);
+  s.dx1 = arena.floats(n);
+  s.dn1 = arena.floats(n);
+  if (moe_) moe_->backward_input(slot, arena, dy, s.dn2);
+  else swiglu_backward_input(env_, arena, dense_weights(), dy, s.dn2, false, s.ffn);
+  be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn2, .x = s.x1, .weight = p.value(norm2),
+                             .rstd = s.rstd2, .dx = s.dx1});
+  be.add({.n = n, .x = dy, .y = s.dx1});
+  attn_.backward_input(slot, arena, s.dx1, s.dn1);
+  be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn1, .x = s.x, .weight = p.value(norm1),
+                             .rstd = s.rstd1, .dx = dx});
+  be.add({.n = n, .x = s.dx1, .y = dx});
+}
+
+void Block::backward_weight(int slot) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const Backend& be = env_.be();
+  be.rmsnorm_backward_weight({.rows = s.rows, .dim = d_, .dy = s.dn2, .x = s.x1, .rstd = s.rstd2, .dweight = p.grad(norm2)});
+  be.rmsnorm_backward_weight({.rows = s.rows, .dim = d_, .dy = s.dn1, .x = s.x, .rstd = s.rstd1, .dweight = p.grad(norm1)});
+  attn_.backward_weight(slot);
+  if (moe_) moe_->backward_weight(slot);
+  else swiglu_backward_weight(env_, dense_weights(), {p.grad(ffn_gate), p.grad(ffn_up), p.grad(ffn_down)}, s.ffn);
+}
+
+}  // namespace mt

@@ -1,0 +1,44 @@
+#pragma once
+// One transformer block: x -> x + Attn(RMSNorm(x)) -> (that) + FFN(RMSNorm(that)), where FFN is
+// a dense SwiGLU for the first n_dense_layers blocks and an MoE for the others.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/attention.hpp"
+#include "model/moe.hpp"
+#include "model/swiglu_ffn.hpp"
+
+namespace mt {
+
+class Block {
+ public:
+  Block(const LayerEnv& env, const ModelConfig& cfg, int index, int max_in_flight);
+  // Returns the balance loss of this micro-batch (0 for dense blocks).
+  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale);
+  void backward_input(int slot, Arena& arena, const float* dy, float* dx);
+  void backward_weight(int slot);
+
+  MoE* moe() { return moe_.get(); }
+  int norm1, norm2, ffn_gate = -1, ffn_up = -1, ffn_down = -1;
+
+ private:
+  struct Saved {
+    int rows = 0;
+    const float* x = nullptr;
+    float *n1 = nullptr, *rstd1 = nullptr, *x1 = nullptr, *n2 = nullptr, *rstd2 = nullptr;
+    float *dn1 = nullptr, *dn2 = nullptr, *dx1 = nullptr;
+    const float* dy = nullptr;
+    SwigluSaved ffn;
+  };
+  SwigluWeights dense_weights() const;
+
+  LayerEnv env_;
+  int d_, seq_;
+  float eps_;
+  Attention attn_;
+  std::unique_ptr<MoE> moe_;
+  std::vector<Saved> saved_;
+};
+
+}  // namespace mt

@@ -1,0 +1,40 @@
+#include "model/swiglu_ffn.hpp"
+
+namespace mt {
+
+void swiglu_forward(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* x, int rows,
+                    float* y, bool accumulate, SwigluSaved& s) {
+  const size_t n = size_t(rows) * w.hidden;
+  s.rows = rows;
+  s.x = x;
+  s.a = arena.floats(n);
+  s.b = arena.floats(n);
+  s.h = arena.floats(n);
+  env.linear_forward(x, w.gate, rows, w.dim, w.hidden, s.a);
+  env.linear_forward(x, w.up, rows, w.dim, w.hidden, s.b);
+  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
+  env.linear_forward(s.h, w.down, rows, w.hidden, w.dim, y, accumulate);
+}
+
+void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
+                           float* dx, bool accumulate, SwigluSaved& s) {
+  const size_t n = size_t(s.rows) * w.hidden;
+  float* dh = arena.floats(n);
+  s.dy = dy;
+  s.da = arena.floats(n);
+  s.db = arena.floats(n);
+  env.linear_backward_input(dy, w.down, s.rows, w.hidden, w.dim, dh);
+  env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db});
+  env.linear_backward_input(s.da, w.gate, s.rows, w.dim, w.hidden, dx, accumulate);
+  env.linear_backward_input(s.db, w.up, s.rows, w.dim, w.hidden, dx, true);
+}
+
+void swiglu_backward_weight(const LayerEnv& env, const SwigluWeights& w, const SwigluGrads& g,
+                            const SwigluSaved& s) {
+  if (s.rows == 0) return;
+  env.linear_backward_weight(s.dy, s.h, s.rows, w.hidden, w.dim, g.down);
+  env.linear_backward_weight(s.da, s.x, s.rows, w.dim, w.hidden, g.gate);
+  env.linear_backward_weight(s.db, s.x, s.rows, w.dim, w.hidden, g.up);
+}
+
+}  // namespace mt

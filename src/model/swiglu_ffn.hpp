@@ -1,0 +1,34 @@
+#pragma once
+// SwiGLU feed-forward y = W_down (silu(W_gate x) * (W_up x)) on raw weight pointers, so the
+// dense FFN, the shared experts and every routed expert share one implementation.
+#include "model/layer_env.hpp"
+
+namespace mt {
+
+struct SwigluWeights {
+  const float* gate = nullptr;  // [hidden, dim]
+  const float* up = nullptr;    // [hidden, dim]
+  const float* down = nullptr;  // [dim, hidden]
+  int dim = 0, hidden = 0;
+};
+struct SwigluGrads { float* gate = nullptr; float* up = nullptr; float* down = nullptr; };
+
+// What one micro-batch keeps between forward, backward_input and backward_weight.
+struct SwigluSaved {
+  int rows = 0;
+  const float* x = nullptr;
+  float *a = nullptr, *b = nullptr, *h = nullptr;      // gate and up pre-activations, product
+  const float* dy = nullptr;
+  float *da = nullptr, *db = nullptr;                  // for the weight gradients
+};
+
+// y[rows,dim] (= or += when accumulate) FFN(x).
+void swiglu_forward(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* x, int rows,
+                    float* y, bool accumulate, SwigluSaved& s);
+// dx[rows,dim] (= or +=) from dy; keeps dy and the pre-activation gradients in s.
+void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
+                           float* dx, bool accumulate, SwigluSaved& s);
+void swiglu_backward_weight(const LayerEnv& env, const SwigluWeights& w, const SwigluGrads& g,
+                            const SwigluSaved& s);
+
+}  // namespace mt

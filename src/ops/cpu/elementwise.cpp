@@ -1,0 +1,66 @@
+#include <cmath>
+
+#include "ops/cpu/cpu_ops.hpp"
+
+namespace mt::cpu {
+
+void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
+  for (size_t i = 0; i < a.n; ++i) {
+    const float g = a.gate[i];
+    a.h[i] = g / (1.0f + std::exp(-g)) * a.up[i];
+  }
+}
+
+// h = g sig(g) u: dh/du = g sig(g); dh/dg = u sig(g) (1 + g (1 - sig(g))).
+void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
+  for (size_t i = 0; i < a.n; ++i) {
+    const float g = a.gate[i], sig = 1.0f / (1.0f + std::exp(-g));
+    a.dup[i] = a.dh[i] * g * sig;
+    a.dgate[i] = a.dh[i] * a.up[i] * sig * (1.0f + g * (1.0f - sig));
+  }
+}
+
+void add(DeviceState*, const AddArgs& a) {
+  for (size_t i = 0; i < a.n; ++i) a.y[i] += a.x[i];
+}
+
+void embedding_forward(DeviceState*, const EmbeddingForwardArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    const float* src = a.table + size_t(a.tokens[r]) * a.dim;
+    std::copy(src, src + a.dim, a.out + size_t(r) * a.dim);
+  }
+}
+
+void embedding_backward(DeviceState*, const EmbeddingBackwardArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    float* dst = a.dtable + size_t(a.tokens[r]) * a.dim;
+    const float* g = a.dout + size_t(r) * a.dim;
+    for (int i = 0; i < a.dim; ++i) dst[i] += g[i];
+  }
+}
+
+double cross_entropy(DeviceState*, const CrossEntropyArgs& a) {
+  double total = 0;
+  for (int r = 0; r < a.rows; ++r) {
+    const float* z = a.logits + size_t(r) * a.vocab;
+    float* dz = a.dlogits + size_t(r) * a.vocab;
+    const int target = a.targets[r];
+    if (target < 0) {
+      a.losses[r] = 0;
+      std::fill(dz, dz + a.vocab, 0.0f);
+      continue;
+    }
+    float mx = z[0];
+    for (int i = 1; i < a.vocab; ++i) mx = std::max(mx, z[i]);
+    double sum = 0;
+    for (int i = 0; i < a.vocab; ++i) sum += std::exp(double(z[i] - mx));
+    const double logsum = std::log(sum) + mx;
+    a.losses[r] = float(logsum - z[target]);
+    total += logsum - z[target];
+    for (int i = 0; i < a.vocab; ++i) dz[i] = a.grad_scale * float(std::exp(double(z[i]) - logsum));
+    dz[target] -= a.grad_scale;
+  }
+  return total;
+}
+
+}  // namespace mt::cpu

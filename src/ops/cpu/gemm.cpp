@@ -1,0 +1,31 @@
+// Reference GEMM: OpenBLAS sgemm. The bf16 variant rounds copies of A and B to bfloat16 first,
+// so it computes exactly the products the GPU's BF16-input, FP32-accumulate GEMM computes.
+#include <cblas.h>
+
+#include <vector>
+
+#include "ops/bf16.hpp"
+#include "ops/cpu/cpu_ops.hpp"
+
+namespace mt::cpu {
+
+void gemm(DeviceState*, const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  const float* a = g.a;
+  const float* b = g.b;
+  std::vector<float> a16, b16;
+  if (g.inputs == GemmInputs::bf16) {
+    a16.assign(g.a, g.a + size_t(g.m) * g.k);
+    b16.assign(g.b, g.b + size_t(g.k) * g.n);
+    for (float& x : a16) x = round_to_bf16(x);
+    for (float& x : b16) x = round_to_bf16(x);
+    a = a16.data();
+    b = b16.data();
+  }
+  const int lda = g.trans_a ? g.m : g.k;
+  const int ldb = g.trans_b ? g.k : g.n;
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
+              g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, g.c, g.n);
+}
+
+}  // namespace mt::cpu

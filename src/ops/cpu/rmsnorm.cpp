@@ -1,0 +1,42 @@
+#include <cmath>
+
+#include "ops/cpu/cpu_ops.hpp"
+
+namespace mt::cpu {
+
+void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    const float* x = a.x + size_t(r) * a.dim;
+    float* y = a.y + size_t(r) * a.dim;
+    double ss = 0;
+    for (int i = 0; i < a.dim; ++i) ss += double(x[i]) * x[i];
+    float rstd = float(1.0 / std::sqrt(ss / a.dim + a.eps));
+    a.rstd[r] = rstd;
+    for (int i = 0; i < a.dim; ++i) y[i] = x[i] * rstd * a.weight[i];
+  }
+}
+
+// y_i = w_i x_i r, r = (mean x^2 + eps)^-1/2  =>  dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j)).
+void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    const float* x = a.x + size_t(r) * a.dim;
+    const float* dy = a.dy + size_t(r) * a.dim;
+    float* dx = a.dx + size_t(r) * a.dim;
+    const float rstd = a.rstd[r];
+    double dot = 0;
+    for (int i = 0; i < a.dim; ++i) dot += double(a.weight[i]) * dy[i] * x[i];
+    const float c = float(dot / a.dim) * rstd * rstd;
+    for (int i = 0; i < a.dim; ++i) dx[i] = rstd * (a.weight[i] * dy[i] - x[i] * c);
+  }
+}
+
+void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    const float* x = a.x + size_t(r) * a.dim;
+    const float* dy = a.dy + size_t(r) * a.dim;
+    const float rstd = a.rstd[r];
+    for (int i = 0; i < a.dim; ++i) a.dweight[i] += dy[i] * x[i] * rstd;
+  }
+}
+
+}  // namespace mt::cpu

@@ -1,0 +1,25 @@
+// CPU-only builds (no nvcc at build time): the CUDA backend entry points exist but report that
+// CUDA is unavailable, so callers link and behave the same in both builds.
+#ifndef MOETRAIN_CUDA
+
+#include "cuda_backend.hpp"
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+const char* const kNoCuda = "moetrain was built without CUDA (nvcc was not found at build time)";
+}
+
+bool cuda_available(std::string* why) {
+  if (why) *why = kNoCuda;
+  return false;
+}
+
+Backend cuda_backend_create(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
+
+void cuda_backend_destroy(Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
+
+}  // namespace mt
+
+#endif  // MOETRAIN_CUDA

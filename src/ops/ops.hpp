@@ -1,0 +1,142 @@
+#pragma once
+// The op table: every numeric operation the model performs, with one signature per op.
+// src/ops/cpu/ holds the reference implementations (plain loops or BLAS); kernels/ holds the
+// CUDA ones. Layers call ops only through a Backend, so a device is a table plus its state.
+// All tensors are row-major; pointers live on the backend's device.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mt {
+
+// Storage precision of GEMM inputs. bf16 rounds A and B to bfloat16 (round to nearest even)
+// and accumulates in fp32: the CPU reference emulates exactly what the GPU path computes.
+enum class GemmInputs { fp32, bf16 };
+
+// C[m,n] = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B) is [k,n].
+// A is stored [m,k] (or [k,m] when trans_a), B is stored [k,n] (or [n,k] when trans_b).
+struct GemmArgs {
+  int m = 0, n = 0, k = 0;
+  const float* a = nullptr; bool trans_a = false;
+  const float* b = nullptr; bool trans_b = false;
+  float* c = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+  GemmInputs inputs = GemmInputs::fp32;
+};
+
+// y = x * rstd * weight per row, rstd = 1/sqrt(mean(x^2) + eps). rstd is saved for backward.
+struct RmsNormForwardArgs {
+  int rows = 0, dim = 0; float eps = 1e-6f;
+  const float* x = nullptr; const float* weight = nullptr;
+  float* y = nullptr; float* rstd = nullptr;
+};
+// dx = d(RMSNorm)/dx applied to dy (overwrites dx).
+struct RmsNormBackwardInputArgs {
+  int rows = 0, dim = 0;
+  const float* dy = nullptr; const float* x = nullptr; const float* weight = nullptr;
+  const float* rstd = nullptr; float* dx = nullptr;
+};
+// dweight += sum over rows of dy * x * rstd.
+struct RmsNormBackwardWeightArgs {
+  int rows = 0, dim = 0;
+  const float* dy = nullptr; const float* x = nullptr; const float* rstd = nullptr;
+  float* dweight = nullptr;
+};
+
+// Rotary position embedding on interleaved pairs (2i, 2i+1) of the last `rot_dim` features of
+// each head, angle = pos * theta^(-2i/rot_dim), pos = row % seq_len. In place.
+// inverse = true rotates by the negative angle, which is the backward pass.
+struct RopeArgs {
+  int rows = 0, heads = 0, head_dim = 0, rot_offset = 0, rot_dim = 0, seq_len = 0;
+  float theta = 10000.0f; bool inverse = false;
+  float* x = nullptr;  // [rows, heads, head_dim]
+};
+
+// Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v: [batch*seq, heads, v_dim].
+// probs [batch, heads, seq, seq] is saved for backward.
+struct AttentionForwardArgs {
+  int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
+  const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
+  float* out = nullptr; float* probs = nullptr;
+};
+struct AttentionBackwardArgs {
+  int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
+  const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
+  const float* probs = nullptr; const float* dout = nullptr;
+  float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;  // overwritten
+};
+
+// h = silu(gate) * up, elementwise over n values.
+struct SwigluForwardArgs { size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr; };
+struct SwigluBackwardArgs {
+  size_t n = 0; const float* gate = nullptr; const float* up = nullptr; const float* dh = nullptr;
+  float* dgate = nullptr; float* dup = nullptr;
+};
+
+// Per-row softmax cross-entropy. Rows whose target is negative are ignored. Writes each row's
+// loss and dlogits = grad_scale * (softmax - onehot); returns the sum of the row losses.
+struct CrossEntropyArgs {
+  int rows = 0, vocab = 0; float grad_scale = 1.0f;
+  const float* logits = nullptr; const int* targets = nullptr;
+  float* losses = nullptr; float* dlogits = nullptr;
+};
+
+struct EmbeddingForwardArgs { int rows = 0, dim = 0; const int* tokens = nullptr; const float* table = nullptr; float* out = nullptr; };
+struct EmbeddingBackwardArgs { int rows = 0, dim = 0; const int* tokens = nullptr; const float* dout = nullptr; float* dtable = nullptr; };
+
+// y += x (n values)
+struct AddArgs { size_t n = 0; const float* x = nullptr; float* y = nullptr; };
+
+struct DeviceState;  // opaque per-device state (cuBLASLt handle, stream, workspace); null on CPU
+
+struct OpTable {
+  const char* name;
+  void* (*alloc)(DeviceState*, size_t bytes);
+  void (*release)(DeviceState*, void*);
+  void (*upload)(DeviceState*, void* dst, const void* src, size_t bytes);
+  void (*download)(DeviceState*, void* dst, const void* src, size_t bytes);
+  void (*synchronize)(DeviceState*);
+
+  void (*gemm)(DeviceState*, const GemmArgs&);
+  void (*rmsnorm_forward)(DeviceState*, const RmsNormForwardArgs&);
+  void (*rmsnorm_backward_input)(DeviceState*, const RmsNormBackwardInputArgs&);
+  void (*rmsnorm_backward_weight)(DeviceState*, const RmsNormBackwardWeightArgs&);
+  void (*rope)(DeviceState*, const RopeArgs&);
+  void (*attention_forward)(DeviceState*, const AttentionForwardArgs&);
+  void (*attention_backward)(DeviceState*, const AttentionBackwardArgs&);
+  void (*swiglu_forward)(DeviceState*, const SwigluForwardArgs&);
+  void (*swiglu_backward)(DeviceState*, const SwigluBackwardArgs&);
+  double (*cross_entropy)(DeviceState*, const CrossEntropyArgs&);
+  void (*embedding_forward)(DeviceState*, const EmbeddingForwardArgs&);
+  void (*embedding_backward)(DeviceState*, const EmbeddingBackwardArgs&);
+  void (*add)(DeviceState*, const AddArgs&);
+};
+
+// Names of the table entries a backend leaves empty (it cannot run the whole model yet).
+std::vector<std::string> missing_ops(const OpTable& t);
+
+// A device: its op table and its state. Layers hold a Backend& and call through it.
+struct Backend {
+  const OpTable* ops = nullptr;
+  DeviceState* state = nullptr;
+
+  void gemm(const GemmArgs& a) const { ops->gemm(state, a); }
+  void rmsnorm_forward(const RmsNormForwardArgs& a) const { ops->rmsnorm_forward(state, a); }
+  void rmsnorm_backward_input(const RmsNormBackwardInputArgs& a) const { ops->rmsnorm_backward_input(state, a); }
+  void rmsnorm_backward_weight(const RmsNormBackwardWeightArgs& a) const { ops->rmsnorm_backward_weight(state, a); }
+  void rope(const RopeArgs& a) const { ops->rope(state, a); }
+  void attention_forward(const AttentionForwardArgs& a) const { ops->attention_forward(state, a); }
+  void attention_backward(const AttentionBackwardArgs& a) const { ops->attention_backward(state, a); }
+  void swiglu_forward(const SwigluForwardArgs& a) const { ops->swiglu_forward(state, a); }
+  void swiglu_backward(const SwigluBackwardArgs& a) const { ops->swiglu_backward(state, a); }
+  double cross_entropy(const CrossEntropyArgs& a) const { return ops->cross_entropy(state, a); }
+  void embedding_forward(const EmbeddingForwardArgs& a) const { ops->embedding_forward(state, a); }
+  void embedding_backward(const EmbeddingBackwardArgs& a) const { ops->embedding_backward(state, a); }
+  void add(const AddArgs& a) const { ops->add(state, a); }
+};
+
+const OpTable& cpu_ops();
+Backend cpu_backend();
+
+}  // namespace mt

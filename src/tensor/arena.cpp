@@ -1,0 +1,52 @@
+#include "tensor/arena.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mt {
+
+static constexpr size_t kAlign = 64;
+
+Arena::Block Arena::make_block(size_t size) {
+  Block b;
+  b.data.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, size)));
+  b.size = size;
+  return b;
+}
+
+void* Arena::bytes(size_t n) {
+  n = (n + kAlign - 1) / kAlign * kAlign;
+  if (blocks_.empty() || blocks_.back().used + n > blocks_.back().size) {
+    size_t size = std::max(n, blocks_.empty() ? size_t(1) << 20 : blocks_.back().size * 2);
+    blocks_.push_back(make_block(size));
+  }
+  Block& b = blocks_.back();
+  void* p = b.data.get() + b.used;
+  b.used += n;
+  in_use_ += n;
+  if (in_use_ > high_water_) high_water_ = in_use_;
+  return p;
+}
+
+float* Arena::zeros(size_t n) {
+  float* p = floats(n);
+  std::memset(p, 0, n * sizeof(float));
+  return p;
+}
+
+void Arena::reset() {
+  if (blocks_.size() > 1) {  // coalesce so the next use of this size fits one block
+    blocks_.clear();
+    blocks_.push_back(make_block(high_water_));
+  }
+  for (auto& b : blocks_) b.used = 0;
+  in_use_ = 0;
+}
+
+size_t Arena::capacity() const {
+  size_t c = 0;
+  for (auto& b : blocks_) c += b.size;
+  return c;
+}
+
+}  // namespace mt

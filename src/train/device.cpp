@@ -1,0 +1,52 @@
+#include "train/device.hpp"
+
+#include "cuda_backend.hpp"
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+}  // namespace
+
+DeviceChoice choose_device(const Config& cfg) {
+  const std::string& want = cfg.precision.device;
+  DeviceChoice d;
+  if (want == "cpu") {
+    d.backend = cpu_backend();
+    d.description = "cpu";
+    return d;
+  }
+  std::string why;
+  bool usable = cuda_available(&why);
+  if (usable) {
+    Backend probe = cuda_backend_create(0);
+    std::vector<std::string> missing = missing_ops(*probe.ops);
+    if (missing.empty()) {
+      d.backend = probe;
+      d.owns_cuda = true;
+      d.description = "cuda:0";
+      return d;
+    }
+    cuda_backend_destroy(probe);
+    usable = false;
+    why = "the CUDA op table does not yet implement " + join(missing);
+  }
+  if (want == "cuda")
+    throw UserError(cfg.origin.at("precision.device") + ": precision.device = \"cuda\" cannot be used: " + why +
+                    "; set precision.device = \"cpu\" or \"auto\"");
+  d.backend = cpu_backend();
+  d.description = "cpu (auto: " + why + ")";
+  return d;
+}
+
+void release_device(DeviceChoice& d) {
+  if (d.owns_cuda) cuda_backend_destroy(d.backend);
+  d.owns_cuda = false;
+}
+
+}  // namespace mt

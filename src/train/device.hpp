@@ -1,0 +1,20 @@
+#pragma once
+// Chooses where the step runs from precision.device: "cpu", "cuda", or "auto" (CUDA when a GPU
+// is present and the CUDA op table can run the whole model, else CPU).
+#include <string>
+
+#include "config/config.hpp"
+#include "ops/ops.hpp"
+
+namespace mt {
+
+struct DeviceChoice {
+  Backend backend;
+  std::string description;  // e.g. "cpu (OpenBLAS, 2 threads)"; why auto chose it
+  bool owns_cuda = false;
+};
+
+DeviceChoice choose_device(const Config& cfg);
+void release_device(DeviceChoice& d);
+
+}  // namespace mt

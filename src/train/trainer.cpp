@@ -1,0 +1,218 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "io/checkpoint.hpp"
+#include "io/run_log.hpp"
+#include "train/adamw.hpp"
+#include "train/batches.hpp"
+#include "train/flops.hpp"
+#include "train/lr_schedule.hpp"
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+
+// Set by SIGINT/SIGTERM: the loop finishes the step, writes a checkpoint and stops. A signal
+// handler can only reach static storage, hence the one process-wide flag.
+volatile std::sig_atomic_t g_stop_requested = 0;
+void request_stop(int) { g_stop_requested = 1; }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string human_duration(double s) {
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
+  return buf;
+}
+
+}  // namespace
+
+Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
+  train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
+  val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
+  device_ = choose_device(cfg);
+  run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
+  const GemmInputs gemm = cfg.precision.matmul == "bf16" ? GemmInputs::bf16 : GemmInputs::fp32;
+  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm, 1);
+}
+
+Trainer::~Trainer() {
+  model_.reset();
+  release_device(device_);
+}
+
+void Trainer::print_header() const {
+  const auto& m = cfg_.model;
+  std::printf("moetrain: run %s -> %s\n", cfg_.run.name.c_str(), run_dir_.c_str());
+  std::printf("  device   %s\n", device_.description.c_str());
+  std::printf("  model    %d layers (%d dense, %d MoE), d_model %d, %d heads x %d, %d routed experts (top %d) + %d shared\n",
+              m.n_layers, m.n_dense_layers, m.n_layers - m.n_dense_layers, m.d_model, m.n_heads, m.head_dim,
+              m.moe.n_routed_experts, m.moe.top_k, m.moe.n_shared_experts);
+  std::printf("  params   %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
+              total_params(m) / 1e6, active_matmul_params(m) / 1e6, training_flops_per_token(m) / 1e6);
+  std::printf("  data     %zu train tokens (%zu files), %zu val tokens; unigram entropy %.3f nats\n",
+              train_data_->size(), train_data_->files().size(), val_data_->size(), train_data_->unigram_entropy());
+  std::printf("  batch    %d sequences x %d tokens per step, %d micro-batches of %d\n", cfg_.training.global_batch,
+              m.seq_len, cfg_.training.global_batch / cfg_.training.micro_batch, cfg_.training.micro_batch);
+}
+
+double Trainer::evaluate() {
+  Batches val(*val_data_, cfg_.model.seq_len, "data.val");
+  std::vector<int> in, tg;
+  double sum = 0;
+  long tokens = 0;
+  for (int b = 0; b < cfg_.training.eval_batches; ++b) {
+    val.fill((long long)b * cfg_.training.micro_batch, cfg_.training.micro_batch, in, tg);
+    ForwardResult r = model_->forward(0, {in.data(), tg.data(), cfg_.training.micro_batch}, {0.0f, 0.0f});
+    model_->retire(0);
+    sum += r.ce_sum;
+    tokens += r.tokens;
+  }
+  return sum / tokens;
+}
+
+TrainSummary Trainer::run() {
+  const auto& t = cfg_.training;
+  const auto& m = cfg_.model;
+  TrainSummary summary;
+  summary.unigram_entropy = train_data_->unigram_entropy();
+  ParamStore& params = model_->params;
+  std::vector<MoE*> moes = model_->moe_layers();
+  const int experts = m.moe.n_routed_experts;
+
+  TrainState state;
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir_, ec);
+  if (ec) throw UserError(run_dir_ + ": cannot create the run directory: " + ec.message());
+  std::optional<std::string> resume_from;
+  if (cfg_.checkpoint.resume == "auto") resume_from = newest_checkpoint(run_dir_);
+  else if (cfg_.checkpoint.resume != "never") resume_from = cfg_.checkpoint.resume;
+  if (resume_from) state = load_checkpoint(*resume_from, params);
+  if (state.step >= t.steps && !opt_.quiet)
+    std::printf("moetrain: %s already holds step %lld of %d; nothing to train\n", resume_from->c_str(), state.step, t.steps);
+
+  if (!opt_.quiet) {
+    print_header();
+    if (resume_from) std::printf("  resume   from %s (step %lld)\n", resume_from->c_str(), state.step);
+  }
+  RunFacts facts;
+  facts.config_toml = cfg_.resolved_toml;
+  facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
+                   {"flops_per_token", training_flops_per_token(m)}, {"unigram_entropy", summary.unigram_entropy}};
+  facts.texts = {{"device", device_.description}};
+  facts.moe_layers = int(moes.size());
+  facts.experts = experts;
+  RunLog log(run_dir_ + "/log.h5", facts, state.step);
+
+  Batches batches(*train_data_, m.seq_len, "data.train");
+  const int accum = t.global_batch / t.micro_batch;
+  const long tokens_per_step = long(t.global_batch) * m.seq_len;
+  const LossScales scales{1.0f / float(tokens_per_step), 1.0f / float(t.global_batch)};
+  const double flops_per_token = training_flops_per_token(m);
+  const double peak = cfg_.precision.peak_tflops * 1e12;
+  const long long last = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
+
+  g_stop_requested = 0;
+  auto old_int = std::signal(SIGINT, request_stop);
+  auto old_term = std::signal(SIGTERM, request_stop);
+  std::vector<int> inputs, targets;
+  summary.first_step = state.step;
+  const auto run_start = Clock::now();
+  double tokens_done = 0;
+
+  while (state.step < last) {
+    const auto step_start = Clock::now();
+    StepRecord rec;
+    std::fill(params.grads.begin(), params.grads.end(), 0.0f);
+    for (MoE* moe : moes) moe->reset_step_load();
+    double ce = 0, aux = 0, t_fwd = 0, t_bwd = 0;
+    for (int mb = 0; mb < accum; ++mb) {
+      batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+      auto t0 = Clock::now();
+      ForwardResult r = model_->forward(0, {inputs.data(), targets.data(), t.micro_batch}, scales);
+      t_fwd += seconds_since(t0);
+      t0 = Clock::now();
+      model_->backward_input(0);
+      model_->backward_weight(0);
+      model_->retire(0);
+      t_bwd += seconds_since(t0);
+      ce += r.ce_sum;
+      aux += r.aux_sum;
+    }
+    const auto t_opt = Clock::now();
+    rec.loss = ce / double(tokens_per_step);
+    rec.aux_loss = aux / t.global_batch;
+    if (!std::isfinite(rec.loss))
+      throw UserError("step " + std::to_string(state.step + 1) + ": the loss is " + std::to_string(rec.loss) +
+                      "; lower optimizer.lr (now " + std::to_string(cfg_.optimizer.lr) + ") or training.grad_clip");
+    rec.grad_norm = grad_norm(params);
+    if (t.grad_clip > 0 && rec.grad_norm > t.grad_clip) scale_grads(params, float(t.grad_clip / rec.grad_norm));
+    rec.lr = learning_rate(cfg_, int(state.step));
+    adamw_step(params, cfg_.optimizer, rec.lr, state.step + 1);
+    for (MoE* moe : moes) {
+      const auto& load = moe->step_load();
+      for (int e = 0; e < experts; ++e) rec.expert_load.push_back(float(load[e] / (double(tokens_per_step) * m.moe.top_k)));
+      moe->update_bias();
+      rec.expert_bias.insert(rec.expert_bias.end(), moe->bias(), moe->bias() + experts);
+    }
+    state.step++;
+    state.samples_seen += t.global_batch;
+    rec.step = state.step;
+    rec.time_forward = t_fwd;
+    rec.time_backward = t_bwd;
+    rec.time_optimizer = seconds_since(t_opt);
+    rec.time_step = seconds_since(step_start);
+    rec.tokens_per_s = tokens_per_step / rec.time_step;
+    rec.flops_per_s = rec.tokens_per_s * flops_per_token;
+    rec.mfu = peak > 0 ? rec.flops_per_s / peak : NAN;
+    log.append(rec);
+    summary.losses.push_back(rec.loss);
+    tokens_done += tokens_per_step;
+
+    const bool final_step = state.step == last;
+    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || final_step)) {
+      summary.last_eval_loss = evaluate();
+      log.append_eval(state.step, summary.last_eval_loss);
+      if (!opt_.quiet) std::printf("step %5lld | eval loss %.4f\n", state.step, summary.last_eval_loss);
+    }
+    if (!opt_.quiet && (state.step % cfg_.log.every == 0 || final_step || state.step == 1)) {
+      const double elapsed = seconds_since(run_start);
+      const double eta = elapsed / (state.step - summary.first_step) * (last - state.step);
+      char mfu[32];
+      if (peak > 0) std::snprintf(mfu, sizeof mfu, "%.1f%%", 100 * rec.mfu);
+      else std::snprintf(mfu, sizeof mfu, "n/a");
+      std::printf("step %5lld/%d | loss %.4f | aux %.5f | lr %.2e | gnorm %.3f | %.0f tok/s | %.2f GFLOP/s | MFU %s | eta %s\n",
+                  state.step, t.steps, rec.loss, rec.aux_loss, rec.lr, rec.grad_norm, rec.tokens_per_s,
+                  rec.flops_per_s / 1e9, mfu, human_duration(eta).c_str());
+      std::fflush(stdout);
+    }
+    const bool stop = g_stop_requested != 0;
+    if (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0)) {
+      save_checkpoint(run_dir_, params, state, cfg_.resolved_toml, cfg_.checkpoint.keep);
+      if (!opt_.quiet && (stop || final_step))
+        std::printf("checkpoint: %s/ckpt/step_%08lld\n", run_dir_.c_str(), state.step);
+    }
+    if (stop) {
+      summary.interrupted = true;
+      if (!opt_.quiet) std::printf("moetrain: stopped by signal after step %lld; resume with the same command\n", state.step);
+      break;
+    }
+  }
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  summary.last_step = state.step;
+  const double elapsed = seconds_since(run_start);
+  summary.tokens_per_s = elapsed > 0 ? tokens_done / elapsed : 0;
+  return summary;
+}
+
+}  // namespace mt

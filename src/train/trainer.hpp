@@ -1,0 +1,49 @@
+#pragma once
+// The training loop: gradient accumulation over micro-batches, clipping, AdamW, the balancing
+// bias update, evaluation, logging and checkpoints.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "io/shards.hpp"
+#include "model/model.hpp"
+#include "train/device.hpp"
+
+namespace mt {
+
+struct TrainOptions {
+  bool quiet = false;       // no step lines (tests)
+  long long stop_after = 0; // stop (with a checkpoint) after this many steps in total; 0 = run to the end
+};
+
+struct TrainSummary {
+  long long first_step = 0, last_step = 0;  // steps run by this invocation: (first, last]
+  std::vector<double> losses;               // training loss of each step run
+  double last_eval_loss = -1;
+  double unigram_entropy = 0;
+  double tokens_per_s = 0;
+  bool interrupted = false;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const Config& cfg, TrainOptions opt = {});
+  ~Trainer();
+  TrainSummary run();
+  Model& model() { return *model_; }
+  const std::string& run_dir() const { return run_dir_; }
+
+ private:
+  double evaluate();
+  void print_header() const;
+
+  Config cfg_;
+  TrainOptions opt_;
+  DeviceChoice device_;
+  std::string run_dir_;
+  std::unique_ptr<TokenStream> train_data_, val_data_;
+  std::unique_ptr<Model> model_;
+};
+
+}  // namespace mt
