@@ -79,3 +79,4 @@ $(BUILD)/tests/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(LIB_OBJS)
 $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 all: $(BUILD)/tests/gpu_parity $(BUILD)/bench/gemm_bench
+$(BUILD)/tests/%.o: CXXFLAGS += -Itests

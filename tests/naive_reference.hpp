@@ -1,0 +1,200 @@
+#pragma once
+// An independent float64 implementation of the model, written as plainly as possible (loops,
+// no BLAS, no op table, no saved state). Tests compare moetrain's forward pass against it and
+// its gradients against central finite differences of it.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "model/params.hpp"
+
+namespace naive {
+
+using Vec = std::vector<double>;
+
+struct Weights {
+  std::map<std::string, Vec> p;  // by parameter name
+  std::map<std::string, Vec> buffers;
+  const Vec& operator[](const std::string& n) const { return p.at(n); }
+};
+
+inline Weights from_store(const mt::ParamStore& s) {
+  Weights w;
+  for (auto& info : s.infos) w.p[info.name] = Vec(s.values.begin() + info.offset, s.values.begin() + info.offset + info.numel);
+  for (size_t i = 0; i < s.buffers.size(); ++i) w.buffers[s.buffer_names[i]] = Vec(s.buffers[i].begin(), s.buffers[i].end());
+  return w;
+}
+
+// y[r][o] = sum_i x[r][i] W[o][i]
+inline Vec linear(const Vec& x, const Vec& W, int rows, int in, int out, size_t w_offset = 0) {
+  Vec y(size_t(rows) * out, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      double s = 0;
+      for (int i = 0; i < in; ++i) s += x[size_t(r) * in + i] * W[w_offset + size_t(o) * in + i];
+      y[size_t(r) * out + o] = s;
+    }
+  return y;
+}
+
+inline Vec rmsnorm(const Vec& x, const Vec& w, int rows, int dim, double eps) {
+  Vec y(x.size());
+  for (int r = 0; r < rows; ++r) {
+    double ms = 0;
+    for (int i = 0; i < dim; ++i) ms += x[size_t(r) * dim + i] * x[size_t(r) * dim + i];
+    ms /= dim;
+    for (int i = 0; i < dim; ++i) y[size_t(r) * dim + i] = x[size_t(r) * dim + i] / std::sqrt(ms + eps) * w[i];
+  }
+  return y;
+}
+
+inline double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+inline Vec swiglu(const Vec& x, const Vec& wg, const Vec& wu, const Vec& wd, int rows, int dim, int hidden,
+                  size_t off_gu = 0, size_t off_d = 0) {
+  Vec a = linear(x, wg, rows, dim, hidden, off_gu), b = linear(x, wu, rows, dim, hidden, off_gu);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = a[i] * sigmoid(a[i]) * b[i];
+  return linear(a, wd, rows, hidden, dim, off_d);
+}
+
+// Rotates interleaved pairs of each head by pos * theta^(-2i/dim), pos = row % seq.
+inline void rope(Vec& x, int rows, int heads, int hd, int seq, double theta) {
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < hd / 2; ++i) {
+        double ang = (r % seq) * std::pow(theta, -2.0 * i / hd);
+        double& x0 = x[(size_t(r) * heads + h) * hd + 2 * i];
+        double& x1 = x[(size_t(r) * heads + h) * hd + 2 * i + 1];
+        double a = x0 * std::cos(ang) - x1 * std::sin(ang), b = x0 * std::sin(ang) + x1 * std::cos(ang);
+        x0 = a;
+        x1 = b;
+      }
+}
+
+// Causal attention on [batch*seq, heads*hd] q, k, v.
+inline Vec causal_attention(const Vec& q, const Vec& k, const Vec& v, int batch, int seq, int heads, int hd) {
+  Vec o(q.size(), 0.0);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int t = 0; t < seq; ++t) {
+        Vec sc(t + 1);
+        for (int s = 0; s <= t; ++s) {
+          double d = 0;
+          for (int i = 0; i < hd; ++i)
+            d += q[(size_t(b * seq + t) * heads + h) * hd + i] * k[(size_t(b * seq + s) * heads + h) * hd + i];
+          sc[s] = d / std::sqrt(double(hd));
+        }
+        double mx = *std::max_element(sc.begin(), sc.end()), z = 0;
+        for (double& e : sc) { e = std::exp(e - mx); z += e; }
+        for (int s = 0; s <= t; ++s)
+          for (int i = 0; i < hd; ++i)
+            o[(size_t(b * seq + t) * heads + h) * hd + i] += sc[s] / z * v[(size_t(b * seq + s) * heads + h) * hd + i];
+      }
+  return o;
+}
+
+inline Vec attention(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch) {
+  const int rows = batch * c.seq_len, hd = c.n_heads * c.head_dim;
+  Vec q = linear(x, w[pre + ".wq"], rows, c.d_model, hd), k = linear(x, w[pre + ".wk"], rows, c.d_model, hd);
+  Vec v = linear(x, w[pre + ".wv"], rows, c.d_model, hd);
+  rope(q, rows, c.n_heads, c.head_dim, c.seq_len, c.rope_theta);
+  rope(k, rows, c.n_heads, c.head_dim, c.seq_len, c.rope_theta);
+  return linear(causal_attention(q, k, v, batch, c.seq_len, c.n_heads, c.head_dim), w[pre + ".wo"], rows, hd, c.d_model);
+}
+
+// Returns y; adds alpha * sum_i f_i P_i per sequence to *aux.
+inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch, double* aux) {
+  const auto& m = c.moe;
+  const int rows = batch * c.seq_len, E = m.n_routed_experts, D = c.d_model, H = m.expert_hidden;
+  const Vec& bias = w.buffers.at(pre + ".router_bias");
+  Vec y(size_t(rows) * D, 0.0);
+  if (m.n_shared_experts > 0)
+    y = swiglu(x, w[pre + ".shared.w_gate"], w[pre + ".shared.w_up"], w[pre + ".shared.w_down"], rows, D,
+               m.n_shared_experts * H);
+  Vec logits = linear(x, w[pre + ".router"], rows, D, E);
+  std::vector<std::vector<int>> chosen(rows);
+  Vec scores(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) scores[i] = sigmoid(logits[i]);
+  const int per_group = E / m.n_groups;
+  for (int t = 0; t < rows; ++t) {
+    Vec biased(E);
+    for (int e = 0; e < E; ++e) biased[e] = scores[size_t(t) * E + e] + bias[e];
+    std::vector<bool> allowed(E, true);
+    if (m.n_groups > 1) {
+      std::vector<std::pair<double, int>> groups;
+      for (int g = 0; g < m.n_groups; ++g) {
+        Vec in(biased.begin() + g * per_group, biased.begin() + (g + 1) * per_group);
+        std::sort(in.rbegin(), in.rend());
+        groups.push_back({-(in[0] + (per_group > 1 ? in[1] : 0.0)), g});
+      }
+      std::sort(groups.begin(), groups.end());
+      for (int gi = m.topk_groups; gi < m.n_groups; ++gi)
+        for (int i = 0; i < per_group; ++i) allowed[groups[gi].second * per_group + i] = false;
+    }
+    std::vector<std::pair<double, int>> cand;
+    for (int e = 0; e < E; ++e)
+      if (allowed[e]) cand.push_back({-biased[e], e});
+    std::sort(cand.begin(), cand.end());
+    double sum = 0;
+    for (int k = 0; k < m.top_k; ++k) { chosen[t].push_back(cand[k].second); sum += scores[size_t(t) * E + cand[k].second]; }
+    for (int e : chosen[t]) {
+      const double g = m.route_scale * scores[size_t(t) * E + e] / sum;
+      Vec xt(x.begin() + size_t(t) * D, x.begin() + size_t(t + 1) * D);
+      Vec out = swiglu(xt, w[pre + ".experts.w_gate"], w[pre + ".experts.w_up"], w[pre + ".experts.w_down"], 1, D, H,
+                       size_t(e) * H * D, size_t(e) * D * H);
+      for (int i = 0; i < D; ++i) y[size_t(t) * D + i] += g * out[i];
+    }
+  }
+  for (int b = 0; b < batch; ++b) {
+    const int T = c.seq_len;
+    for (int e = 0; e < E; ++e) {
+      double f = 0, P = 0;
+      for (int t = b * T; t < (b + 1) * T; ++t) {
+        f += std::count(chosen[t].begin(), chosen[t].end(), e);
+        double total = 0;
+        for (int j = 0; j < E; ++j) total += scores[size_t(t) * E + j];
+        P += scores[size_t(t) * E + e] / total;
+      }
+      *aux += m.seq_aux_alpha * (double(E) / (m.top_k * T) * f) * (P / T);
+    }
+  }
+  return y;
+}
+
+inline Vec block(const Weights& w, int index, const Vec& x, const mt::ModelConfig& c, int batch, double* aux) {
+  const std::string pre = "blocks." + std::to_string(index);
+  const int rows = batch * c.seq_len, D = c.d_model;
+  Vec h = attention(w, pre + ".attn", rmsnorm(x, w[pre + ".attn_norm"], rows, D, c.norm_eps), c, batch);
+  for (size_t i = 0; i < h.size(); ++i) h[i] += x[i];
+  Vec n2 = rmsnorm(h, w[pre + ".ffn_norm"], rows, D, c.norm_eps);
+  Vec f = index < c.n_dense_layers
+              ? swiglu(n2, w[pre + ".ffn.w_gate"], w[pre + ".ffn.w_up"], w[pre + ".ffn.w_down"], rows, D, c.ffn_hidden)
+              : moe(w, pre + ".moe", n2, c, batch, aux);
+  for (size_t i = 0; i < f.size(); ++i) f[i] += h[i];
+  return f;
+}
+
+// Objective: mean cross-entropy over the batch's tokens + balance loss averaged over sequences.
+inline double loss(const Weights& w, const mt::ModelConfig& c, const std::vector<int>& inputs,
+                   const std::vector<int>& targets, int batch) {
+  const int rows = batch * c.seq_len, D = c.d_model, V = c.vocab_size;
+  Vec x(size_t(rows) * D);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < D; ++i) x[size_t(r) * D + i] = w["embedding"][size_t(inputs[r]) * D + i];
+  double aux = 0;
+  for (int l = 0; l < c.n_layers; ++l) x = block(w, l, x, c, batch, &aux);
+  Vec logits = linear(rmsnorm(x, w["final_norm"], rows, D, c.norm_eps), w["head"], rows, D, V);
+  double ce = 0;
+  for (int r = 0; r < rows; ++r) {
+    double mx = *std::max_element(logits.begin() + size_t(r) * V, logits.begin() + size_t(r + 1) * V), z = 0;
+    for (int v = 0; v < V; ++v) z += std::exp(logits[size_t(r) * V + v] - mx);
+    ce += std::log(z) + mx - logits[size_t(r) * V + targets[r]];
+  }
+  return ce / rows + aux / batch;
+}
+
+}  // namespace naive

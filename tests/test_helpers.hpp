@@ -1,0 +1,57 @@
+#pragma once
+// Shared fixtures for the unit tests: a tiny model config and deterministic random data.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "util/init_rng.hpp"
+
+namespace testing {
+
+// A model small enough for float64 finite differences over every parameter tensor, with every
+// feature switched on: dense and MoE blocks, shared experts, group-limited routing, balance loss.
+inline mt::ModelConfig tiny_model() {
+  mt::ModelConfig m;
+  m.vocab_size = 11;
+  m.d_model = 8;
+  m.n_layers = 3;
+  m.n_dense_layers = 1;
+  m.n_heads = 2;
+  m.head_dim = 4;
+  m.ffn_hidden = 12;
+  m.seq_len = 5;
+  m.init_std = 0.3;
+  m.moe.n_routed_experts = 4;
+  m.moe.n_shared_experts = 1;
+  m.moe.top_k = 2;
+  m.moe.expert_hidden = 6;
+  m.moe.route_scale = 2.5;
+  m.moe.n_groups = 2;
+  m.moe.topk_groups = 1;
+  m.moe.seq_aux_alpha = 0.1;
+  return m;
+}
+
+inline std::vector<float> random_floats(size_t n, uint64_t key, double scale = 1.0) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(scale * mt::counter_normal(key, i));
+  return v;
+}
+
+inline std::vector<int> random_tokens(size_t n, int vocab, uint64_t key) {
+  std::vector<int> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = int(mt::counter_uniform(key, i) * vocab) % vocab;
+  return v;
+}
+
+// A fresh empty directory under the system temp dir.
+inline std::string temp_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() / ("moetrain_test_" + name);
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+}  // namespace testing
