@@ -1,0 +1,193 @@
+// Every CPU reference op: forward against the float64 reference, backward against float64
+// central finite differences of it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "naive_reference.hpp"
+#include "ops/bf16.hpp"
+#include "ops/cpu/cpu_ops.hpp"
+#include "tensor/arena.hpp"
+#include "test_helpers.hpp"
+
+using naive::Vec;
+
+namespace {
+
+// d/dx_i of f at x, central differences in float64.
+Vec finite_diff(const std::function<double(const Vec&)>& f, Vec x, double h = 1e-6) {
+  Vec g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + h;
+    const double up = f(x);
+    x[i] = keep - h;
+    const double down = f(x);
+    x[i] = keep;
+    g[i] = (up - down) / (2 * h);
+  }
+  return g;
+}
+
+void check_close(const float* got, const Vec& want, double rel) {
+  double scale = 0;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  REQUIRE(scale > 0);
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(got[i] - want[i]) <= rel * scale);
+  }
+}
+
+Vec to_vec(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+double dot(const Vec& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("gemm: every transpose combination, alpha and beta, fp32 and bf16 inputs") {
+  const int m = 7, n = 5, k = 9;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto inputs : {mt::GemmInputs::fp32, mt::GemmInputs::bf16}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        auto a = testing::random_floats(size_t(m) * k, 1), b = testing::random_floats(size_t(k) * n, 2);
+        auto c = testing::random_floats(size_t(m) * n, 3);
+        Vec want(size_t(m) * n);
+        auto rd = [&](float v) { return inputs == mt::GemmInputs::bf16 ? double(mt::round_to_bf16(v)) : double(v); };
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double s = 0;
+            for (int p = 0; p < k; ++p)
+              s += rd(ta ? a[size_t(p) * m + i] : a[size_t(i) * k + p]) * rd(tb ? b[size_t(j) * k + p] : b[size_t(p) * n + j]);
+            want[size_t(i) * n + j] = 0.5 * s - 2.0 * c[size_t(i) * n + j];
+          }
+        mt::cpu::gemm(nullptr, {.m = m, .n = n, .k = k, .a = a.data(), .trans_a = ta, .b = b.data(), .trans_b = tb,
+                                .c = c.data(), .alpha = 0.5f, .beta = -2.0f, .inputs = inputs});
+        check_close(c.data(), want, 1e-6);
+      }
+}
+
+TEST_CASE("bf16 rounding is round-to-nearest-even on the upper 16 bits") {
+  CHECK(mt::round_to_bf16(1.0f) == 1.0f);
+  CHECK(mt::round_to_bf16(1.0f + 1.0f / 256) == 1.0f);               // halfway: ties to even (down)
+  CHECK(mt::round_to_bf16(1.0f + 3.0f / 256) == 1.0f + 4.0f / 256);  // halfway: ties to even (up)
+  CHECK(mt::round_to_bf16(1.0f + 1.5f / 256) == 1.0f + 2.0f / 256);
+  CHECK(std::isnan(mt::round_to_bf16(NAN)));
+}
+
+TEST_CASE("rmsnorm forward, backward_input and backward_weight") {
+  const int rows = 3, dim = 6;
+  const double eps = 1e-5;
+  auto x = testing::random_floats(size_t(rows) * dim, 4), w = testing::random_floats(dim, 5);
+  auto r = testing::random_floats(size_t(rows) * dim, 6);
+  std::vector<float> y(x.size()), rstd(rows), dx(x.size()), dw(dim, 0.5f);
+  mt::cpu::rmsnorm_forward(nullptr, {.rows = rows, .dim = dim, .eps = float(eps), .x = x.data(), .weight = w.data(), .y = y.data(), .rstd = rstd.data()});
+  check_close(y.data(), naive::rmsnorm(to_vec(x), to_vec(w), rows, dim, eps), 1e-6);
+  mt::cpu::rmsnorm_backward_input(nullptr, {.rows = rows, .dim = dim, .dy = r.data(), .x = x.data(), .weight = w.data(), .rstd = rstd.data(), .dx = dx.data()});
+  mt::cpu::rmsnorm_backward_weight(nullptr, {.rows = rows, .dim = dim, .dy = r.data(), .x = x.data(), .rstd = rstd.data(), .dweight = dw.data()});
+  check_close(dx.data(), finite_diff([&](const Vec& xx) { return dot(naive::rmsnorm(xx, to_vec(w), rows, dim, eps), r); }, to_vec(x)), 1e-5);
+  Vec want_dw = finite_diff([&](const Vec& ww) { return dot(naive::rmsnorm(to_vec(x), ww, rows, dim, eps), r); }, to_vec(w));
+  for (double& v : want_dw) v += 0.5;  // backward_weight accumulates
+  check_close(dw.data(), want_dw, 1e-5);
+}
+
+TEST_CASE("rope matches the reference rotation and its inverse undoes it") {
+  const int rows = 6, heads = 2, hd = 4, seq = 3;
+  auto x = testing::random_floats(size_t(rows) * heads * hd, 7);
+  auto y = x;
+  mt::cpu::rope(nullptr, {.rows = rows, .heads = heads, .head_dim = hd, .rot_offset = 0, .rot_dim = hd, .seq_len = seq, .theta = 100.0f, .x = y.data()});
+  Vec want = to_vec(x);
+  naive::rope(want, rows, heads, hd, seq, 100.0);
+  check_close(y.data(), want, 1e-6);
+  mt::cpu::rope(nullptr, {.rows = rows, .heads = heads, .head_dim = hd, .rot_offset = 0, .rot_dim = hd, .seq_len = seq, .theta = 100.0f, .inverse = true, .x = y.data()});
+  check_close(y.data(), to_vec(x), 1e-6);
+}
+
+TEST_CASE("causal attention forward and backward") {
+  const int batch = 2, seq = 4, heads = 2, hd = 3;
+  const size_t n = size_t(batch) * seq * heads * hd;
+  auto q = testing::random_floats(n, 8), k = testing::random_floats(n, 9), v = testing::random_floats(n, 10);
+  auto r = testing::random_floats(n, 11);
+  std::vector<float> out(n), probs(size_t(batch) * heads * seq * seq), dq(n), dk(n), dv(n);
+  const float scale = 1.0f / std::sqrt(float(hd));
+  mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = hd, .v_dim = hd, .scale = scale,
+                                       .q = q.data(), .k = k.data(), .v = v.data(), .out = out.data(), .probs = probs.data()});
+  check_close(out.data(), naive::causal_attention(to_vec(q), to_vec(k), to_vec(v), batch, seq, heads, hd), 1e-6);
+  mt::cpu::attention_backward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = hd, .v_dim = hd, .scale = scale,
+                                        .q = q.data(), .k = k.data(), .v = v.data(), .probs = probs.data(), .dout = r.data(),
+                                        .dq = dq.data(), .dk = dk.data(), .dv = dv.data()});
+  auto f = [&](const Vec& qq, const Vec& kk, const Vec& vv) { return dot(naive::causal_attention(qq, kk, vv, batch, seq, heads, hd), r); };
+  check_close(dq.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(k), to_vec(v)); }, to_vec(q)), 1e-5);
+  check_close(dk.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), x, to_vec(v)); }, to_vec(k)), 1e-5);
+  check_close(dv.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), to_vec(k), x); }, to_vec(v)), 1e-5);
+}
+
+TEST_CASE("swiglu forward and backward") {
+  const size_t n = 10;
+  auto g = testing::random_floats(n, 12, 2.0), u = testing::random_floats(n, 13), r = testing::random_floats(n, 14);
+  std::vector<float> h(n), dg(n), du(n);
+  mt::cpu::swiglu_forward(nullptr, {.n = n, .gate = g.data(), .up = u.data(), .h = h.data()});
+  auto f = [&](const Vec& gg, const Vec& uu) {
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += gg[i] * naive::sigmoid(gg[i]) * uu[i] * r[i];
+    return s;
+  };
+  for (size_t i = 0; i < n; ++i) CHECK(h[i] == doctest::Approx(g[i] * naive::sigmoid(g[i]) * u[i]).epsilon(1e-6));
+  mt::cpu::swiglu_backward(nullptr, {.n = n, .gate = g.data(), .up = u.data(), .dh = r.data(), .dgate = dg.data(), .dup = du.data()});
+  check_close(dg.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(u)); }, to_vec(g)), 1e-5);
+  check_close(du.data(), finite_diff([&](const Vec& x) { return f(to_vec(g), x); }, to_vec(u)), 1e-5);
+}
+
+TEST_CASE("cross-entropy loss and logit gradient; negative targets are ignored") {
+  const int rows = 4, vocab = 7;
+  auto z = testing::random_floats(size_t(rows) * vocab, 15, 3.0);
+  std::vector<int> targets{3, -1, 0, 6};
+  std::vector<float> losses(rows), dz(z.size());
+  auto reference = [&](const Vec& zz) {
+    double s = 0;
+    for (int r = 0; r < rows; ++r) {
+      if (targets[r] < 0) continue;
+      double lse = 0;
+      for (int v = 0; v < vocab; ++v) lse += std::exp(zz[size_t(r) * vocab + v]);
+      s += std::log(lse) - zz[size_t(r) * vocab + targets[r]];
+    }
+    return s;
+  };
+  const double total = mt::cpu::cross_entropy(nullptr, {.rows = rows, .vocab = vocab, .grad_scale = 0.25f, .logits = z.data(),
+                                                        .targets = targets.data(), .losses = losses.data(), .dlogits = dz.data()});
+  CHECK(total == doctest::Approx(reference(to_vec(z))).epsilon(1e-6));
+  CHECK(losses[1] == 0.0f);
+  Vec want = finite_diff(reference, to_vec(z));
+  for (double& w : want) w *= 0.25;
+  check_close(dz.data(), want, 1e-5);
+}
+
+TEST_CASE("embedding backward adds the gradient of every occurrence of a token") {
+  const int dim = 3;
+  std::vector<int> tokens{2, 0, 2};
+  std::vector<float> table(4 * dim, 0.0f), out(3 * dim), dout{1, 2, 3, 4, 5, 6, 7, 8, 9}, dtable(4 * dim, 0.0f);
+  for (int i = 0; i < 4 * dim; ++i) table[i] = float(i);
+  mt::cpu::embedding_forward(nullptr, {.rows = 3, .dim = dim, .tokens = tokens.data(), .table = table.data(), .out = out.data()});
+  CHECK(out == std::vector<float>{6, 7, 8, 0, 1, 2, 6, 7, 8});
+  mt::cpu::embedding_backward(nullptr, {.rows = 3, .dim = dim, .tokens = tokens.data(), .dout = dout.data(), .dtable = dtable.data()});
+  CHECK(dtable == std::vector<float>{4, 5, 6, 0, 0, 0, 8, 10, 12, 0, 0, 0});
+}
+
+TEST_CASE("arena: after the first use, the same allocations need no new memory") {
+  mt::Arena arena;
+  for (int i = 0; i < 5; ++i) arena.floats(300000);  // 1.2 MB each: forces several blocks
+  const size_t high = arena.high_water();
+  arena.reset();
+  CHECK(arena.capacity() == high);
+  float* first = arena.floats(300000);
+  for (int i = 0; i < 4; ++i) arena.floats(300000);
+  CHECK(arena.capacity() == high);
+  arena.reset();
+  CHECK(arena.floats(300000) == first);
+}
