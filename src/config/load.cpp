@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "config/schema.hpp"
 #include "config/validate.hpp"
@@ -114,6 +115,13 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
 
   std::vector<std::pair<std::string, const toml::node*>> leaves;
   collect_leaves(root, "", leaves);
+  // Report problems in file order (TOML++ iterates keys sorted); overrides come after the file.
+  auto rank = [](const toml::node* n) {
+    const auto& src = n->source();
+    const bool from_set = src.path && src.path->rfind("--set", 0) == 0;
+    return std::tuple(from_set, src.begin.line, src.begin.column);
+  };
+  std::stable_sort(leaves.begin(), leaves.end(), [&](auto& a, auto& b) { return rank(a.second) < rank(b.second); });
   for (auto& [key, node] : leaves) {
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
     const std::string at = where(node->source(), source_name);

@@ -32,7 +32,7 @@ class Binder {
 
   template <class Int>
   void integer(const std::string& key, Int& target, int64_t lo, int64_t hi, const std::string& doc) {
-    std::string valid = hi == std::numeric_limits<int64_t>::max() ? ">= " + std::to_string(lo)
+    std::string valid = hi >= std::numeric_limits<int>::max() ? ">= " + std::to_string(lo)
                         : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     out_.push_back(Field{key, "integer", valid, doc,
         [&target, lo, hi, valid](const toml::node& n) -> std::string {

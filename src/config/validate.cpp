@@ -32,8 +32,6 @@ void validate_config(const Config& c) {
               s(e.topk_groups * (e.n_routed_experts / e.n_groups)) + ")");
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
-  require(c.lr_schedule.warmup_steps <= t.steps, c, "lr_schedule.warmup_steps",
-          "= " + s(c.lr_schedule.warmup_steps) + " must be <= training.steps = " + s(t.steps));
   const auto& p = c.parallel;
   for (auto [key, v] : {std::pair{"parallel.dp", p.dp}, {"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.ep", p.ep}})
     require(v == 1, c, key, "= " + s(v) + " is not supported yet: this version trains on one rank, so use 1");

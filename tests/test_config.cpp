@@ -1,0 +1,126 @@
+// Experiment files: every bad input is rejected with a message that names the place, the key
+// and what would be valid; overrides work like file keys.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "config/config.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+const char* kValid = R"(
+[model]
+d_model = 64
+n_heads = 4
+head_dim = 16
+
+[model.moe]
+n_routed_experts = 4
+top_k = 2
+
+[training]
+steps = 10
+)";
+
+// The message of the UserError parse_config throws, or "" if it accepts the text.
+std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+  try {
+    mt::parse_config(text, "exp.toml", sets);
+  } catch (const mt::UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a valid file parses, defaults fill the rest and the resolved TOML holds every key") {
+  mt::Config c = mt::parse_config(kValid, "exp.toml");
+  CHECK(c.model.d_model == 64);
+  CHECK(c.model.moe.top_k == 2);
+  CHECK(c.training.steps == 10);
+  CHECK(c.training.micro_batch == 8);  // default
+  CHECK(contains(c.resolved_toml, "d_model = 64"));
+  CHECK(contains(c.resolved_toml, "micro_batch = 8"));
+  CHECK(c.origin.at("model.d_model") == "exp.toml:3:11");
+  // The resolved text is itself a valid experiment that resolves to the same text.
+  CHECK(mt::parse_config(c.resolved_toml, "again.toml").resolved_toml == c.resolved_toml);
+}
+
+TEST_CASE("unknown key: position, key and a suggestion") {
+  const std::string e = error_of(std::string(kValid) + "warmup = 3\n[optimizer]\nlearning_rate = 1e-3\n");
+  CHECK(contains(e, "exp.toml:13:1"));
+  CHECK(contains(e, "unknown key 'training.warmup'"));
+  const std::string e2 = error_of(std::string(kValid) + "[optimizer]\nlrr = 1e-3\n");
+  CHECK(contains(e2, "unknown key 'optimizer.lrr'"));
+  CHECK(contains(e2, "did you mean 'optimizer.lr'"));
+}
+
+TEST_CASE("wrong type: says what the key must be and what it got") {
+  const std::string e = error_of("[model]\nd_model = \"big\"\n");
+  CHECK(contains(e, "exp.toml:2:11"));
+  CHECK(contains(e, "model.d_model must be an integer >= 1, got a string"));
+  CHECK(contains(error_of("[optimizer]\nlr = true\n"), "optimizer.lr must be a number > 0, got a boolean"));
+  CHECK(contains(error_of("[model]\nd_model = 1.5\n"), "must be an integer"));
+}
+
+TEST_CASE("out-of-range values") {
+  CHECK(contains(error_of("[optimizer]\nbeta2 = 1.0\n"), "optimizer.beta2 must be [0, 1), got 1"));
+  CHECK(contains(error_of("[training]\nsteps = 0\n"), "training.steps must be >= 1, got 0"));
+  CHECK(contains(error_of("[lr_schedule]\nkind = \"linear\"\n"), "must be one of \"cosine\" | \"constant\", got \"linear\""));
+}
+
+TEST_CASE("top_k larger than the number of experts") {
+  const std::string e = error_of("[model.moe]\nn_routed_experts = 4\ntop_k = 6\n");
+  CHECK(contains(e, "exp.toml:3:9"));
+  CHECK(contains(e, "model.moe.top_k = 6 must be <= model.moe.n_routed_experts = 4"));
+}
+
+TEST_CASE("d_model not divisible by the number of heads") {
+  const std::string e = error_of("[model]\nd_model = 100\nn_heads = 3\n");
+  CHECK(contains(e, "exp.toml:3:11"));
+  CHECK(contains(e, "model.n_heads = 3 must divide model.d_model = 100"));
+}
+
+TEST_CASE("other cross-field rules") {
+  CHECK(contains(error_of("[training]\nglobal_batch = 10\nmicro_batch = 4\n"), "training.micro_batch = 4 must divide training.global_batch = 10"));
+  CHECK(contains(error_of("[model]\nn_layers = 2\nn_dense_layers = 3\n"), "must be <= model.n_layers = 2"));
+  CHECK(contains(error_of("[parallel]\ntp = 2\n"), "parallel.tp = 2 is not supported yet"));
+  // A rule broken by a default names the default.
+  CHECK(contains(error_of("[model]\nd_model = 90\n"), "exp.toml (default of model.n_heads): model.n_heads = 4 must divide"));
+}
+
+TEST_CASE("TOML syntax errors give line and column") {
+  const std::string e = error_of("[model]\nd_model = = 3\n");
+  CHECK(contains(e, "exp.toml:2:"));
+  CHECK(contains(e, "TOML syntax error"));
+}
+
+TEST_CASE("--set overrides file keys, creates missing sections, and is checked like the file") {
+  mt::Config c = mt::parse_config(kValid, "exp.toml", {"training.steps=25", "run.name=sweep_a", "optimizer.lr=1e-4"});
+  CHECK(c.training.steps == 25);
+  CHECK(c.run.name == "sweep_a");
+  CHECK(c.optimizer.lr == doctest::Approx(1e-4));
+  CHECK(c.origin.at("training.steps") == "--set training.steps=25");
+  CHECK(contains(error_of(kValid, {"training.stepz=3"}), "--set training.stepz=3: unknown key 'training.stepz'"));
+  CHECK(contains(error_of(kValid, {"model.moe.top_k=9"}), "--set model.moe.top_k=9: model.moe.top_k = 9 must be <="));
+  CHECK(contains(error_of(kValid, {"training.steps"}), "expected --set section.key=value"));
+  CHECK(contains(error_of(kValid, {"model.d_model.x=1"}), "'d_model' in the key is a value"));
+}
+
+TEST_CASE("a missing experiment file names the path") {
+  try {
+    mt::load_config("no/such/exp.toml");
+    FAIL("expected an error");
+  } catch (const mt::UserError& e) {
+    CHECK(contains(e.what(), "no/such/exp.toml: cannot open"));
+  }
+}
+
+TEST_CASE("configs/tiny.toml, the demo, is valid") {
+  mt::Config c = mt::load_config("configs/tiny.toml");
+  CHECK(c.model.moe.n_routed_experts >= c.model.moe.top_k);
+}

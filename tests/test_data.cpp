@@ -1,0 +1,103 @@
+// Token shards (llm.c format), `moetrain prepare` and the batch order.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <cmath>
+
+#include "io/prepare.hpp"
+#include "io/shards.hpp"
+#include "test_helpers.hpp"
+#include "train/batches.hpp"
+#include "util/error.hpp"
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const mt::UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("a shard round-trips and has llm.c's header") {
+  const std::string dir = testing::temp_dir("shard");
+  std::vector<uint16_t> tokens{5, 0, 65535, 7};
+  mt::write_shard(dir + "/a.bin", tokens);
+  CHECK(mt::read_shard(dir + "/a.bin") == tokens);
+  std::ifstream in(dir + "/a.bin", std::ios::binary);
+  int32_t header[256];
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  CHECK(header[0] == 20240520);
+  CHECK(header[1] == 1);
+  CHECK(header[2] == 4);
+  CHECK(std::filesystem::file_size(dir + "/a.bin") == 1024 + 8);
+}
+
+TEST_CASE("bad shards are rejected with the file name and the problem") {
+  const std::string dir = testing::temp_dir("badshard");
+  mt::write_shard(dir + "/ok.bin", {1, 2, 3});
+  std::filesystem::resize_file(dir + "/ok.bin", 1024 + 4);
+  CHECK(contains(error_of([&] { mt::read_shard(dir + "/ok.bin"); }), "header says 3 tokens"));
+  { std::ofstream(dir + "/text.bin") << std::string(2000, 'x'); }
+  CHECK(contains(error_of([&] { mt::read_shard(dir + "/text.bin"); }), "text.bin: magic number"));
+  { std::ofstream(dir + "/short.bin") << "abc"; }
+  CHECK(contains(error_of([&] { mt::read_shard(dir + "/short.bin"); }), "shorter than the 1024-byte shard header"));
+}
+
+TEST_CASE("a missing data file names the config key and says how to make data") {
+  const std::string e = error_of([] { mt::TokenStream("no/such/train_*.bin", "exp.toml:3:9: data.train", 257); });
+  CHECK(contains(e, "exp.toml:3:9: data.train = \"no/such/train_*.bin\": no shard matches"));
+  CHECK(contains(e, "moetrain prepare"));
+}
+
+TEST_CASE("tokens outside the vocabulary are rejected") {
+  const std::string dir = testing::temp_dir("vocab");
+  mt::write_shard(dir + "/train_000000.bin", {1, 2, 300});
+  const std::string e = error_of([&] { mt::TokenStream(dir + "/train_*.bin", "data.train", 257); });
+  CHECK(contains(e, "token 300 at position 2 is outside model.vocab_size = 257"));
+}
+
+TEST_CASE("prepare splits fortune files into documents, byte tokens after a document-start token") {
+  const std::string dir = testing::temp_dir("prepare");
+  {
+    std::ofstream f(dir + "/quotes");
+    for (int i = 0; i < 40; ++i) f << "quote " << i << "\n%\n";
+  }
+  { std::ofstream(dir + "/quotes.dat") << "index file, skipped"; }
+  mt::PrepareStats st = mt::prepare_byte_shards({dir}, dir + "/out");
+  CHECK(st.files == 1);
+  CHECK(st.documents == 40);
+  CHECK(st.val_tokens > 0);
+  std::vector<uint16_t> train = mt::read_shard(dir + "/out/train_000000.bin");
+  CHECK(train.size() == st.train_tokens);
+  REQUIRE(train.size() > 10);
+  CHECK(train[0] == mt::kDocumentStart);
+  CHECK(std::string(train.begin() + 1, train.begin() + 9) == "quote 0\n");
+  CHECK(st.unigram_entropy > 0);
+  CHECK(contains(error_of([&] { mt::prepare_byte_shards({dir + "/missing"}, dir + "/o2"); }), "no such file or directory"));
+}
+
+TEST_CASE("unigram entropy of a known distribution") {
+  CHECK(mt::unigram_entropy({1, 1, 2, 2}) == doctest::Approx(std::log(2.0)));
+  CHECK(mt::unigram_entropy({7, 7, 7}) == doctest::Approx(0.0));
+}
+
+TEST_CASE("batches: sequence i is window i of the stream, targets are inputs shifted by one") {
+  const std::string dir = testing::temp_dir("batches");
+  std::vector<uint16_t> tokens(23);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = uint16_t(i);
+  mt::write_shard(dir + "/t.bin", tokens);
+  mt::TokenStream stream(dir + "/t.bin", "data.train", 100);
+  mt::Batches b(stream, 5, "data.train");
+  std::vector<int> in, tg;
+  b.fill(1, 2, in, tg);
+  CHECK(in == std::vector<int>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+  CHECK(tg == std::vector<int>{6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  b.fill(4, 1, in, tg);  // 4 whole windows fit 23 tokens: sequence 4 wraps to window 0
+  CHECK(in == std::vector<int>{0, 1, 2, 3, 4});
+}
