@@ -83,13 +83,18 @@ void apply_override(toml::table& root, const std::string& text) {
   t->insert_or_assign(rest, std::move(*parsed.get("v")));
 }
 
-// Every leaf key of the document, dotted, with its node.
-void collect_leaves(const toml::table& t, const std::string& prefix,
-                    std::vector<std::pair<std::string, const toml::node*>>& out) {
+struct Leaf {
+  std::string key;                  // dotted
+  const toml::source_region* name;  // where the key is written
+  const toml::node* value;
+};
+
+// Every leaf key of the document.
+void collect_leaves(const toml::table& t, const std::string& prefix, std::vector<Leaf>& out) {
   for (auto&& [k, v] : t) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (v.is_table()) collect_leaves(*v.as_table(), key, out);
-    else out.emplace_back(key, &v);
+    else out.push_back({key, &k.source(), &v});
   }
 }
 
@@ -113,22 +118,23 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
     for (size_t dot = f.key.find('.'); dot != std::string::npos; dot = f.key.find('.', dot + 1))
       section_names.insert(f.key.substr(0, dot));
 
-  std::vector<std::pair<std::string, const toml::node*>> leaves;
+  std::vector<Leaf> leaves;
   collect_leaves(root, "", leaves);
   // Report problems in file order (TOML++ iterates keys sorted); overrides come after the file.
-  auto rank = [](const toml::node* n) {
-    const auto& src = n->source();
+  auto rank = [](const Leaf& l) {
+    const auto& src = l.value->source();
     const bool from_set = src.path && src.path->rfind("--set", 0) == 0;
     return std::tuple(from_set, src.begin.line, src.begin.column);
   };
-  std::stable_sort(leaves.begin(), leaves.end(), [&](auto& a, auto& b) { return rank(a.second) < rank(b.second); });
-  for (auto& [key, node] : leaves) {
+  std::stable_sort(leaves.begin(), leaves.end(), [&](auto& a, auto& b) { return rank(a) < rank(b); });
+  for (auto& [key, name, node] : leaves) {
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
     const std::string at = where(node->source(), source_name);
     if (it == fields.end()) {
+      const std::string key_at = name->path ? where(*name, source_name) : at;  // --set keys have no place
       if (section_names.count(key))
-        throw UserError(at + ": '" + key + "' is a section; write it as [" + key + "] with keys inside");
-      throw UserError(at + ": unknown key '" + key + "'" + suggestion(key, fields) +
+        throw UserError(key_at + ": '" + key + "' is a section; write it as [" + key + "] with keys inside");
+      throw UserError(key_at + ": unknown key '" + key + "'" + suggestion(key, fields) +
                       " (the README's config reference lists every key)");
     }
     std::string complaint = it->read(*node);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The moetrain binary as a user runs it: every case prints PASS or FAIL and what it checked.
+set -u
+cd "$(dirname "$0")/.."
+bin=./moetrain
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect NAME EXPECTED_STATUS PATTERN -- COMMAND...: status and output (stdout+stderr) must match.
+expect() {
+  local name=$1 want=$2 pattern=$3; shift 4
+  local out status
+  out=$("$@" 2>&1); status=$?
+  if [[ $status -eq $want ]] && grep -qE -- "$pattern" <<<"$out"; then
+    echo "PASS $name"
+  else
+    echo "FAIL $name (exit $status, wanted $want; output must match /$pattern/)"
+    echo "$out" | tail -n 5 | sed 's/^/    /'
+  fi
+}
+
+for i in $(seq 1 30); do printf 'fortune number %d\n%%\n' "$i"; done > "$tmp/quotes"
+expect "prepare writes shards" 0 "30 documents" -- $bin prepare --input "$tmp/quotes" --out "$tmp/data"
+expect "prepare: missing input" 2 "nope: no such file or directory" -- $bin prepare --input "$tmp/nope" --out "$tmp/d2"
+
+cat > "$tmp/exp.toml" <<TOML
+[run]
+name = "cli"
+out_dir = "$tmp/runs"
+[model]
+d_model = 16
+n_layers = 2
+n_heads = 2
+head_dim = 8
+ffn_hidden = 32
+seq_len = 8
+[model.moe]
+n_routed_experts = 4
+expert_hidden = 16
+[data]
+train = "$tmp/data/train_*.bin"
+val = "$tmp/data/val_*.bin"
+[training]
+steps = 4
+global_batch = 4
+micro_batch = 2
+eval_every = 2
+eval_batches = 1
+[lr_schedule]
+warmup_steps = 1
+TOML
+expect "dry run validates and prints the resolved config" 0 "valid" -- $bin train "$tmp/exp.toml" --dry-run
+expect "train runs and writes log and checkpoint" 0 "done: 4 steps" -- $bin train "$tmp/exp.toml"
+if [[ -f $tmp/runs/cli/log.h5 && -f $tmp/runs/cli/ckpt/step_00000004/rank_00000.h5 ]]; then echo "PASS outputs exist"; else echo "FAIL outputs exist"; fi
+expect "log.h5 is readable by h5dump" 0 "DATASET \"loss\"" -- h5dump -H "$tmp/runs/cli/log.h5"
+expect "a finished run resumes to nothing left" 0 "nothing to train" -- $bin train "$tmp/exp.toml"
+expect "--set extends the run, resuming" 0 "resume +from .*step_00000004" -- $bin train "$tmp/exp.toml" --set training.steps=6
+sed 's/^steps = 4$/stepz = 4/' "$tmp/exp.toml" > "$tmp/typo.toml"
+expect "unknown key in the file" 2 "typo.toml:18:1: unknown key 'training.stepz'; did you mean 'training.steps'" -- $bin train "$tmp/typo.toml"
+expect "unknown key in --set" 2 "--set training.stepz=3: unknown key" -- $bin train "$tmp/exp.toml" --set training.stepz=3
+expect "wrong type" 2 "model.d_model must be an integer" -- $bin train "$tmp/exp.toml" --set 'model.d_model="wide"'
+expect "top_k > experts" 2 "model.moe.top_k = 9 must be <= model.moe.n_routed_experts = 4" -- $bin train "$tmp/exp.toml" --set model.moe.top_k=9
+expect "d_model not divisible by heads" 2 "model.n_heads = 3 must divide model.d_model = 16" -- $bin train "$tmp/exp.toml" --set model.n_heads=3
+expect "missing data file" 2 "data.train = \"$tmp/none.bin\": no shard matches" -- $bin train "$tmp/exp.toml" --set data.train="$tmp/none.bin"
+expect "missing experiment file" 2 "nothere.toml: cannot open" -- $bin train "$tmp/nothere.toml"
+expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
+expect "no subcommand" 106 "A subcommand is required" -- $bin

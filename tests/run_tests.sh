@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every test suite and ends with one summary line: "N passed, N failed, N skipped".
+#   unit:   build/tests/unit_tests (doctest; each test case counts once)
+#   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
+#   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
+set -u
+cd "$(dirname "$0")/.."
+passed=0 failed=0 skipped=0
+
+echo "== unit tests"
+out=$(./build/tests/unit_tests --no-version 2>&1); rc=$?
+echo "$out" | grep -v '^\[doctest\] Status' | tail -n 40
+line=$(echo "$out" | grep '^\[doctest\] test cases:')
+if [[ $line =~ ([0-9]+)\ passed.*\|\ +([0-9]+)\ failed.*\|\ +([0-9]+)\ skipped ]]; then
+  passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2])); skipped=$((skipped + BASH_REMATCH[3]))
+else
+  failed=$((failed + 1)); echo "unit tests: no summary (crashed? exit $rc)"
+fi
+[[ $rc -ne 0 && ${BASH_REMATCH[2]:-0} -eq 0 ]] && { failed=$((failed + 1)); echo "unit tests exited $rc"; }
+
+echo "== command-line tests"
+out=$(bash tests/cli_tests.sh 2>&1); rc=$?
+echo "$out"
+p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL')
+passed=$((passed + p)); failed=$((failed + f))
+[[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "cli tests exited $rc"; }
+
+echo "== GPU parity"
+out=$(./build/tests/gpu_parity 2>&1); rc=$?
+echo "$out" | tail -n 20
+if [[ $rc -eq 77 ]]; then skipped=$((skipped + 1))
+elif [[ $rc -eq 0 ]]; then passed=$((passed + 1))
+else failed=$((failed + 1)); fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]
