@@ -1,6 +1,7 @@
 # moetrain build. `make` builds ./moetrain; with nvcc present the CUDA kernels in kernels/ are
 # compiled and linked too (the binary still runs on CPU-only machines). CUDA=0 forces a CPU build.
 SHELL := /bin/bash
+MAKEFLAGS += -j$(shell nproc)
 CXX ?= g++
 BUILD := build
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

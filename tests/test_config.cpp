@@ -4,7 +4,11 @@
 
 #include <string>
 
+#include <fstream>
+#include <sstream>
+
 #include "config/config.hpp"
+#include "config/schema.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -123,4 +127,16 @@ TEST_CASE("a missing experiment file names the path") {
 TEST_CASE("configs/tiny.toml, the demo, is valid") {
   mt::Config c = mt::load_config("configs/tiny.toml");
   CHECK(c.model.moe.n_routed_experts >= c.model.moe.top_k);
+}
+
+TEST_CASE("the README's config reference lists every key") {
+  std::ifstream in("README.md");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  mt::Config c;
+  for (auto& f : mt::schema_fields(c)) {
+    CAPTURE(f.key);
+    CHECK(contains(text.str(), "| `" + f.key + "` |"));
+  }
 }
