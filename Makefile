@@ -4,7 +4,6 @@ SHELL := /bin/bash
 MAKEFLAGS += -j$(shell nproc)
 CXX ?= g++
 BUILD := build
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA ?= $(if $(NVCC),1,0)
@@ -51,10 +50,7 @@ $(BUILD)/%.o: %.cu
 
 # Debian 12 packages for everything the build, the demo and the tests need.
 deps:
-	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
-	  g++ make pkg-config libtomlplusplus-dev libcli11-dev doctest-dev libhdf5-dev hdf5-tools \
-	  libopenmpi-dev openmpi-bin libopenblas-dev fortunes python3 >/dev/null
+	sh scripts/deps.sh
 
 # The demo: byte-level shards of the fortunes corpus, then train configs/tiny.toml.
 data/fortunes/train_000000.bin: | moetrain
