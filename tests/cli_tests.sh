@@ -56,6 +56,7 @@ expect "log.h5 is readable by h5dump" 0 "DATASET \"loss\"" -- h5dump -H "$tmp/ru
 expect "a finished run resumes to nothing left" 0 "nothing to train" -- $bin train "$tmp/exp.toml"
 expect "--set extends the run, resuming" 0 "resume +from .*step_00000004" -- $bin train "$tmp/exp.toml" --set training.steps=6
 sed 's/^steps = 4$/stepz = 4/' "$tmp/exp.toml" > "$tmp/typo.toml"
+expect "resuming with another seed is refused" 2 "run.seed = 7 but .*step_00000006 was trained with seed 1234" -- $bin train "$tmp/exp.toml" --set training.steps=8 --set run.seed=7
 expect "unknown key in the file" 2 "typo.toml:18:1: unknown key 'training.stepz'; did you mean 'training.steps'" -- $bin train "$tmp/typo.toml"
 expect "unknown key in --set" 2 "--set training.stepz=3: unknown key" -- $bin train "$tmp/exp.toml" --set training.stepz=3
 expect "wrong type" 2 "model.d_model must be an integer" -- $bin train "$tmp/exp.toml" --set 'model.d_model="wide"'

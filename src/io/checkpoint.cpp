@@ -64,6 +64,7 @@ void save_checkpoint(const std::string& run_dir, const ParamStore& params, const
     h5::write_int_attr(f, "format_version", kFormatVersion);
     h5::write_int_attr(f, "step", state.step);
     h5::write_int_attr(f, "samples_seen", state.samples_seen);
+    h5::write_int_attr(f, "rng_seed", state.seed);
     h5::write_int_attr(f, "world_size", 1);
     h5::write_int_attr(f, "rank", 0);
     h5::write_string_attr(f, "config_toml", config_toml);
@@ -99,6 +100,7 @@ TrainState load_checkpoint(const std::string& step_dir, ParamStore& params) {
   TrainState s;
   s.step = h5::read_int_attr(f, "step");
   s.samples_seen = h5::read_int_attr(f, "samples_seen");
+  s.seed = h5::read_int_attr(f, "rng_seed");
   try {
     read_param_set(f, "/params", params, params.values);
     read_param_set(f, "/optim/exp_avg", params, params.adam_m);

@@ -13,6 +13,7 @@ namespace mt {
 struct TrainState {
   long long step = 0;            // optimizer steps completed
   long long samples_seen = 0;    // data position: sequences consumed from the training stream
+  long long seed = 0;            // the run's seed; training draws no other random numbers
 };
 
 void save_checkpoint(const std::string& run_dir, const ParamStore& params, const TrainState& state,

@@ -96,7 +96,14 @@ TrainSummary Trainer::run() {
   std::optional<std::string> resume_from;
   if (cfg_.checkpoint.resume == "auto") resume_from = newest_checkpoint(run_dir_);
   else if (cfg_.checkpoint.resume != "never") resume_from = cfg_.checkpoint.resume;
-  if (resume_from) state = load_checkpoint(*resume_from, params);
+  if (resume_from) {
+    state = load_checkpoint(*resume_from, params);
+    if (state.seed != cfg_.run.seed)
+      throw UserError(cfg_.origin.at("run.seed") + ": run.seed = " + std::to_string(cfg_.run.seed) + " but " +
+                      *resume_from + " was trained with seed " + std::to_string(state.seed) +
+                      "; use the same seed, or a new run.name / checkpoint.resume = \"never\" for a fresh run");
+  }
+  state.seed = cfg_.run.seed;
   if (state.step >= t.steps && !opt_.quiet)
     std::printf("moetrain: %s already holds step %lld of %d; nothing to train\n", resume_from->c_str(), state.step, t.steps);
 
