@@ -9,6 +9,7 @@
 
 #include "config/config.hpp"
 #include "config/schema.hpp"
+#include "test_helpers.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -29,15 +30,10 @@ steps = 10
 
 // The message of the UserError parse_config throws, or "" if it accepts the text.
 std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
-  try {
-    mt::parse_config(text, "exp.toml", sets);
-  } catch (const mt::UserError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::user_error_of([&] { mt::parse_config(text, "exp.toml", sets); });
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testing::contains;
 
 }  // namespace
 

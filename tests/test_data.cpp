@@ -12,17 +12,8 @@
 #include "train/batches.hpp"
 #include "util/error.hpp"
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const mt::UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-}  // namespace
+using testing::contains;
+constexpr auto error_of = testing::user_error_of;
 
 TEST_CASE("a shard round-trips and has llm.c's header") {
   const std::string dir = testing::temp_dir("shard");

@@ -2,10 +2,12 @@
 // Shared fixtures for the unit tests: a tiny model config and deterministic random data.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "util/error.hpp"
 #include "util/init_rng.hpp"
 
 namespace testing {
@@ -45,6 +47,18 @@ inline std::vector<int> random_tokens(size_t n, int vocab, uint64_t key) {
   for (size_t i = 0; i < n; ++i) v[i] = int(mt::counter_uniform(key, i) * vocab) % vocab;
   return v;
 }
+
+// The message of the UserError that f throws, or "" if it throws none.
+inline std::string user_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const mt::UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // A fresh empty directory under the system temp dir.
 inline std::string temp_dir(const std::string& name) {

@@ -56,10 +56,13 @@ void MoE::select(const float* scores, int rows, int* chosen, float* gates) const
     const float* s = scores + size_t(r) * n_experts_;
     for (int i = 0; i < n_experts_; ++i) biased[i] = s[i] + bias[i];
     if (n_groups_ > 1) {
-      for (int g = 0; g < n_groups_; ++g) {
-        std::vector<float> in(biased.begin() + g * per_group, biased.begin() + (g + 1) * per_group);
-        std::sort(in.begin(), in.end(), std::greater<float>());
-        group_score[g] = in[0] + (per_group > 1 ? in[1] : 0.0f);
+      for (int g = 0; g < n_groups_; ++g) {  // sum of the group's two best biased affinities
+        float best = -INFINITY, second = -INFINITY;
+        for (int i = g * per_group; i < (g + 1) * per_group; ++i) {
+          if (biased[i] > best) { second = best; best = biased[i]; }
+          else if (biased[i] > second) second = biased[i];
+        }
+        group_score[g] = best + (per_group > 1 ? second : 0.0f);
       }
       std::iota(group_order.begin(), group_order.end(), 0);
       std::stable_sort(group_order.begin(), group_order.end(),
