@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "config/config.hpp"
+#include "config/reference.hpp"
 #include "io/prepare.hpp"
 #include "train/flops.hpp"
 #include "train/trainer.hpp"
@@ -67,10 +68,16 @@ int main(int argc, char** argv) {
   prepare->add_option("--input", inputs, "text files or directories (repeatable)")->required();
   prepare->add_option("--out", out_dir, "output directory for train_000000.bin and val_000000.bin")->required();
 
+  CLI::App* keys = app.add_subcommand("keys", "Print every experiment key with its type, valid values and default");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run);
     if (*prepare) return cmd_prepare(inputs, out_dir);
+    if (*keys) {
+      std::fputs(mt::config_reference_markdown().c_str(), stdout);
+      return 0;
+    }
   } catch (const mt::UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

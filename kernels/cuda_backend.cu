@@ -81,6 +81,7 @@ const OpTable& cuda_ops() {
       .embedding_forward = nullptr,
       .embedding_backward = nullptr,
       .add = nullptr,
+      .copy_columns = nullptr,
   };
   return table;
 }

@@ -61,49 +61,105 @@ inline Vec swiglu(const Vec& x, const Vec& wg, const Vec& wu, const Vec& wd, int
   return linear(a, wd, rows, hidden, dim, off_d);
 }
 
-// Rotates interleaved pairs of each head by pos * theta^(-2i/dim), pos = row % seq.
-inline void rope(Vec& x, int rows, int heads, int hd, int seq, double theta) {
+// Rotates interleaved pairs of features [offset, offset+rot) of each head (width `width`) by
+// pos * theta^(-2i/rot), pos = row % seq.
+inline void rope_part(Vec& x, int rows, int heads, int width, int offset, int rot, int seq, double theta) {
   for (int r = 0; r < rows; ++r)
     for (int h = 0; h < heads; ++h)
-      for (int i = 0; i < hd / 2; ++i) {
-        double ang = (r % seq) * std::pow(theta, -2.0 * i / hd);
-        double& x0 = x[(size_t(r) * heads + h) * hd + 2 * i];
-        double& x1 = x[(size_t(r) * heads + h) * hd + 2 * i + 1];
+      for (int i = 0; i < rot / 2; ++i) {
+        double ang = (r % seq) * std::pow(theta, -2.0 * i / rot);
+        double& x0 = x[(size_t(r) * heads + h) * width + offset + 2 * i];
+        double& x1 = x[(size_t(r) * heads + h) * width + offset + 2 * i + 1];
         double a = x0 * std::cos(ang) - x1 * std::sin(ang), b = x0 * std::sin(ang) + x1 * std::cos(ang);
         x0 = a;
         x1 = b;
       }
 }
 
-// Causal attention on [batch*seq, heads*hd] q, k, v.
-inline Vec causal_attention(const Vec& q, const Vec& k, const Vec& v, int batch, int seq, int heads, int hd) {
-  Vec o(q.size(), 0.0);
+inline void rope(Vec& x, int rows, int heads, int hd, int seq, double theta) {
+  rope_part(x, rows, heads, hd, 0, hd, seq, theta);
+}
+
+// Causal attention: q, k [batch*seq, heads*qk], v [batch*seq, heads*vd] -> [batch*seq, heads*vd].
+inline Vec causal_attention(const Vec& q, const Vec& k, const Vec& v, int batch, int seq, int heads, int qk, int vd,
+                            double scale) {
+  Vec o(size_t(batch) * seq * heads * vd, 0.0);
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)
       for (int t = 0; t < seq; ++t) {
         Vec sc(t + 1);
         for (int s = 0; s <= t; ++s) {
           double d = 0;
-          for (int i = 0; i < hd; ++i)
-            d += q[(size_t(b * seq + t) * heads + h) * hd + i] * k[(size_t(b * seq + s) * heads + h) * hd + i];
-          sc[s] = d / std::sqrt(double(hd));
+          for (int i = 0; i < qk; ++i)
+            d += q[(size_t(b * seq + t) * heads + h) * qk + i] * k[(size_t(b * seq + s) * heads + h) * qk + i];
+          sc[s] = d * scale;
         }
         double mx = *std::max_element(sc.begin(), sc.end()), z = 0;
         for (double& e : sc) { e = std::exp(e - mx); z += e; }
         for (int s = 0; s <= t; ++s)
-          for (int i = 0; i < hd; ++i)
-            o[(size_t(b * seq + t) * heads + h) * hd + i] += sc[s] / z * v[(size_t(b * seq + s) * heads + h) * hd + i];
+          for (int i = 0; i < vd; ++i)
+            o[(size_t(b * seq + t) * heads + h) * vd + i] += sc[s] / z * v[(size_t(b * seq + s) * heads + h) * vd + i];
       }
   return o;
 }
 
+inline Vec causal_attention(const Vec& q, const Vec& k, const Vec& v, int batch, int seq, int heads, int hd) {
+  return causal_attention(q, k, v, batch, seq, heads, hd, hd, 1.0 / std::sqrt(double(hd)));
+}
+
+// Multi-head attention; with n_kv_heads < n_heads, query head h uses key/value head h / group.
+inline Vec mha(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch) {
+  const int rows = batch * c.seq_len, H = c.n_heads, hd = c.head_dim;
+  const int kvh = c.attention.n_kv_heads ? c.attention.n_kv_heads : H, group = H / kvh;
+  Vec q = linear(x, w[pre + ".wq"], rows, c.d_model, H * hd);
+  Vec k = linear(x, w[pre + ".wk"], rows, c.d_model, kvh * hd), v = linear(x, w[pre + ".wv"], rows, c.d_model, kvh * hd);
+  rope(q, rows, H, hd, c.seq_len, c.rope_theta);
+  rope(k, rows, kvh, hd, c.seq_len, c.rope_theta);
+  Vec kk(size_t(rows) * H * hd), vv(kk.size());
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < hd; ++i) {
+        kk[(size_t(r) * H + h) * hd + i] = k[(size_t(r) * kvh + h / group) * hd + i];
+        vv[(size_t(r) * H + h) * hd + i] = v[(size_t(r) * kvh + h / group) * hd + i];
+      }
+  return linear(causal_attention(q, kk, vv, batch, c.seq_len, H, hd), w[pre + ".wo"], rows, H * hd, c.d_model);
+}
+
+// Multi-head latent attention, written from the report's equations 1-11.
+inline Vec mla(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch) {
+  const auto& a = c.attention;
+  const int rows = batch * c.seq_len, H = c.n_heads, D = c.d_model, qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  const int nope = a.qk_nope_head_dim, rp = a.qk_rope_head_dim, vd = a.v_head_dim, kvl = a.kv_lora_rank;
+  Vec q;
+  if (a.q_lora_rank > 0) {
+    Vec cq = rmsnorm(linear(x, w[pre + ".wq_a"], rows, D, a.q_lora_rank), w[pre + ".q_norm"], rows, a.q_lora_rank, c.norm_eps);
+    q = linear(cq, w[pre + ".wq_b"], rows, a.q_lora_rank, H * qk);
+  } else {
+    q = linear(x, w[pre + ".wq"], rows, D, H * qk);
+  }
+  rope_part(q, rows, H, qk, nope, rp, c.seq_len, c.rope_theta);
+  Vec ckv = linear(x, w[pre + ".wkv_a"], rows, D, kvl + rp);
+  Vec latent(size_t(rows) * kvl), k_rope(size_t(rows) * rp);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < kvl; ++i) latent[size_t(r) * kvl + i] = ckv[size_t(r) * (kvl + rp) + i];
+    for (int i = 0; i < rp; ++i) k_rope[size_t(r) * rp + i] = ckv[size_t(r) * (kvl + rp) + kvl + i];
+  }
+  rope_part(k_rope, rows, 1, rp, 0, rp, c.seq_len, c.rope_theta);
+  Vec kv = linear(rmsnorm(latent, w[pre + ".kv_norm"], rows, kvl, c.norm_eps), w[pre + ".wkv_b"], rows, kvl, H * (nope + vd));
+  Vec k(size_t(rows) * H * qk), v(size_t(rows) * H * vd);
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < H; ++h) {
+      const double* head = &kv[(size_t(r) * H + h) * (nope + vd)];
+      for (int i = 0; i < nope; ++i) k[(size_t(r) * H + h) * qk + i] = head[i];
+      for (int i = 0; i < rp; ++i) k[(size_t(r) * H + h) * qk + nope + i] = k_rope[size_t(r) * rp + i];
+      for (int i = 0; i < vd; ++i) v[(size_t(r) * H + h) * vd + i] = head[nope + i];
+    }
+  Vec o = causal_attention(q, k, v, batch, c.seq_len, H, qk, vd, 1.0 / std::sqrt(double(qk)));
+  return linear(o, w[pre + ".wo"], rows, H * vd, D);
+}
+
 inline Vec attention(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch) {
-  const int rows = batch * c.seq_len, hd = c.n_heads * c.head_dim;
-  Vec q = linear(x, w[pre + ".wq"], rows, c.d_model, hd), k = linear(x, w[pre + ".wk"], rows, c.d_model, hd);
-  Vec v = linear(x, w[pre + ".wv"], rows, c.d_model, hd);
-  rope(q, rows, c.n_heads, c.head_dim, c.seq_len, c.rope_theta);
-  rope(k, rows, c.n_heads, c.head_dim, c.seq_len, c.rope_theta);
-  return linear(causal_attention(q, k, v, batch, c.seq_len, c.n_heads, c.head_dim), w[pre + ".wo"], rows, hd, c.d_model);
+  return c.attention.kind == "mla" ? mla(w, pre, x, c, batch) : mha(w, pre, x, c, batch);
 }
 
 // Returns y; adds alpha * sum_i f_i P_i per sequence to *aux.

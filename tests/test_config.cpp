@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "config/config.hpp"
+#include "config/reference.hpp"
 #include "config/schema.hpp"
 #include "test_helpers.hpp"
 #include "util/error.hpp"
@@ -93,6 +94,16 @@ TEST_CASE("other cross-field rules") {
   CHECK(contains(error_of("[model]\nd_model = 90\n"), "exp.toml (default of model.n_heads): model.n_heads = 4 must divide"));
 }
 
+TEST_CASE("attention settings") {
+  CHECK(contains(error_of("[model]\nn_heads = 4\n[model.attention]\nn_kv_heads = 3\n"),
+                 "exp.toml:4:14: model.attention.n_kv_heads = 3 must divide model.n_heads = 4"));
+  CHECK(contains(error_of("[model.attention]\nkind = \"mla\"\nqk_rope_head_dim = 5\n"),
+                 "model.attention.qk_rope_head_dim = 5 must be even"));
+  CHECK(contains(error_of("[model.attention]\nkind = \"gqa\"\n"), "must be one of \"mha\" | \"mla\", got \"gqa\""));
+  // MLA does not split d_model into heads, so any head count works.
+  CHECK(error_of("[model]\nd_model = 90\nn_heads = 4\n[model.attention]\nkind = \"mla\"\n") == "");
+}
+
 TEST_CASE("TOML syntax errors give line and column") {
   const std::string e = error_of("[model]\nd_model = = 3\n");
   CHECK(contains(e, "exp.toml:2:"));
@@ -125,14 +136,16 @@ TEST_CASE("configs/tiny.toml, the demo, is valid") {
   CHECK(c.model.moe.n_routed_experts >= c.model.moe.top_k);
 }
 
-TEST_CASE("the README's config reference lists every key") {
+TEST_CASE("the README's config reference is the table `moetrain keys` prints") {
   std::ifstream in("README.md");
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();
+  const std::string table = mt::config_reference_markdown();
+  CHECK(contains(text.str(), table));  // regenerate the README section with ./moetrain keys
   mt::Config c;
   for (auto& f : mt::schema_fields(c)) {
     CAPTURE(f.key);
-    CHECK(contains(text.str(), "| `" + f.key + "` |"));
+    CHECK(contains(table, "| `" + f.key + "` |"));
   }
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -34,6 +35,28 @@ inline mt::ModelConfig tiny_model() {
   m.moe.topk_groups = 1;
   m.moe.seq_aux_alpha = 0.1;
   return m;
+}
+
+// tiny_model() with each attention kind: plain MHA, grouped-query MHA, MLA without and with
+// query compression.
+inline std::vector<std::pair<std::string, mt::ModelConfig>> attention_variants() {
+  std::vector<std::pair<std::string, mt::ModelConfig>> out;
+  mt::ModelConfig m = tiny_model();
+  out.push_back({"mha", m});
+  m.n_heads = 4;
+  m.head_dim = 2;
+  m.attention.n_kv_heads = 2;
+  out.push_back({"gqa", m});
+  m = tiny_model();
+  m.attention.kind = "mla";
+  m.attention.kv_lora_rank = 6;
+  m.attention.qk_nope_head_dim = 4;
+  m.attention.qk_rope_head_dim = 2;
+  m.attention.v_head_dim = 3;
+  out.push_back({"mla", m});
+  m.attention.q_lora_rank = 5;
+  out.push_back({"mla_q_lora", m});
+  return out;
 }
 
 inline std::vector<float> random_floats(size_t n, uint64_t key, double scale = 1.0) {

@@ -10,8 +10,7 @@
 
 namespace {
 
-void check_block(int index) {
-  mt::ModelConfig cfg = testing::tiny_model();
+void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) {
   const int batch = 2, rows = batch * cfg.seq_len, D = cfg.d_model;
   mt::Backend be = mt::cpu_backend();
   mt::ParamStore params;
@@ -89,6 +88,13 @@ void check_block(int index) {
 }  // namespace
 
 TEST_CASE("dense block: backward_input and backward_weight match finite differences") { check_block(0); }
+
+TEST_CASE("dense block with each attention kind (GQA, MLA with and without query compression)") {
+  for (auto& [name, cfg] : testing::attention_variants()) {
+    CAPTURE(name);
+    check_block(0, cfg);
+  }
+}
 
 TEST_CASE("MoE block (shared + routed experts, group-limited, balance loss): backward matches finite differences") {
   check_block(1);

@@ -12,10 +12,10 @@
 namespace {
 
 struct Case {
-  mt::ModelConfig cfg = testing::tiny_model();
+  mt::ModelConfig cfg;
   int batch = 2;
   std::vector<int> inputs, targets;
-  Case() {
+  explicit Case(mt::ModelConfig c = testing::tiny_model()) : cfg(c) {
     inputs = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 11);
     targets = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 12);
   }
@@ -41,8 +41,8 @@ double run_model(mt::Model& model, const Case& c) {
 
 }  // namespace
 
-TEST_CASE("model forward equals the float64 reference and every gradient matches finite differences") {
-  Case c;
+static void check_model(const mt::ModelConfig& cfg) {
+  Case c(cfg);
   mt::Backend be = mt::cpu_backend();
   mt::Model model(c.cfg, 7, be, mt::GemmInputs::fp32, 1);
   set_biases(model);
@@ -74,6 +74,13 @@ TEST_CASE("model forward equals the float64 reference and every gradient matches
       CAPTURE(j);
       CHECK(std::abs(an[j] - fd[j]) <= 2e-4 * max_abs + 1e-7);
     }
+  }
+}
+
+TEST_CASE("model forward equals the float64 reference and every gradient matches finite differences") {
+  for (auto& [name, cfg] : testing::attention_variants()) {
+    CAPTURE(name);
+    check_model(cfg);
   }
 }
 

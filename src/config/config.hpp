@@ -27,6 +27,16 @@ struct MoeConfig {
   double seq_aux_alpha = 0.0;        // alpha of the sequence-wise balance loss (0 = off)
 };
 
+struct AttentionConfig {
+  std::string kind = "mha";  // mha | mla
+  int n_kv_heads = 0;        // mha: key/value heads for grouped-query attention (0 = n_heads)
+  int q_lora_rank = 0;       // mla: query compression rank (0 = a plain query projection)
+  int kv_lora_rank = 64;     // mla: key-value compression rank
+  int qk_nope_head_dim = 32; // mla: per-head query/key features without position
+  int qk_rope_head_dim = 16; // mla: decoupled RoPE features (key part shared by all heads)
+  int v_head_dim = 32;       // mla: per-head value features
+};
+
 struct ModelConfig {
   int vocab_size = 257;
   int d_model = 128;
@@ -39,6 +49,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double norm_eps = 1e-6;
   double init_std = 0.02;
+  AttentionConfig attention;
   MoeConfig moe;
 };
 

@@ -108,17 +108,28 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("run.seed", c.run.seed, 0, kMax, "seed of the initial weights");
 
   auto& m = c.model;
-  b.integer("model.vocab_size", m.vocab_size, 2, 65536, "vocabulary size (tokens are uint16 in shards)");
+  b.integer("model.vocab_size", m.vocab_size, 2, kInt, "vocabulary size (shards hold token ids below 65536)");
   b.integer("model.d_model", m.d_model, 1, kInt, "hidden size");
   b.integer("model.n_layers", m.n_layers, 1, kInt, "transformer blocks");
   b.integer("model.n_dense_layers", m.n_dense_layers, 0, kInt, "first blocks with a dense SwiGLU FFN; the rest are MoE");
   b.integer("model.n_heads", m.n_heads, 1, kInt, "attention heads");
-  b.integer("model.head_dim", m.head_dim, 2, kInt, "features per head (even: RoPE rotates pairs)");
+  b.integer("model.head_dim", m.head_dim, 2, kInt, "mha: features per head (even: RoPE rotates pairs)");
   b.integer("model.ffn_hidden", m.ffn_hidden, 1, kInt, "hidden size of the dense SwiGLU FFN");
   b.integer("model.seq_len", m.seq_len, 1, kInt, "tokens per training sequence");
   b.real("model.rope_theta", m.rope_theta, 0, kInf, true, false, "RoPE base");
   b.real("model.norm_eps", m.norm_eps, 0, 1, true, true, "RMSNorm epsilon");
   b.real("model.init_std", m.init_std, 0, kInf, true, false, "std of the normal initial weights");
+
+  auto& a = m.attention;
+  b.choice("model.attention.kind", a.kind, {"mha", "mla"},
+           "multi-head attention, or DeepSeek's multi-head latent attention");
+  b.integer("model.attention.n_kv_heads", a.n_kv_heads, 0, kInt,
+            "mha: key/value heads, grouped-query attention (0 = n_heads)");
+  b.integer("model.attention.q_lora_rank", a.q_lora_rank, 0, kInt, "mla: query compression rank (0 = none)");
+  b.integer("model.attention.kv_lora_rank", a.kv_lora_rank, 1, kInt, "mla: key-value compression rank");
+  b.integer("model.attention.qk_nope_head_dim", a.qk_nope_head_dim, 1, kInt, "mla: query/key features per head without RoPE");
+  b.integer("model.attention.qk_rope_head_dim", a.qk_rope_head_dim, 2, kInt, "mla: decoupled RoPE features per head (even)");
+  b.integer("model.attention.v_head_dim", a.v_head_dim, 1, kInt, "mla: value features per head");
 
   auto& e = m.moe;
   b.integer("model.moe.n_routed_experts", e.n_routed_experts, 1, kInt, "routed experts per MoE layer");

@@ -15,10 +15,21 @@ void validate_config(const Config& c) {
   const auto& m = c.model;
   const auto& e = m.moe;
   const auto& t = c.training;
-  require(m.head_dim % 2 == 0, c, "model.head_dim", "= " + s(m.head_dim) + " must be even (RoPE rotates pairs)");
-  require(m.d_model % m.n_heads == 0, c, "model.n_heads",
-          "= " + s(m.n_heads) + " must divide model.d_model = " + s(m.d_model) +
-          " (pick n_heads among the divisors of d_model)");
+  const auto& a = m.attention;
+  if (a.kind == "mha") {
+    require(m.head_dim % 2 == 0, c, "model.head_dim", "= " + s(m.head_dim) + " must be even (RoPE rotates pairs)");
+    require(m.d_model % m.n_heads == 0, c, "model.n_heads",
+            "= " + s(m.n_heads) + " must divide model.d_model = " + s(m.d_model) +
+            " (pick n_heads among the divisors of d_model)");
+    const int kv = a.n_kv_heads == 0 ? m.n_heads : a.n_kv_heads;
+    require(m.n_heads % kv == 0, c, "model.attention.n_kv_heads",
+            "= " + s(kv) + " must divide model.n_heads = " + s(m.n_heads) + " (each key/value head serves a group of query heads)");
+  } else {
+    require(a.qk_rope_head_dim % 2 == 0, c, "model.attention.qk_rope_head_dim",
+            "= " + s(a.qk_rope_head_dim) + " must be even (RoPE rotates pairs)");
+    require(a.n_kv_heads == 0, c, "model.attention.n_kv_heads",
+            "= " + s(a.n_kv_heads) + " applies to mha only; MLA shares its compressed key-value latent, so leave it 0");
+  }
   require(m.n_dense_layers <= m.n_layers, c, "model.n_dense_layers",
           "= " + s(m.n_dense_layers) + " must be <= model.n_layers = " + s(m.n_layers));
   require(e.top_k <= e.n_routed_experts, c, "model.moe.top_k",

@@ -1,35 +1,30 @@
 #pragma once
-// Causal multi-head self-attention with rotary position embeddings on queries and keys.
+// The attention interface of a block, and the factory that picks the kind from the config:
+// multi-head attention with RoPE and optional grouped-query heads (mha.hpp), or DeepSeek's
+// multi-head latent attention (mla.hpp).
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "config/config.hpp"
 #include "model/layer_env.hpp"
 
 namespace mt {
 
-class Attention {
+class AttentionLayer {
  public:
-  Attention(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
+  virtual ~AttentionLayer() = default;
   // x, y: [batch*seq, d_model]
-  void forward(int slot, Arena& arena, const float* x, int batch, float* y);
-  void backward_input(int slot, Arena& arena, const float* dy, float* dx);
-  void backward_weight(int slot);
-
-  int wq, wk, wv, wo;  // parameter ids: [heads*head_dim, d_model] x3, [d_model, heads*head_dim]
-
- private:
-  struct Saved {
-    int batch = 0;
-    const float* x = nullptr;
-    float *q = nullptr, *k = nullptr, *v = nullptr, *probs = nullptr, *o = nullptr;
-    const float* dy = nullptr;
-    float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;
-  };
-  LayerEnv env_;
-  int d_, heads_, head_dim_, seq_;
-  float theta_;
-  std::vector<Saved> saved_;
+  virtual void forward(int slot, Arena& arena, const float* x, int batch, float* y) = 0;
+  virtual void backward_input(int slot, Arena& arena, const float* dy, float* dx) = 0;
+  virtual void backward_weight(int slot) = 0;
 };
+
+std::unique_ptr<AttentionLayer> make_attention(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
+                                               int max_in_flight);
+
+// Copies `width` columns starting at `src_col` of every row of src (row stride src_stride) into
+// dst at `dst_col` (row stride dst_stride); accumulate adds instead.
+void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, float* dst,
+                int dst_stride, int dst_col, bool accumulate = false);
 
 }  // namespace mt

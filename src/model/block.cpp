@@ -6,7 +6,7 @@ namespace mt {
 
 Block::Block(const LayerEnv& env, const ModelConfig& cfg, int index, int max_in_flight)
     : env_(env), d_(cfg.d_model), seq_(cfg.seq_len), eps_(float(cfg.norm_eps)),
-      attn_(env, cfg, "blocks." + std::to_string(index) + ".attn", max_in_flight), saved_(max_in_flight) {
+      attn_(make_attention(env, cfg, "blocks." + std::to_string(index) + ".attn", max_in_flight)), saved_(max_in_flight) {
   using I = ParamStore::Init;
   ParamStore& p = *env.params;
   const std::string prefix = "blocks." + std::to_string(index);
@@ -41,7 +41,7 @@ double Block::forward(int slot, Arena& arena, const float* x, int batch, float* 
   s.rstd2 = arena.floats(rows);
   const Backend& be = env_.be();
   be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = p.value(norm1), .y = s.n1, .rstd = s.rstd1});
-  attn_.forward(slot, arena, s.n1, batch, s.x1);
+  attn_->forward(slot, arena, s.n1, batch, s.x1);
   be.add({.n = n, .x = x, .y = s.x1});
   be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = s.x1, .weight = p.value(norm2), .y = s.n2, .rstd = s.rstd2});
   double aux = 0;
@@ -66,7 +66,7 @@ void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn2, .x = s.x1, .weight = p.value(norm2),
                              .rstd = s.rstd2, .dx = s.dx1});
   be.add({.n = n, .x = dy, .y = s.dx1});
-  attn_.backward_input(slot, arena, s.dx1, s.dn1);
+  attn_->backward_input(slot, arena, s.dx1, s.dn1);
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn1, .x = s.x, .weight = p.value(norm1),
                              .rstd = s.rstd1, .dx = dx});
   be.add({.n = n, .x = s.dx1, .y = dx});
@@ -78,7 +78,7 @@ void Block::backward_weight(int slot) {
   const Backend& be = env_.be();
   be.rmsnorm_backward_weight({.rows = s.rows, .dim = d_, .dy = s.dn2, .x = s.x1, .rstd = s.rstd2, .dweight = p.grad(norm2)});
   be.rmsnorm_backward_weight({.rows = s.rows, .dim = d_, .dy = s.dn1, .x = s.x, .rstd = s.rstd1, .dweight = p.grad(norm1)});
-  attn_.backward_weight(slot);
+  attn_->backward_weight(slot);
   if (moe_) moe_->backward_weight(slot);
   else swiglu_backward_weight(env_, dense_weights(), {p.grad(ffn_gate), p.grad(ffn_up), p.grad(ffn_down)}, s.ffn);
 }

@@ -36,7 +36,7 @@ class Block {
   LayerEnv env_;
   int d_, seq_;
   float eps_;
-  Attention attn_;
+  std::unique_ptr<AttentionLayer> attn_;
   std::unique_ptr<MoE> moe_;
   std::vector<Saved> saved_;
 };

@@ -85,6 +85,16 @@ struct CrossEntropyArgs {
 struct EmbeddingForwardArgs { int rows = 0, dim = 0; const int* tokens = nullptr; const float* table = nullptr; float* out = nullptr; };
 struct EmbeddingBackwardArgs { int rows = 0, dim = 0; const int* tokens = nullptr; const float* dout = nullptr; float* dtable = nullptr; };
 
+// dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major
+// matrices with the given row strides. Splits and joins per-head slices (MLA's [nope; rope]
+// keys, grouped-query heads) without a device-specific loop in the layers.
+struct CopyColumnsArgs {
+  int rows = 0, cols = 0;
+  const float* src = nullptr; int src_stride = 0;
+  float* dst = nullptr; int dst_stride = 0;
+  bool accumulate = false;
+};
+
 // y += x (n values)
 struct AddArgs { size_t n = 0; const float* x = nullptr; float* y = nullptr; };
 
@@ -111,6 +121,7 @@ struct OpTable {
   void (*embedding_forward)(DeviceState*, const EmbeddingForwardArgs&);
   void (*embedding_backward)(DeviceState*, const EmbeddingBackwardArgs&);
   void (*add)(DeviceState*, const AddArgs&);
+  void (*copy_columns)(DeviceState*, const CopyColumnsArgs&);
 };
 
 // Names of the table entries a backend leaves empty (it cannot run the whole model yet).
@@ -134,6 +145,7 @@ struct Backend {
   void embedding_forward(const EmbeddingForwardArgs& a) const { ops->embedding_forward(state, a); }
   void embedding_backward(const EmbeddingBackwardArgs& a) const { ops->embedding_backward(state, a); }
   void add(const AddArgs& a) const { ops->add(state, a); }
+  void copy_columns(const CopyColumnsArgs& a) const { ops->copy_columns(state, a); }
 };
 
 const OpTable& cpu_ops();

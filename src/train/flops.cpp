@@ -3,14 +3,33 @@
 namespace mt {
 
 namespace {
-double attention_params(const ModelConfig& m) { return 4.0 * m.d_model * m.n_heads * m.head_dim; }
 double swiglu_params(const ModelConfig& m, double hidden) { return 3.0 * m.d_model * hidden; }
+
+// Query-key and value widths of one head.
+double qk_dim(const ModelConfig& m) {
+  const auto& a = m.attention;
+  return a.kind == "mla" ? a.qk_nope_head_dim + a.qk_rope_head_dim : m.head_dim;
+}
+double v_dim(const ModelConfig& m) { return m.attention.kind == "mla" ? m.attention.v_head_dim : m.head_dim; }
 }  // namespace
+
+double attention_matmul_params(const ModelConfig& m) {
+  const auto& a = m.attention;
+  const double d = m.d_model, H = m.n_heads;
+  if (a.kind == "mla") {
+    const double q = a.q_lora_rank > 0 ? d * a.q_lora_rank + a.q_lora_rank * H * qk_dim(m) : d * H * qk_dim(m);
+    const double kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) +
+                      double(a.kv_lora_rank) * H * (a.qk_nope_head_dim + a.v_head_dim);
+    return q + kv + H * a.v_head_dim * d;
+  }
+  const double kv_heads = a.n_kv_heads > 0 ? a.n_kv_heads : H;
+  return 2.0 * d * H * m.head_dim + 2.0 * d * kv_heads * m.head_dim;
+}
 
 double active_matmul_params(const ModelConfig& m) {
   const auto& e = m.moe;
   const int moe_layers = m.n_layers - m.n_dense_layers;
-  double n = m.n_layers * attention_params(m);
+  double n = m.n_layers * attention_matmul_params(m);
   n += m.n_dense_layers * swiglu_params(m, m.ffn_hidden);
   n += moe_layers * (double(m.d_model) * e.n_routed_experts +
                      swiglu_params(m, double(e.n_shared_experts + e.top_k) * e.expert_hidden));
@@ -19,17 +38,23 @@ double active_matmul_params(const ModelConfig& m) {
 }
 
 double training_flops_per_token(const ModelConfig& m) {
-  return 6.0 * active_matmul_params(m) + 6.0 * m.n_layers * m.n_heads * m.head_dim * double(m.seq_len);
+  // Causal attention: a token's query meets seq_len/2 keys on average; QK^T and PV cost
+  // 2 * heads * (qk + v) * seq_len/2 forward, three times that for training.
+  const double core = 3.0 * m.n_heads * (qk_dim(m) + v_dim(m)) * double(m.seq_len);
+  return 6.0 * active_matmul_params(m) + m.n_layers * core;
 }
 
 double total_params(const ModelConfig& m) {
   const auto& e = m.moe;
+  const auto& a = m.attention;
   const int moe_layers = m.n_layers - m.n_dense_layers;
-  double n = m.n_layers * (attention_params(m) + 2.0 * m.d_model);
+  double norms = 2.0 * m.d_model;  // attention and FFN norms of a block
+  if (a.kind == "mla") norms += a.kv_lora_rank + a.q_lora_rank;
+  double n = m.n_layers * (attention_matmul_params(m) + norms);
   n += m.n_dense_layers * swiglu_params(m, m.ffn_hidden);
   n += moe_layers * (double(m.d_model) * e.n_routed_experts +
                      swiglu_params(m, double(e.n_shared_experts + e.n_routed_experts) * e.expert_hidden));
-  n += 2.0 * double(m.vocab_size) * m.d_model + m.d_model;
+  n += 2.0 * double(m.vocab_size) * m.d_model + m.d_model;  // embedding, head, final norm
   return n;
 }
 

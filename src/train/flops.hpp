@@ -5,9 +5,11 @@ namespace mt {
 // Parameters a token passes through in matrix products (embedding lookup excluded; routed
 // experts counted top_k times, not n_routed_experts times).
 double active_matmul_params(const ModelConfig& m);
-// Training FLOPs per token = 6 * active_matmul_params + 6 * n_layers * n_heads * head_dim * seq_len.
-// The second term is causal attention (QK^T and PV over the lower triangle: half of PaLM's
-// 12 L H Q T), forward plus backward.
+// Matrix parameters of one attention layer (MHA with its key/value heads, or MLA).
+double attention_matmul_params(const ModelConfig& m);
+// Training FLOPs per token = 6 * active_matmul_params + 3 * n_layers * n_heads * (qk + v) * seq_len,
+// qk and v the per-head query/key and value widths. The second term is causal attention (QK^T
+// and PV over the lower triangle: half of PaLM's 12 L H Q T for MHA), forward plus backward.
 double training_flops_per_token(const ModelConfig& m);
 // All parameters (total, not per token).
 double total_params(const ModelConfig& m);

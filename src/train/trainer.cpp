@@ -54,8 +54,16 @@ void Trainer::print_header() const {
   const auto& m = cfg_.model;
   std::printf("moetrain: run %s -> %s\n", cfg_.run.name.c_str(), run_dir_.c_str());
   std::printf("  device   %s\n", device_.description.c_str());
-  std::printf("  model    %d layers (%d dense, %d MoE), d_model %d, %d heads x %d, %d routed experts (top %d) + %d shared\n",
-              m.n_layers, m.n_dense_layers, m.n_layers - m.n_dense_layers, m.d_model, m.n_heads, m.head_dim,
+  const auto& a = m.attention;
+  char attention[96];
+  if (a.kind == "mla")
+    std::snprintf(attention, sizeof attention, "MLA %d heads (qk %d+%d, v %d, kv rank %d, q rank %d)", m.n_heads,
+                  a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim, a.kv_lora_rank, a.q_lora_rank);
+  else
+    std::snprintf(attention, sizeof attention, "MHA %d heads x %d (%d kv heads)", m.n_heads, m.head_dim,
+                  a.n_kv_heads ? a.n_kv_heads : m.n_heads);
+  std::printf("  model    %d layers (%d dense, %d MoE), d_model %d, %s, %d routed experts (top %d) + %d shared\n",
+              m.n_layers, m.n_dense_layers, m.n_layers - m.n_dense_layers, m.d_model, attention,
               m.moe.n_routed_experts, m.moe.top_k, m.moe.n_shared_experts);
   std::printf("  params   %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
               total_params(m) / 1e6, active_matmul_params(m) / 1e6, training_flops_per_token(m) / 1e6);

@@ -17,5 +17,6 @@ double cross_entropy(DeviceState*, const CrossEntropyArgs&);
 void embedding_forward(DeviceState*, const EmbeddingForwardArgs&);
 void embedding_backward(DeviceState*, const EmbeddingBackwardArgs&);
 void add(DeviceState*, const AddArgs&);
+void copy_columns(DeviceState*, const CopyColumnsArgs&);
 
 }  // namespace mt::cpu

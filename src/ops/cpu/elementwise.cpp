@@ -24,6 +24,17 @@ void add(DeviceState*, const AddArgs& a) {
   for (size_t i = 0; i < a.n; ++i) a.y[i] += a.x[i];
 }
 
+void copy_columns(DeviceState*, const CopyColumnsArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    const float* src = a.src + size_t(r) * a.src_stride;
+    float* dst = a.dst + size_t(r) * a.dst_stride;
+    if (a.accumulate)
+      for (int c = 0; c < a.cols; ++c) dst[c] += src[c];
+    else
+      std::copy(src, src + a.cols, dst);
+  }
+}
+
 void embedding_forward(DeviceState*, const EmbeddingForwardArgs& a) {
   for (int r = 0; r < a.rows; ++r) {
     const float* src = a.table + size_t(a.tokens[r]) * a.dim;

@@ -34,6 +34,7 @@ const OpTable& cpu_ops() {
       .embedding_forward = cpu::embedding_forward,
       .embedding_backward = cpu::embedding_backward,
       .add = cpu::add,
+      .copy_columns = cpu::copy_columns,
   };
   return table;
 }
@@ -56,6 +57,7 @@ std::vector<std::string> missing_ops(const OpTable& t) {
   need((const void*)t.embedding_forward, "embedding_forward");
   need((const void*)t.embedding_backward, "embedding_backward");
   need((const void*)t.add, "add");
+  need((const void*)t.copy_columns, "copy_columns");
   return out;
 }
 

@@ -1,0 +1,117 @@
+#include "model/mha.hpp"
+
+#include <cmath>
+
+#include "model/mla.hpp"
+
+namespace mt {
+
+std::unique_ptr<AttentionLayer> make_attention(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
+                                               int max_in_flight) {
+  if (cfg.attention.kind == "mla") return std::make_unique<Mla>(env, cfg, prefix, max_in_flight);
+  return std::make_unique<Mha>(env, cfg, prefix, max_in_flight);
+}
+
+void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, float* dst,
+                int dst_stride, int dst_col, bool accumulate) {
+  be.copy_columns({.rows = rows, .cols = width, .src = src + src_col, .src_stride = src_stride,
+                   .dst = dst + dst_col, .dst_stride = dst_stride, .accumulate = accumulate});
+}
+
+Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
+    : env_(env), d_(cfg.d_model), heads_(cfg.n_heads),
+      kv_heads_(cfg.attention.n_kv_heads == 0 ? cfg.n_heads : cfg.attention.n_kv_heads), head_dim_(cfg.head_dim),
+      seq_(cfg.seq_len), theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
+  using I = ParamStore::Init;
+  const int64_t hd = int64_t(heads_) * head_dim_, kvd = int64_t(kv_heads_) * head_dim_;
+  wq = env.params->add(prefix + ".wq", {hd, d_}, I::normal, true);
+  wk = env.params->add(prefix + ".wk", {kvd, d_}, I::normal, true);
+  wv = env.params->add(prefix + ".wv", {kvd, d_}, I::normal, true);
+  wo = env.params->add(prefix + ".wo", {d_, hd}, I::normal, true);
+}
+
+RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse) const {
+  return {.rows = rows, .heads = heads, .head_dim = head_dim_, .rot_offset = 0, .rot_dim = head_dim_,
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x};
+}
+
+float* Mha::expand(Arena& arena, const float* src, int rows) {
+  const int group = heads_ / kv_heads_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  float* dst = arena.floats(size_t(rows) * hd);
+  for (int h = 0; h < heads_; ++h)
+    copy_block(env_.be(), rows, head_dim_, src, kvd, (h / group) * head_dim_, dst, hd, h * head_dim_);
+  return dst;
+}
+
+void Mha::reduce(const float* src, int rows, float* dst) {
+  const int group = heads_ / kv_heads_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  for (int h = 0; h < heads_; ++h)
+    copy_block(env_.be(), rows, head_dim_, src, hd, h * head_dim_, dst, kvd, (h / group) * head_dim_, h % group != 0);
+}
+
+void Mha::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  s.batch = batch;
+  s.x = x;
+  s.q = arena.floats(size_t(rows) * hd);
+  float* k = arena.floats(size_t(rows) * kvd);
+  float* v = arena.floats(size_t(rows) * kvd);
+  s.o = arena.floats(size_t(rows) * hd);
+  s.probs = arena.floats(size_t(batch) * heads_ * seq_ * seq_);
+  env_.linear_forward(x, p.value(wq), rows, d_, hd, s.q);
+  env_.linear_forward(x, p.value(wk), rows, d_, kvd, k);
+  env_.linear_forward(x, p.value(wv), rows, d_, kvd, v);
+  env_.be().rope(rope_args(rows, heads_, s.q, false));
+  env_.be().rope(rope_args(rows, kv_heads_, k, false));
+  s.k = kv_heads_ == heads_ ? k : expand(arena, k, rows);
+  s.v = kv_heads_ == heads_ ? v : expand(arena, v, rows);
+  env_.be().attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
+                               .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
+                               .q = s.q, .k = s.k, .v = s.v, .out = s.o, .probs = s.probs});
+  env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
+}
+
+void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const int rows = s.batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  s.dy = dy;
+  s.dout = arena.floats(size_t(rows) * hd);
+  s.dq = arena.floats(size_t(rows) * hd);
+  float* dk_heads = arena.floats(size_t(rows) * hd);
+  float* dv_heads = arena.floats(size_t(rows) * hd);
+  env_.linear_backward_input(dy, p.value(wo), rows, hd, d_, s.dout);
+  env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
+                                .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
+                                .q = s.q, .k = s.k, .v = s.v, .probs = s.probs, .dout = s.dout,
+                                .dq = s.dq, .dk = dk_heads, .dv = dv_heads});
+  if (kv_heads_ == heads_) {
+    s.dk = dk_heads;
+    s.dv = dv_heads;
+  } else {
+    s.dk = arena.floats(size_t(rows) * kvd);
+    s.dv = arena.floats(size_t(rows) * kvd);
+    reduce(dk_heads, rows, s.dk);
+    reduce(dv_heads, rows, s.dv);
+  }
+  // RoPE is a rotation, so its backward is the inverse rotation.
+  env_.be().rope(rope_args(rows, heads_, s.dq, true));
+  env_.be().rope(rope_args(rows, kv_heads_, s.dk, true));
+  env_.linear_backward_input(s.dq, p.value(wq), rows, d_, hd, dx);
+  env_.linear_backward_input(s.dk, p.value(wk), rows, d_, kvd, dx, true);
+  env_.linear_backward_input(s.dv, p.value(wv), rows, d_, kvd, dx, true);
+}
+
+void Mha::backward_weight(int slot) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const int rows = s.batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  env_.linear_backward_weight(s.dy, s.o, rows, hd, d_, p.grad(wo));
+  env_.linear_backward_weight(s.dq, s.x, rows, d_, hd, p.grad(wq));
+  env_.linear_backward_weight(s.dk, s.x, rows, d_, kvd, p.grad(wk));
+  env_.linear_backward_weight(s.dv, s.x, rows, d_, kvd, p.grad(wv));
+}
+
+}  // namespace mt

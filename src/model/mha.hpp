@@ -1,0 +1,40 @@
+#pragma once
+// Causal multi-head self-attention with rotary position embeddings on queries and keys, and
+// grouped-query attention: n_kv_heads key/value heads, each shared by n_heads / n_kv_heads
+// query heads.
+#include <vector>
+
+#include "model/attention.hpp"
+
+namespace mt {
+
+class Mha : public AttentionLayer {
+ public:
+  Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
+  void forward(int slot, Arena& arena, const float* x, int batch, float* y) override;
+  void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
+  void backward_weight(int slot) override;
+
+  int wq, wk, wv, wo;  // [heads*hd, d], [kv_heads*hd, d] x2, [d, heads*hd]
+
+ private:
+  struct Saved {
+    int batch = 0;
+    const float* x = nullptr;
+    float *q = nullptr, *k = nullptr, *v = nullptr, *probs = nullptr, *o = nullptr;  // k, v: per query head
+    const float* dy = nullptr;
+    float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head
+  };
+  // [rows, kv_heads*hd] -> [rows, heads*hd], each key/value head repeated for its group.
+  float* expand(Arena& arena, const float* src, int rows);
+  // The reverse: sums the gradients of a group into its key/value head.
+  void reduce(const float* src, int rows, float* dst);
+  RopeArgs rope_args(int rows, int heads, float* x, bool inverse) const;
+
+  LayerEnv env_;
+  int d_, heads_, kv_heads_, head_dim_, seq_;
+  float theta_;
+  std::vector<Saved> saved_;
+};
+
+}  // namespace mt

@@ -1,0 +1,153 @@
+#include "model/mla.hpp"
+
+#include <cmath>
+
+namespace mt {
+
+Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
+    : env_(env), d_(cfg.d_model), heads_(cfg.n_heads), seq_(cfg.seq_len), q_lora_(cfg.attention.q_lora_rank),
+      kv_lora_(cfg.attention.kv_lora_rank), nope_(cfg.attention.qk_nope_head_dim),
+      rope_(cfg.attention.qk_rope_head_dim), vdim_(cfg.attention.v_head_dim),
+      qk_(cfg.attention.qk_nope_head_dim + cfg.attention.qk_rope_head_dim), eps_(float(cfg.norm_eps)),
+      theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
+  using I = ParamStore::Init;
+  ParamStore& p = *env.params;
+  const int64_t D = d_, H = heads_;
+  if (q_lora_ > 0) {
+    wq_a = p.add(prefix + ".wq_a", {q_lora_, D}, I::normal, true);
+    q_norm = p.add(prefix + ".q_norm", {q_lora_}, I::ones, false);
+    wq_b = p.add(prefix + ".wq_b", {H * qk_, q_lora_}, I::normal, true);
+  } else {
+    wq = p.add(prefix + ".wq", {H * qk_, D}, I::normal, true);
+  }
+  wkv_a = p.add(prefix + ".wkv_a", {kv_lora_ + rope_, D}, I::normal, true);
+  kv_norm = p.add(prefix + ".kv_norm", {kv_lora_}, I::ones, false);
+  wkv_b = p.add(prefix + ".wkv_b", {H * (nope_ + vdim_), kv_lora_}, I::normal, true);
+  wo = p.add(prefix + ".wo", {D, H * vdim_}, I::normal, true);
+}
+
+// The last rope_ features of each head of q rotate.
+RopeArgs Mla::query_rope(int rows, float* q, bool inverse) const {
+  return {.rows = rows, .heads = heads_, .head_dim = qk_, .rot_offset = nope_, .rot_dim = rope_,
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q};
+}
+// The shared key part is the last rope_ features of each row of [c_kv; k_rope].
+RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
+  return {.rows = rows, .heads = 1, .head_dim = kv_lora_ + rope_, .rot_offset = kv_lora_, .rot_dim = rope_,
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv};
+}
+
+void Mla::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const Backend& be = env_.be();
+  const int rows = batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
+  s.batch = batch;
+  s.x = x;
+  s.q = arena.floats(size_t(rows) * H * qk_);
+  if (q_lora_ > 0) {
+    s.cq = arena.floats(size_t(rows) * q_lora_);
+    s.cq_rstd = arena.floats(rows);
+    s.cq_normed = arena.floats(size_t(rows) * q_lora_);
+    env_.linear_forward(x, p.value(wq_a), rows, d_, q_lora_, s.cq);
+    be.rmsnorm_forward({.rows = rows, .dim = q_lora_, .eps = eps_, .x = s.cq, .weight = p.value(q_norm),
+                        .y = s.cq_normed, .rstd = s.cq_rstd});
+    env_.linear_forward(s.cq_normed, p.value(wq_b), rows, q_lora_, H * qk_, s.q);
+  } else {
+    env_.linear_forward(x, p.value(wq), rows, d_, H * qk_, s.q);
+  }
+  be.rope(query_rope(rows, s.q, false));
+
+  s.ckv = arena.floats(size_t(rows) * ckv_w);
+  env_.linear_forward(x, p.value(wkv_a), rows, d_, ckv_w, s.ckv);
+  be.rope(key_rope(rows, s.ckv, false));
+  s.c = arena.floats(size_t(rows) * kv_lora_);
+  copy_block(be, rows, kv_lora_, s.ckv, ckv_w, 0, s.c, kv_lora_, 0);
+  s.c_rstd = arena.floats(rows);
+  s.c_normed = arena.floats(size_t(rows) * kv_lora_);
+  be.rmsnorm_forward({.rows = rows, .dim = kv_lora_, .eps = eps_, .x = s.c, .weight = p.value(kv_norm),
+                      .y = s.c_normed, .rstd = s.c_rstd});
+  float* kv = arena.floats(size_t(rows) * H * kv_w);
+  env_.linear_forward(s.c_normed, p.value(wkv_b), rows, kv_lora_, H * kv_w, kv);
+
+  s.k = arena.floats(size_t(rows) * H * qk_);
+  s.v = arena.floats(size_t(rows) * H * vdim_);
+  for (int h = 0; h < H; ++h) {
+    copy_block(be, rows, nope_, kv, H * kv_w, h * kv_w, s.k, H * qk_, h * qk_);
+    copy_block(be, rows, rope_, s.ckv, ckv_w, kv_lora_, s.k, H * qk_, h * qk_ + nope_);
+    copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, s.v, H * vdim_, h * vdim_);
+  }
+  s.o = arena.floats(size_t(rows) * H * vdim_);
+  s.probs = arena.floats(size_t(batch) * H * seq_ * seq_);
+  be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
+                        .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
+                        .probs = s.probs});
+  env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
+}
+
+void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const Backend& be = env_.be();
+  const int rows = s.batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
+  s.dy = dy;
+  float* dout = arena.floats(size_t(rows) * H * vdim_);
+  env_.linear_backward_input(dy, p.value(wo), rows, H * vdim_, d_, dout);
+  s.dq = arena.floats(size_t(rows) * H * qk_);
+  float* dk = arena.floats(size_t(rows) * H * qk_);
+  float* dv = arena.floats(size_t(rows) * H * vdim_);
+  be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
+                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .probs = s.probs,
+                         .dout = dout, .dq = s.dq, .dk = dk, .dv = dv});
+  be.rope(query_rope(rows, s.dq, true));
+
+  // Keys and values back to the W_kv_b output, and the shared RoPE key summed over heads.
+  s.dkv = arena.floats(size_t(rows) * H * kv_w);
+  s.dckv = arena.floats(size_t(rows) * ckv_w);
+  for (int h = 0; h < H; ++h) {
+    copy_block(be, rows, nope_, dk, H * qk_, h * qk_, s.dkv, H * kv_w, h * kv_w);
+    copy_block(be, rows, vdim_, dv, H * vdim_, h * vdim_, s.dkv, H * kv_w, h * kv_w + nope_);
+    copy_block(be, rows, rope_, dk, H * qk_, h * qk_ + nope_, s.dckv, ckv_w, kv_lora_, h > 0);
+  }
+  s.dc_normed = arena.floats(size_t(rows) * kv_lora_);
+  env_.linear_backward_input(s.dkv, p.value(wkv_b), rows, kv_lora_, H * kv_w, s.dc_normed);
+  float* dc = arena.floats(size_t(rows) * kv_lora_);
+  be.rmsnorm_backward_input({.rows = rows, .dim = kv_lora_, .dy = s.dc_normed, .x = s.c, .weight = p.value(kv_norm),
+                             .rstd = s.c_rstd, .dx = dc});
+  copy_block(be, rows, kv_lora_, dc, kv_lora_, 0, s.dckv, ckv_w, 0);
+  be.rope(key_rope(rows, s.dckv, true));
+  env_.linear_backward_input(s.dckv, p.value(wkv_a), rows, d_, ckv_w, dx);
+
+  if (q_lora_ > 0) {
+    s.dcq_normed = arena.floats(size_t(rows) * q_lora_);
+    s.dcq = arena.floats(size_t(rows) * q_lora_);
+    env_.linear_backward_input(s.dq, p.value(wq_b), rows, q_lora_, H * qk_, s.dcq_normed);
+    be.rmsnorm_backward_input({.rows = rows, .dim = q_lora_, .dy = s.dcq_normed, .x = s.cq,
+                               .weight = p.value(q_norm), .rstd = s.cq_rstd, .dx = s.dcq});
+    env_.linear_backward_input(s.dcq, p.value(wq_a), rows, d_, q_lora_, dx, true);
+  } else {
+    env_.linear_backward_input(s.dq, p.value(wq), rows, d_, H * qk_, dx, true);
+  }
+}
+
+void Mla::backward_weight(int slot) {
+  Saved& s = saved_[slot];
+  ParamStore& p = *env_.params;
+  const Backend& be = env_.be();
+  const int rows = s.batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
+  env_.linear_backward_weight(s.dy, s.o, rows, H * vdim_, d_, p.grad(wo));
+  env_.linear_backward_weight(s.dkv, s.c_normed, rows, kv_lora_, H * kv_w, p.grad(wkv_b));
+  be.rmsnorm_backward_weight({.rows = rows, .dim = kv_lora_, .dy = s.dc_normed, .x = s.c, .rstd = s.c_rstd,
+                              .dweight = p.grad(kv_norm)});
+  env_.linear_backward_weight(s.dckv, s.x, rows, d_, ckv_w, p.grad(wkv_a));
+  if (q_lora_ > 0) {
+    env_.linear_backward_weight(s.dq, s.cq_normed, rows, q_lora_, H * qk_, p.grad(wq_b));
+    be.rmsnorm_backward_weight({.rows = rows, .dim = q_lora_, .dy = s.dcq_normed, .x = s.cq, .rstd = s.cq_rstd,
+                                .dweight = p.grad(q_norm)});
+    env_.linear_backward_weight(s.dcq, s.x, rows, d_, q_lora_, p.grad(wq_a));
+  } else {
+    env_.linear_backward_weight(s.dq, s.x, rows, d_, H * qk_, p.grad(wq));
+  }
+}
+
+}  // namespace mt

@@ -1,0 +1,31 @@
+// Parameter and FLOP counts: against the parameters a built model really holds, and against
+// DeepSeek-V3's published figures.
+#include <doctest/doctest.h>
+
+#include "config/config.hpp"
+#include "model/model.hpp"
+#include "test_helpers.hpp"
+#include "train/flops.hpp"
+
+TEST_CASE("total_params equals the parameters a built model holds, for every attention kind") {
+  mt::Backend be = mt::cpu_backend();
+  for (auto& [name, cfg] : testing::attention_variants()) {
+    CAPTURE(name);
+    mt::Model model(cfg, 1, be, mt::GemmInputs::fp32, 1);
+    CHECK(mt::total_params(cfg) == double(model.params.total()));
+  }
+}
+
+TEST_CASE("DeepSeek-V3: 671B parameters, about 37B activated, 249.8 GFLOP per token at 4K context") {
+  const mt::ModelConfig m = mt::load_config("configs/deepseek-v3.toml").model;
+  // Report: 671B total, 37B activated (README_WEIGHTS: 36.7B main model incl. 0.9B embedding
+  // + 0.9B head; costmodel.md 2.2 derives 37.44B with the embedding).
+  CHECK(mt::total_params(m) == doctest::Approx(671.0e9).epsilon(0.001));
+  const double embedding = double(m.vocab_size) * m.d_model;
+  CHECK(mt::active_matmul_params(m) + embedding == doctest::Approx(37.44e9).epsilon(0.01));
+  // MLA attention has 187.1M parameters per layer (costmodel.md 2.2).
+  CHECK(mt::attention_matmul_params(m) == doctest::Approx(187.1e6).epsilon(0.001));
+  // Megatron-Core accounting, causal attention, no MTP: 249.8 GFLOP per token at seq 4096.
+  CHECK(m.seq_len == 4096);
+  CHECK(mt::training_flops_per_token(m) == doctest::Approx(249.8e9).epsilon(0.01));
+}
