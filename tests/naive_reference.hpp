@@ -162,8 +162,16 @@ inline Vec attention(const Weights& w, const std::string& pre, const Vec& x, con
   return c.attention.kind == "mla" ? mla(w, pre, x, c, batch) : mha(w, pre, x, c, batch);
 }
 
-// Returns y; adds alpha * sum_i f_i P_i per sequence to *aux.
-inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch, double* aux) {
+// Balance-loss groups: `tokens` consecutive tokens form a group, each group's loss has `weight`
+// in the objective (tokens = 0: no balance loss).
+struct Balance {
+  int tokens = 0;
+  double weight = 0;
+};
+
+// Returns y; adds weight * alpha * sum_i f_i P_i of every balance group to *aux.
+inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch,
+               const Balance& bal, double* aux) {
   const auto& m = c.moe;
   const int rows = batch * c.seq_len, E = m.n_routed_experts, D = c.d_model, H = m.expert_hidden;
   const Vec& bias = w.buffers.at(pre + ".router_bias");
@@ -205,23 +213,24 @@ inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt:
       for (int i = 0; i < D; ++i) y[size_t(t) * D + i] += g * out[i];
     }
   }
-  for (int b = 0; b < batch; ++b) {
-    const int T = c.seq_len;
+  for (int g = 0; bal.tokens > 0 && g < rows / bal.tokens; ++g) {
+    const int G = bal.tokens;
     for (int e = 0; e < E; ++e) {
       double f = 0, P = 0;
-      for (int t = b * T; t < (b + 1) * T; ++t) {
+      for (int t = g * G; t < (g + 1) * G; ++t) {
         f += std::count(chosen[t].begin(), chosen[t].end(), e);
         double total = 0;
         for (int j = 0; j < E; ++j) total += scores[size_t(t) * E + j];
         P += scores[size_t(t) * E + e] / total;
       }
-      *aux += m.seq_aux_alpha * (double(E) / (m.top_k * T) * f) * (P / T);
+      *aux += bal.weight * m.aux_alpha * (double(E) / (m.top_k * G) * f) * (P / G);
     }
   }
   return y;
 }
 
-inline Vec block(const Weights& w, int index, const Vec& x, const mt::ModelConfig& c, int batch, double* aux) {
+inline Vec block(const Weights& w, int index, const Vec& x, const mt::ModelConfig& c, int batch, const Balance& bal,
+                 double* aux) {
   const std::string pre = "blocks." + std::to_string(index);
   const int rows = batch * c.seq_len, D = c.d_model;
   Vec h = attention(w, pre + ".attn", rmsnorm(x, w[pre + ".attn_norm"], rows, D, c.norm_eps), c, batch);
@@ -229,20 +238,32 @@ inline Vec block(const Weights& w, int index, const Vec& x, const mt::ModelConfi
   Vec n2 = rmsnorm(h, w[pre + ".ffn_norm"], rows, D, c.norm_eps);
   Vec f = index < c.n_dense_layers
               ? swiglu(n2, w[pre + ".ffn.w_gate"], w[pre + ".ffn.w_up"], w[pre + ".ffn.w_down"], rows, D, c.ffn_hidden)
-              : moe(w, pre + ".moe", n2, c, batch, aux);
+              : moe(w, pre + ".moe", n2, c, batch, bal, aux);
   for (size_t i = 0; i < f.size(); ++i) f[i] += h[i];
   return f;
 }
 
-// Objective: mean cross-entropy over the batch's tokens + balance loss averaged over sequences.
+// The balance groups of a global batch of `batch` sequences in micro-batches of `micro_batch`.
+inline Balance balance_groups(const mt::ModelConfig& c, int batch, int micro_batch) {
+  const std::string& kind = c.moe.aux_loss;
+  if (kind == "sequence") return {c.seq_len, 1.0 / batch};
+  if (kind == "micro_batch") return {c.seq_len * micro_batch, double(micro_batch) / batch};
+  if (kind == "global_batch") return {c.seq_len * batch, 1.0};
+  return {};
+}
+
+// Objective: mean cross-entropy over the batch's tokens + the balance loss averaged over its
+// balance groups. The whole global batch goes through at once; only the grouping of the
+// balance loss depends on the micro-batches.
 inline double loss(const Weights& w, const mt::ModelConfig& c, const std::vector<int>& inputs,
-                   const std::vector<int>& targets, int batch) {
+                   const std::vector<int>& targets, int batch, int micro_batch) {
   const int rows = batch * c.seq_len, D = c.d_model, V = c.vocab_size;
+  const Balance bal = balance_groups(c, batch, micro_batch);
   Vec x(size_t(rows) * D);
   for (int r = 0; r < rows; ++r)
     for (int i = 0; i < D; ++i) x[size_t(r) * D + i] = w["embedding"][size_t(inputs[r]) * D + i];
   double aux = 0;
-  for (int l = 0; l < c.n_layers; ++l) x = block(w, l, x, c, batch, &aux);
+  for (int l = 0; l < c.n_layers; ++l) x = block(w, l, x, c, batch, bal, &aux);
   Vec logits = linear(rmsnorm(x, w["final_norm"], rows, D, c.norm_eps), w["head"], rows, D, V);
   double ce = 0;
   for (int r = 0; r < rows; ++r) {
@@ -250,7 +271,7 @@ inline double loss(const Weights& w, const mt::ModelConfig& c, const std::vector
     for (int v = 0; v < V; ++v) z += std::exp(logits[size_t(r) * V + v] - mx);
     ce += std::log(z) + mx - logits[size_t(r) * V + targets[r]];
   }
-  return ce / rows + aux / batch;
+  return ce / rows + aux;
 }
 
 }  // namespace naive

@@ -31,9 +31,11 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   block.backward_weight(0);
 
   naive::Weights w = naive::from_store(params);
+  // Per-sequence groups with weight 1, as passed to forward above.
+  const naive::Balance balance = cfg.moe.aux_loss == "none" ? naive::Balance{} : naive::Balance{cfg.seq_len, 1.0};
   auto objective = [&](const naive::Weights& ww, const std::vector<double>& xx) {
     double a = 0;
-    std::vector<double> yy = naive::block(ww, index, xx, cfg, batch, &a);
+    std::vector<double> yy = naive::block(ww, index, xx, cfg, batch, balance, &a);
     double s = a;
     for (size_t i = 0; i < yy.size(); ++i) s += yy[i] * r[i];
     return s;
@@ -41,7 +43,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   std::vector<double> xd(x.begin(), x.end());
   {
     double a = 0;
-    std::vector<double> yy = naive::block(w, index, xd, cfg, batch, &a);
+    std::vector<double> yy = naive::block(w, index, xd, cfg, batch, balance, &a);
     CHECK(aux == doctest::Approx(a).epsilon(1e-5));
     for (size_t i = 0; i < yy.size(); ++i) REQUIRE(y[i] == doctest::Approx(yy[i]).epsilon(1e-4).scale(1e-5));
   }
@@ -98,4 +100,10 @@ TEST_CASE("dense block with each attention kind (GQA, MLA with and without query
 
 TEST_CASE("MoE block (shared + routed experts, group-limited, balance loss): backward matches finite differences") {
   check_block(1);
+}
+
+TEST_CASE("MoE block with the auxiliary-loss-free bias alone (no balance loss)") {
+  mt::ModelConfig cfg = testing::tiny_model();
+  cfg.moe.aux_loss = "none";
+  check_block(1, cfg);
 }

@@ -6,14 +6,16 @@
 #include <cmath>
 
 #include "model/model.hpp"
+#include "train/accumulate.hpp"
 #include "naive_reference.hpp"
 #include "test_helpers.hpp"
 
 namespace {
 
+// A global batch of 4 sequences in 2 micro-batches, run through the trainer's accumulation.
 struct Case {
   mt::ModelConfig cfg;
-  int batch = 2;
+  int batch = 4, micro_batch = 2;
   std::vector<int> inputs, targets;
   explicit Case(mt::ModelConfig c = testing::tiny_model()) : cfg(c) {
     inputs = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 11);
@@ -30,13 +32,13 @@ void set_biases(mt::Model& model) {
 }
 
 double run_model(mt::Model& model, const Case& c) {
-  const int tokens = c.batch * c.cfg.seq_len;
-  mt::ForwardResult r = model.forward(0, {c.inputs.data(), c.targets.data(), c.batch},
-                                      {1.0f / tokens, 1.0f / c.batch});
-  model.backward_input(0);
-  model.backward_weight(0);
-  model.retire(0);
-  return r.ce_sum / tokens + r.aux_sum / c.batch;
+  const int n = c.micro_batch * c.cfg.seq_len;
+  mt::StepTotals t = mt::accumulate_gradients(model, c.batch, c.micro_batch,
+      [&](int mb, std::vector<int>& in, std::vector<int>& tg) {
+        in.assign(c.inputs.begin() + mb * n, c.inputs.begin() + (mb + 1) * n);
+        tg.assign(c.targets.begin() + mb * n, c.targets.begin() + (mb + 1) * n);
+      });
+  return t.ce_sum / (c.batch * c.cfg.seq_len) + t.aux;
 }
 
 }  // namespace
@@ -44,13 +46,13 @@ double run_model(mt::Model& model, const Case& c) {
 static void check_model(const mt::ModelConfig& cfg) {
   Case c(cfg);
   mt::Backend be = mt::cpu_backend();
-  mt::Model model(c.cfg, 7, be, mt::GemmInputs::fp32, 1);
+  mt::Model model(c.cfg, 7, be, mt::GemmInputs::fp32, mt::slots_needed(c.cfg, c.batch, c.micro_batch));
   set_biases(model);
   const double loss = run_model(model, c);
 
   naive::Weights w = naive::from_store(model.params);
-  const double ref = naive::loss(w, c.cfg, c.inputs, c.targets, c.batch);
-  CHECK(loss == doctest::Approx(ref).epsilon(1e-5));
+  auto reference = [&] { return naive::loss(w, c.cfg, c.inputs, c.targets, c.batch, c.micro_batch); };
+  CHECK(loss == doctest::Approx(reference()).epsilon(1e-5));
 
   const double h = 1e-6;
   for (auto& info : model.params.infos) {
@@ -61,9 +63,9 @@ static void check_model(const mt::ModelConfig& cfg) {
       double& v = w.p[info.name][j];
       const double keep = v;
       v = keep + h;
-      const double up = naive::loss(w, c.cfg, c.inputs, c.targets, c.batch);
+      const double up = reference();
       v = keep - h;
-      const double down = naive::loss(w, c.cfg, c.inputs, c.targets, c.batch);
+      const double down = reference();
       v = keep;
       fd[j] = (up - down) / (2 * h);
       an[j] = model.params.grads[info.offset + j];
@@ -84,12 +86,22 @@ TEST_CASE("model forward equals the float64 reference and every gradient matches
   }
 }
 
+TEST_CASE("every balance-loss grouping: loss and gradients match the reference") {
+  for (std::string kind : {"none", "micro_batch", "global_batch"}) {
+    CAPTURE(kind);
+    mt::ModelConfig cfg = testing::tiny_model();
+    cfg.moe.aux_loss = kind;
+    cfg.moe.aux_alpha = 0.5;  // large, so a wrong balance gradient cannot hide in the tolerance
+    check_model(cfg);
+  }
+}
+
 TEST_CASE("micro-batches in flight together give the same gradients as one after another") {
   Case c;
   mt::Backend be = mt::cpu_backend();
   // Two micro-batches: the second uses shifted tokens.
   std::vector<int> in2(c.inputs.rbegin(), c.inputs.rend()), tg2(c.targets.rbegin(), c.targets.rend());
-  const float ce = 1.0f / (2 * c.batch * c.cfg.seq_len), aux = 1.0f / (2 * c.batch);
+  const float ce = 1.0f / (2 * c.batch * c.cfg.seq_len), aux = 1.0f / (2 * c.batch);  // 2 micro-batches of c.batch
 
   mt::Model seq_model(c.cfg, 3, be, mt::GemmInputs::fp32, 1);
   for (auto* mb : {&c.inputs, &in2}) {

@@ -35,7 +35,7 @@ mt::Config small_config(const std::string& name, int steps, std::vector<std::str
       "run.name=" + name, "run.out_dir=" + out, "data.train=" + corpus_dir() + "/train_*.bin",
       "data.val=" + corpus_dir() + "/val_*.bin", "model.vocab_size=128", "model.d_model=32", "model.n_layers=2",
       "model.n_heads=2", "model.head_dim=16", "model.ffn_hidden=64", "model.seq_len=16", "model.moe.expert_hidden=32",
-      "model.moe.n_routed_experts=4", "model.moe.seq_aux_alpha=0.01", "model.moe.bias_update_speed=0.01",
+      "model.moe.n_routed_experts=4", "model.moe.aux_loss=sequence", "model.moe.aux_alpha=0.01", "model.moe.bias_update_speed=0.01",
       "training.steps=" + std::to_string(steps), "training.global_batch=4", "training.micro_batch=2",
       "training.eval_every=4", "training.eval_batches=2", "lr_schedule.warmup_steps=2", "checkpoint.every=3"};
   sets.insert(sets.end(), extra.begin(), extra.end());
@@ -50,6 +50,25 @@ TEST_CASE("training lowers the loss well below the unigram entropy") {
   REQUIRE(s.losses.size() == 60);
   CHECK(s.losses.back() < 0.5 * s.unigram_entropy);
   CHECK(s.last_eval_loss < 0.5 * s.unigram_entropy);
+}
+
+TEST_CASE("every balance option trains, and the global-batch loss resumes exactly") {
+  for (std::string kind : {"none", "sequence", "micro_batch", "global_batch"}) {
+    CAPTURE(kind);
+    mt::Trainer t(small_config("balance_" + kind, 6, {"model.moe.aux_loss=" + kind}), {.quiet = true});
+    mt::TrainSummary s = t.run();
+    REQUIRE(s.losses.size() == 6);
+    CHECK(s.losses.back() < s.losses.front());
+  }
+  mt::Trainer whole(small_config("global_whole", 6, {"model.moe.aux_loss=global_batch"}), {.quiet = true});
+  const auto all = whole.run().losses;
+  mt::Config halves = small_config("global_halves", 6, {"model.moe.aux_loss=global_batch"});
+  { mt::Trainer(halves, {.quiet = true, .stop_after = 3}).run(); }
+  mt::Trainer second(halves, {.quiet = true});
+  const auto rest = second.run().losses;
+  REQUIRE(rest.size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(rest[i] == all[3 + i]);
+  CHECK(second.model().params.values == whole.model().params.values);
 }
 
 TEST_CASE("N steps, or N/2 steps + resume + N/2 steps: identical losses and weights") {

@@ -23,8 +23,9 @@ struct MoeConfig {
   double route_scale = 1.0;
   int n_groups = 1;          // group-limited routing: experts split into n_groups groups
   int topk_groups = 1;       // tokens route only into the best topk_groups groups
-  double bias_update_speed = 0.001;  // gamma of auxiliary-loss-free balancing
-  double seq_aux_alpha = 0.0;        // alpha of the sequence-wise balance loss (0 = off)
+  double bias_update_speed = 0.001;  // gamma of auxiliary-loss-free balancing (0 = off)
+  std::string aux_loss = "none";     // balance loss over: none | sequence | micro_batch | global_batch
+  double aux_alpha = 0.0001;         // its weight alpha
 };
 
 struct AttentionConfig {

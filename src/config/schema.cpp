@@ -141,8 +141,9 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("model.moe.topk_groups", e.topk_groups, 1, kInt, "groups a token may route into");
   b.real("model.moe.bias_update_speed", e.bias_update_speed, 0, kInf, false, false,
          "gamma: step of the auxiliary-loss-free bias after every optimizer step (0 = off)");
-  b.real("model.moe.seq_aux_alpha", e.seq_aux_alpha, 0, kInf, false, false,
-         "alpha: weight of the sequence-wise balance loss (0 = off)");
+  b.choice("model.moe.aux_loss", e.aux_loss, {"none", "sequence", "micro_batch", "global_batch"},
+           "balance loss alpha sum_i f_i P_i, computed per sequence, per micro-batch or over the global batch");
+  b.real("model.moe.aux_alpha", e.aux_alpha, 0, kInf, true, false, "alpha: weight of the balance loss");
 
   b.text("data.train", c.data.train, "training shards: a path or a glob (llm.c format)");
   b.text("data.val", c.data.val, "validation shards: a path or a glob");

@@ -18,16 +18,16 @@ struct MicroBatch {
   int batch = 0;
 };
 
-// Gradient scales for one micro-batch: the objective is mean cross-entropy over the global
-// batch's tokens plus the balance loss averaged over its sequences.
+// Weights in the objective for one micro-batch: the objective is the mean cross-entropy over
+// the global batch's tokens plus the balance loss averaged over the step's balance groups.
 struct LossScales {
   float ce = 1.0f;   // 1 / tokens in the global batch
-  float aux = 1.0f;  // 1 / sequences in the global batch
+  float aux = 1.0f;  // 1 / balance groups in the global batch (sequences, micro-batches or 1)
 };
 
 struct ForwardResult {
   double ce_sum = 0;    // summed over the micro-batch's tokens
-  double aux_sum = 0;   // balance loss summed over its sequences and layers
+  double aux_sum = 0;   // the micro-batch's balance-loss term of the objective, all layers
   long tokens = 0;
 };
 

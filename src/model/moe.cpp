@@ -11,8 +11,9 @@ MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
       top_k_(cfg.moe.top_k), hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
       shared_hidden_(cfg.moe.n_shared_experts * cfg.moe.expert_hidden), n_groups_(cfg.moe.n_groups),
       topk_groups_(cfg.moe.topk_groups), route_scale_(float(cfg.moe.route_scale)),
-      gamma_(float(cfg.moe.bias_update_speed)), alpha_(float(cfg.moe.seq_aux_alpha)),
-      step_load_(cfg.moe.n_routed_experts, 0.0), saved_(max_in_flight) {
+      gamma_(float(cfg.moe.bias_update_speed)), alpha_(float(cfg.moe.aux_alpha)),
+      aux_kind_(cfg.moe.aux_loss), step_load_(cfg.moe.n_routed_experts, 0.0),
+      step_prob_sum_(cfg.moe.n_routed_experts, 0.0), global_f_(cfg.moe.n_routed_experts, 0.0), saved_(max_in_flight) {
   using I = ParamStore::Init;
   ParamStore& p = *env.params;
   const int64_t E = n_experts_, H = hidden_, D = d_;
@@ -83,14 +84,41 @@ void MoE::select(const float* scores, int rows, int* chosen, float* gates) const
   }
 }
 
-double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale) {
+void MoE::reset_step_load() {
+  std::fill(step_load_.begin(), step_load_.end(), 0.0);
+  std::fill(step_prob_sum_.begin(), step_prob_sum_.end(), 0.0);
+}
+
+int MoE::group_size(int rows) const {
+  if (aux_kind_ == "sequence") return seq_;
+  if (aux_kind_ == "micro_batch" || aux_kind_ == "global_batch") return rows;
+  return 0;
+}
+
+void MoE::group_load(const Saved& s, int begin, int size, std::vector<double>& f) const {
+  f.assign(n_experts_, 0.0);
+  for (int t = begin; t < begin + size; ++t)
+    for (int k = 0; k < top_k_; ++k) f[s.chosen[t * top_k_ + k]] += double(n_experts_) / (top_k_ * size);
+}
+
+double MoE::finish_global_balance(long tokens) {
+  global_tokens_ = tokens;
+  double loss = 0;
+  for (int i = 0; i < n_experts_; ++i) {
+    global_f_[i] = step_load_[i] * n_experts_ / (double(top_k_) * tokens);
+    loss += alpha_ * global_f_[i] * step_prob_sum_[i] / tokens;
+  }
+  return loss;
+}
+
+double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const int rows = batch * seq_, E = n_experts_, K = top_k_;
   s.rows = rows;
   s.batch = batch;
   s.x = x;
-  s.aux_grad_scale = aux_grad_scale;
+  s.aux_weight = aux_weight;
 
   s.scores = arena.floats(size_t(rows) * E);
   env_.linear_forward(x, p.value(router), rows, d_, E, s.scores);
@@ -136,19 +164,27 @@ double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y,
       for (int i = 0; i < d_; ++i) out[i] += g * ye[i];
     }
 
-  if (alpha_ == 0.0f) return 0.0;
-  double loss = 0;
-  for (int b = 0; b < batch; ++b) {
-    std::vector<double> f(E, 0.0), P(E, 0.0);
-    for (int t = b * seq_; t < (b + 1) * seq_; ++t) {
+  const int group = group_size(rows);
+  if (group == 0) return 0.0;
+  if (aux_kind_ == "global_batch") {
+    for (int t = 0; t < rows; ++t) {
       const float* sc = s.scores + size_t(t) * E;
       const double total = std::accumulate(sc, sc + E, 0.0);
-      for (int i = 0; i < E; ++i) P[i] += sc[i] / total / seq_;
-      for (int k = 0; k < K; ++k) f[s.chosen[t * K + k]] += double(E) / (K * seq_);
+      for (int i = 0; i < E; ++i) step_prob_sum_[i] += sc[i] / total;
     }
-    for (int i = 0; i < E; ++i) loss += alpha_ * f[i] * P[i];
+    return 0.0;
   }
-  return loss;
+  double loss = 0;
+  std::vector<double> f;
+  for (int begin = 0; begin < rows; begin += group) {
+    group_load(s, begin, group, f);
+    for (int t = begin; t < begin + group; ++t) {
+      const float* sc = s.scores + size_t(t) * E;
+      const double total = std::accumulate(sc, sc + E, 0.0);
+      for (int i = 0; i < E; ++i) loss += alpha_ * f[i] * sc[i] / total / group;
+    }
+  }
+  return loss * aux_weight;
 }
 
 void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
@@ -197,16 +233,19 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       dscore[size_t(t) * E + s.chosen[t * K + k]] += float((route_scale_ * dgate[t * K + k] - weighted) / S);
   }
   // Balance loss alpha sum_i f_i P_i, P_i = mean_t s_ti / sum_j s_tj; f is a count (no gradient).
-  if (alpha_ != 0.0f) {
-    for (int b = 0; b < s.batch; ++b) {
-      std::vector<double> f(E, 0.0);
-      for (int t = b * seq_; t < (b + 1) * seq_; ++t)
-        for (int k = 0; k < K; ++k) f[s.chosen[t * K + k]] += double(E) / (K * seq_);
-      for (int t = b * seq_; t < (b + 1) * seq_; ++t) {
+  const int group = group_size(rows);
+  if (group > 0) {
+    const bool global = aux_kind_ == "global_batch";
+    const double size = global ? double(global_tokens_) : double(group);
+    std::vector<double> f;
+    for (int begin = 0; begin < rows; begin += group) {
+      if (global) f = global_f_;
+      else group_load(s, begin, group, f);
+      const double c = double(alpha_) * s.aux_weight / size;
+      for (int t = begin; t < begin + group; ++t) {
         const float* sc = s.scores + size_t(t) * E;
         double total = 0, fs = 0;
         for (int i = 0; i < E; ++i) { total += sc[i]; fs += f[i] * sc[i]; }
-        const double c = double(alpha_) * s.aux_grad_scale / seq_;
         for (int i = 0; i < E; ++i) dscore[size_t(t) * E + i] += float(c * (f[i] / total - fs / (total * total)));
       }
     }

@@ -8,8 +8,12 @@
 //   y = sum_shared FFN(x) + sum_{i selected} g_i FFN_i(x)
 // The bias is not trained by gradients: after each optimizer step it moves by +gamma for
 // experts that got fewer tokens than the mean over the step and -gamma for those that got more.
-// Optional sequence-wise balance loss (report eqs. 17-20), with f_i counted from the experts a
-// token was actually routed to.
+// Optional balance loss alpha sum_i f_i P_i over a group of G tokens (report eqs. 17-20):
+// f_i = E/(K G) * tokens routed to i, P_i = mean over the group of s_i / sum_j s_j. The group is
+// a sequence (DeepSeek-V3's complementary loss), a micro-batch, or the whole global batch
+// (GShard-style). f_i counts the experts tokens were actually routed to and carries no gradient.
+// A global-batch group needs every micro-batch's routing before any backward pass: the trainer
+// runs all forwards, calls finish_global_balance(), then the backwards.
 #include <string>
 #include <vector>
 
@@ -21,15 +25,19 @@ namespace mt {
 class MoE {
  public:
   MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  // x, y: [batch*seq, d_model]. aux_grad_scale multiplies the balance loss's gradient.
-  // Returns this micro-batch's balance loss (alpha * sum_i f_i P_i summed over its sequences).
-  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale);
+  // x, y: [batch*seq, d_model]. aux_weight is the weight of one group's balance loss in the
+  // objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of
+  // alpha sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns).
+  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight);
+  // global_batch only: after every forward of the step, fixes f from the step's routing and
+  // returns the balance loss over the step's `tokens` tokens.
+  double finish_global_balance(long tokens);
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);
   void backward_weight(int slot);
 
   // Tokens routed to each expert since the last reset (the load of the current step).
   const std::vector<double>& step_load() const { return step_load_; }
-  void reset_step_load() { std::fill(step_load_.begin(), step_load_.end(), 0.0); }
+  void reset_step_load();
   // The auxiliary-loss-free update from step_load(); call once per optimizer step.
   void update_bias();
   float* bias() { return env_.params->buffer(bias_); }
@@ -51,19 +59,27 @@ class MoE {
     float* ye = nullptr;           // [rows*K, d] expert outputs (before gating)
     std::vector<SwigluSaved> experts;
     SwigluSaved shared;
-    float aux_grad_scale = 0;
+    float aux_weight = 0;
     float* dlogits = nullptr;      // [rows, E] gradient of the router pre-activations
   };
   SwigluWeights expert_weights(int e) const;
   SwigluGrads expert_grads(int e) const;
   SwigluWeights shared_weights() const;
   void select(const float* scores, int rows, int* chosen, float* gates) const;
+  // Tokens per balance group for this micro-batch (0 when there is no balance loss).
+  int group_size(int rows) const;
+  // f_i for tokens [begin, begin+size) from their routing.
+  void group_load(const Saved& s, int begin, int size, std::vector<double>& f) const;
 
   LayerEnv env_;
   int d_, seq_, n_experts_, top_k_, hidden_, n_shared_, shared_hidden_, n_groups_, topk_groups_;
   float route_scale_, gamma_, alpha_;
+  std::string aux_kind_;
   int bias_;
   std::vector<double> step_load_;
+  std::vector<double> step_prob_sum_;  // global_batch: sum over the step's tokens of s_i / sum_j s_j
+  std::vector<double> global_f_;       // global_batch: f_i of the step, set by finish_global_balance
+  long global_tokens_ = 0;
   std::vector<Saved> saved_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "io/checkpoint.hpp"
 #include "io/run_log.hpp"
+#include "train/accumulate.hpp"
 #include "train/adamw.hpp"
 #include "train/batches.hpp"
 #include "train/flops.hpp"
@@ -42,7 +43,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   device_ = choose_device(cfg);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const GemmInputs gemm = cfg.precision.matmul == "bf16" ? GemmInputs::bf16 : GemmInputs::fp32;
-  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm, 1);
+  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm,
+                                   slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch));
 }
 
 Trainer::~Trainer() {
@@ -129,9 +131,7 @@ TrainSummary Trainer::run() {
   RunLog log(run_dir_ + "/log.h5", facts, state.step);
 
   Batches batches(*train_data_, m.seq_len, "data.train");
-  const int accum = t.global_batch / t.micro_batch;
   const long tokens_per_step = long(t.global_batch) * m.seq_len;
-  const LossScales scales{1.0f / float(tokens_per_step), 1.0f / float(t.global_batch)};
   const double flops_per_token = training_flops_per_token(m);
   const double peak = cfg_.precision.peak_tflops * 1e12;
   const long long last = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
@@ -139,7 +139,6 @@ TrainSummary Trainer::run() {
   g_stop_requested = 0;
   auto old_int = std::signal(SIGINT, request_stop);
   auto old_term = std::signal(SIGTERM, request_stop);
-  std::vector<int> inputs, targets;
   summary.first_step = state.step;
   const auto run_start = Clock::now();
   double tokens_done = 0;
@@ -149,23 +148,13 @@ TrainSummary Trainer::run() {
     StepRecord rec;
     std::fill(params.grads.begin(), params.grads.end(), 0.0f);
     for (MoE* moe : moes) moe->reset_step_load();
-    double ce = 0, aux = 0, t_fwd = 0, t_bwd = 0;
-    for (int mb = 0; mb < accum; ++mb) {
-      batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
-      auto t0 = Clock::now();
-      ForwardResult r = model_->forward(0, {inputs.data(), targets.data(), t.micro_batch}, scales);
-      t_fwd += seconds_since(t0);
-      t0 = Clock::now();
-      model_->backward_input(0);
-      model_->backward_weight(0);
-      model_->retire(0);
-      t_bwd += seconds_since(t0);
-      ce += r.ce_sum;
-      aux += r.aux_sum;
-    }
+    const StepTotals totals = accumulate_gradients(*model_, t.global_batch, t.micro_batch,
+        [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
+          batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+        });
     const auto t_opt = Clock::now();
-    rec.loss = ce / double(tokens_per_step);
-    rec.aux_loss = aux / t.global_batch;
+    rec.loss = totals.ce_sum / double(tokens_per_step);
+    rec.aux_loss = totals.aux;
     if (!std::isfinite(rec.loss))
       throw UserError("step " + std::to_string(state.step + 1) + ": the loss is " + std::to_string(rec.loss) +
                       "; lower optimizer.lr (now " + std::to_string(cfg_.optimizer.lr) + ") or training.grad_clip");
@@ -182,8 +171,8 @@ TrainSummary Trainer::run() {
     state.step++;
     state.samples_seen += t.global_batch;
     rec.step = state.step;
-    rec.time_forward = t_fwd;
-    rec.time_backward = t_bwd;
+    rec.time_forward = totals.t_forward;
+    rec.time_backward = totals.t_backward;
     rec.time_optimizer = seconds_since(t_opt);
     rec.time_step = seconds_since(step_start);
     rec.tokens_per_s = tokens_per_step / rec.time_step;

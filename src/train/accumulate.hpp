@@ -1,0 +1,28 @@
+#pragma once
+// One optimizer step's forward and backward passes over its micro-batches, accumulating the
+// gradients in the model's parameter store. With a global-batch balance loss every forward runs
+// first (each micro-batch in its own slot), then the balance loss is fixed, then the backwards.
+#include <functional>
+#include <vector>
+
+#include "config/config.hpp"
+#include "model/model.hpp"
+
+namespace mt {
+
+struct StepTotals {
+  double ce_sum = 0;     // cross-entropy summed over the step's tokens
+  double aux = 0;        // the balance-loss term of the objective
+  double t_forward = 0, t_backward = 0;  // seconds
+};
+
+// The objective's weights for a step of `global_batch` sequences in micro-batches of `micro_batch`.
+LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch);
+// Slots the model needs for this config (every micro-batch of a step for a global-batch loss).
+int slots_needed(const ModelConfig& m, int global_batch, int micro_batch);
+
+// fill(mb, inputs, targets) writes micro-batch mb's tokens ([micro_batch*seq_len] each).
+using FillMicroBatch = std::function<void(int mb, std::vector<int>& inputs, std::vector<int>& targets)>;
+StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill);
+
+}  // namespace mt
