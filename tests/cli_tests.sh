@@ -66,5 +66,5 @@ expect "missing data file" 2 "data.train = \"$tmp/none.bin\": no shard matches" 
 expect "missing experiment file" 2 "nothere.toml: cannot open" -- $bin train "$tmp/nothere.toml"
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
-expect "the DeepSeek-V3 config is valid at full size" 0 "671026.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run
+expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run
 expect "no subcommand" 106 "A subcommand is required" -- $bin

@@ -229,14 +229,13 @@ inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt:
   return y;
 }
 
-inline Vec block(const Weights& w, int index, const Vec& x, const mt::ModelConfig& c, int batch, const Balance& bal,
-                 double* aux) {
-  const std::string pre = "blocks." + std::to_string(index);
+inline Vec block(const Weights& w, const std::string& pre, bool is_moe, const Vec& x, const mt::ModelConfig& c,
+                 int batch, const Balance& bal, double* aux) {
   const int rows = batch * c.seq_len, D = c.d_model;
   Vec h = attention(w, pre + ".attn", rmsnorm(x, w[pre + ".attn_norm"], rows, D, c.norm_eps), c, batch);
   for (size_t i = 0; i < h.size(); ++i) h[i] += x[i];
   Vec n2 = rmsnorm(h, w[pre + ".ffn_norm"], rows, D, c.norm_eps);
-  Vec f = index < c.n_dense_layers
+  Vec f = !is_moe
               ? swiglu(n2, w[pre + ".ffn.w_gate"], w[pre + ".ffn.w_up"], w[pre + ".ffn.w_down"], rows, D, c.ffn_hidden)
               : moe(w, pre + ".moe", n2, c, batch, bal, aux);
   for (size_t i = 0; i < f.size(); ++i) f[i] += h[i];
@@ -263,15 +262,47 @@ inline double loss(const Weights& w, const mt::ModelConfig& c, const std::vector
   for (int r = 0; r < rows; ++r)
     for (int i = 0; i < D; ++i) x[size_t(r) * D + i] = w["embedding"][size_t(inputs[r]) * D + i];
   double aux = 0;
-  for (int l = 0; l < c.n_layers; ++l) x = block(w, l, x, c, batch, bal, &aux);
-  Vec logits = linear(rmsnorm(x, w["final_norm"], rows, D, c.norm_eps), w["head"], rows, D, V);
-  double ce = 0;
-  for (int r = 0; r < rows; ++r) {
-    double mx = *std::max_element(logits.begin() + size_t(r) * V, logits.begin() + size_t(r + 1) * V), z = 0;
-    for (int v = 0; v < V; ++v) z += std::exp(logits[size_t(r) * V + v] - mx);
-    ce += std::log(z) + mx - logits[size_t(r) * V + targets[r]];
+  for (int l = 0; l < c.n_layers; ++l)
+    x = block(w, "blocks." + std::to_string(l), l >= c.n_dense_layers, x, c, batch, bal, &aux);
+  // Summed cross-entropy of the rows whose target is not negative.
+  auto cross_entropy = [&](const Vec& h, const std::string& norm, const std::vector<int>& tg) {
+    Vec logits = linear(rmsnorm(h, w[norm], rows, D, c.norm_eps), w["head"], rows, D, V);
+    double ce = 0;
+    for (int r = 0; r < rows; ++r) {
+      if (tg[r] < 0) continue;
+      double mx = *std::max_element(logits.begin() + size_t(r) * V, logits.begin() + size_t(r + 1) * V), z = 0;
+      for (int v = 0; v < V; ++v) z += std::exp(logits[size_t(r) * V + v] - mx);
+      ce += std::log(z) + mx - logits[size_t(r) * V + tg[r]];
+    }
+    return ce;
+  };
+  double total = cross_entropy(x, "final_norm", targets) / rows;
+  // Multi-token prediction, eqs. 21-25: depth k predicts token i+k+1 from h^{k-1}_i and token i+k.
+  const int T = c.seq_len, depth = c.mtp.depth;
+  Vec h = x;
+  for (int k = 1; k <= depth; ++k) {
+    const std::string pre = "mtp." + std::to_string(k - 1);
+    std::vector<int> tok(rows), tg(rows);
+    Vec emb(size_t(rows) * D);
+    for (int r = 0; r < rows; ++r) {
+      const bool inside = r % T + k < T;
+      tok[r] = inside ? inputs[r + k] : 0;
+      tg[r] = inside ? targets[r + k] : -1;
+      for (int i = 0; i < D; ++i) emb[size_t(r) * D + i] = w["embedding"][size_t(tok[r]) * D + i];
+    }
+    Vec a = rmsnorm(h, w[pre + ".hidden_norm"], rows, D, c.norm_eps);
+    Vec b = rmsnorm(emb, w[pre + ".embed_norm"], rows, D, c.norm_eps);
+    Vec cat(size_t(rows) * 2 * D);
+    for (int r = 0; r < rows; ++r)
+      for (int i = 0; i < D; ++i) {
+        cat[size_t(r) * 2 * D + i] = a[size_t(r) * D + i];
+        cat[size_t(r) * 2 * D + D + i] = b[size_t(r) * D + i];
+      }
+    h = block(w, pre + ".block", c.n_layers > c.n_dense_layers, linear(cat, w[pre + ".proj"], rows, 2 * D, D), c, batch,
+              bal, &aux);
+    total += c.mtp.weight / depth * cross_entropy(h, pre + ".out_norm", tg) / (batch * (T - k));
   }
-  return ce / rows + aux;
+  return total + aux;
 }
 
 }  // namespace naive

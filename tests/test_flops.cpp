@@ -10,14 +10,22 @@
 TEST_CASE("total_params equals the parameters a built model holds, for every attention kind") {
   mt::Backend be = mt::cpu_backend();
   for (auto& [name, cfg] : testing::attention_variants()) {
-    CAPTURE(name);
-    mt::Model model(cfg, 1, be, mt::GemmInputs::fp32, 1);
-    CHECK(mt::total_params(cfg) == double(model.params.total()));
+    for (int depth : {0, 2}) {
+      CAPTURE(name);
+      CAPTURE(depth);
+      mt::ModelConfig m = cfg;
+      m.mtp.depth = depth;
+      mt::Model model(m, 1, be, mt::GemmInputs::fp32, 1);
+      CHECK(mt::total_params(m) == double(model.params.total()));
+    }
   }
 }
 
 TEST_CASE("DeepSeek-V3: 671B parameters, about 37B activated, 249.8 GFLOP per token at 4K context") {
-  const mt::ModelConfig m = mt::load_config("configs/deepseek-v3.toml").model;
+  const mt::ModelConfig with_mtp = mt::load_config("configs/deepseek-v3.toml").model;
+  REQUIRE(with_mtp.mtp.depth == 1);
+  mt::ModelConfig m = with_mtp;  // the published main-model figures exclude the MTP module
+  m.mtp.depth = 0;
   // Report: 671B total, 37B activated (README_WEIGHTS: 36.7B main model incl. 0.9B embedding
   // + 0.9B head; costmodel.md 2.2 derives 37.44B with the embedding).
   CHECK(mt::total_params(m) == doctest::Approx(671.0e9).epsilon(0.001));
@@ -28,4 +36,7 @@ TEST_CASE("DeepSeek-V3: 671B parameters, about 37B activated, 249.8 GFLOP per to
   // Megatron-Core accounting, causal attention, no MTP: 249.8 GFLOP per token at seq 4096.
   CHECK(m.seq_len == 4096);
   CHECK(mt::training_flops_per_token(m) == doctest::Approx(249.8e9).epsilon(0.01));
+  // With the depth-1 MTP module: 260.0 GFLOP per token, and 11.5B MTP parameters (README_WEIGHTS).
+  CHECK(mt::training_flops_per_token(with_mtp) == doctest::Approx(260.0e9).epsilon(0.01));
+  CHECK(mt::total_params(with_mtp) - mt::total_params(m) == doctest::Approx(11.5e9).epsilon(0.02));
 }

@@ -15,7 +15,9 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   mt::Backend be = mt::cpu_backend();
   mt::ParamStore params;
   mt::LayerEnv env{&be, mt::GemmInputs::fp32, &params};
-  mt::Block block(env, cfg, index, 1);
+  const std::string prefix = "blocks." + std::to_string(index);
+  const bool is_moe = index >= cfg.n_dense_layers;
+  mt::Block block(env, cfg, prefix, is_moe, 1);
   params.finalize(9, cfg.init_std);
   for (size_t i = 0; i < params.buffers.size(); ++i) {
     auto b = testing::random_floats(params.buffers[i].size(), 40 + i, 0.2);
@@ -35,7 +37,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   const naive::Balance balance = cfg.moe.aux_loss == "none" ? naive::Balance{} : naive::Balance{cfg.seq_len, 1.0};
   auto objective = [&](const naive::Weights& ww, const std::vector<double>& xx) {
     double a = 0;
-    std::vector<double> yy = naive::block(ww, index, xx, cfg, batch, balance, &a);
+    std::vector<double> yy = naive::block(ww, prefix, is_moe, xx, cfg, batch, balance, &a);
     double s = a;
     for (size_t i = 0; i < yy.size(); ++i) s += yy[i] * r[i];
     return s;
@@ -43,7 +45,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   std::vector<double> xd(x.begin(), x.end());
   {
     double a = 0;
-    std::vector<double> yy = naive::block(w, index, xd, cfg, batch, balance, &a);
+    std::vector<double> yy = naive::block(w, prefix, is_moe, xd, cfg, batch, balance, &a);
     CHECK(aux == doctest::Approx(a).epsilon(1e-5));
     for (size_t i = 0; i < yy.size(); ++i) REQUIRE(y[i] == doctest::Approx(yy[i]).epsilon(1e-4).scale(1e-5));
   }

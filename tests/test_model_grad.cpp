@@ -38,7 +38,7 @@ double run_model(mt::Model& model, const Case& c) {
         in.assign(c.inputs.begin() + mb * n, c.inputs.begin() + (mb + 1) * n);
         tg.assign(c.targets.begin() + mb * n, c.targets.begin() + (mb + 1) * n);
       });
-  return t.ce_sum / (c.batch * c.cfg.seq_len) + t.aux;
+  return t.ce_sum / (c.batch * c.cfg.seq_len) + t.aux + c.cfg.mtp.weight * t.mtp;
 }
 
 }  // namespace
@@ -94,6 +94,21 @@ TEST_CASE("every balance-loss grouping: loss and gradients match the reference")
     cfg.moe.aux_alpha = 0.5;  // large, so a wrong balance gradient cannot hide in the tolerance
     check_model(cfg);
   }
+}
+
+TEST_CASE("multi-token prediction (depth 2, sharing embedding and head): loss and gradients match the reference") {
+  for (auto& [name, base] : testing::attention_variants()) {
+    if (name != "mha" && name != "mla_q_lora") continue;
+    CAPTURE(name);
+    mt::ModelConfig cfg = base;
+    cfg.mtp.depth = 2;
+    cfg.mtp.weight = 0.7;
+    check_model(cfg);
+  }
+  mt::ModelConfig dense = testing::tiny_model();  // a dense-only model gets dense MTP blocks
+  dense.n_dense_layers = dense.n_layers;
+  dense.mtp.depth = 1;
+  check_model(dense);
 }
 
 TEST_CASE("micro-batches in flight together give the same gradients as one after another") {

@@ -71,6 +71,18 @@ TEST_CASE("every balance option trains, and the global-batch loss resumes exactl
   CHECK(second.model().params.values == whole.model().params.values);
 }
 
+TEST_CASE("multi-token prediction trains, and its loss is logged apart from the main loss") {
+  mt::Config cfg = small_config("mtp", 8, {"model.mtp.depth=1", "model.mtp.weight=0.3"});
+  mt::Trainer t(cfg, {.quiet = true});
+  mt::TrainSummary s = t.run();
+  mt::h5::Handle f = mt::h5::open_file(cfg.run.out_dir + "/mtp/log.h5", true);
+  auto mtp = mt::h5::read_all<double>(f, "/mtp_loss", H5T_NATIVE_DOUBLE);
+  REQUIRE(mtp.size() == 8);
+  CHECK(mtp.front() > 0);
+  CHECK(mtp.back() < mtp.front());
+  CHECK(mtp.back() != s.losses.back());
+}
+
 TEST_CASE("N steps, or N/2 steps + resume + N/2 steps: identical losses and weights") {
   const int N = 8;
   mt::Trainer whole(small_config("whole", N), {.quiet = true});
@@ -119,7 +131,7 @@ TEST_CASE("log.h5 holds the config, per-step metrics, expert load and bias, and 
   t.run();
   mt::h5::Handle f = mt::h5::open_file(cfg.run.out_dir + "/logged/log.h5", true);
   CHECK(mt::h5::read_string_attr(f, "config_toml") == cfg.resolved_toml);
-  for (const char* name : {"/loss", "/lr", "/grad_norm", "/tokens_per_s", "/flops_per_s", "/time/step"})
+  for (const char* name : {"/loss", "/mtp_loss", "/lr", "/grad_norm", "/tokens_per_s", "/flops_per_s", "/time/step"})
     CHECK(mt::h5::read_all<double>(f, name, H5T_NATIVE_DOUBLE).size() == 5);
   auto load = mt::h5::read_all<float>(f, "/moe/expert_load", H5T_NATIVE_FLOAT);
   REQUIRE(load.size() == 5 * 1 * 4);  // steps x MoE layers x experts

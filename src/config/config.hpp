@@ -38,6 +38,11 @@ struct AttentionConfig {
   int v_head_dim = 32;       // mla: per-head value features
 };
 
+struct MtpConfig {
+  int depth = 0;        // D: extra tokens predicted (0 = no multi-token prediction)
+  double weight = 0.3;  // lambda: the MTP loss enters the objective as lambda/D sum_k L_k
+};
+
 struct ModelConfig {
   int vocab_size = 257;
   int d_model = 128;
@@ -52,6 +57,7 @@ struct ModelConfig {
   double init_std = 0.02;
   AttentionConfig attention;
   MoeConfig moe;
+  MtpConfig mtp;
 };
 
 struct DataConfig {

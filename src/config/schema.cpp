@@ -145,6 +145,9 @@ std::vector<Field> schema_fields(Config& c) {
            "balance loss alpha sum_i f_i P_i, computed per sequence, per micro-batch or over the global batch");
   b.real("model.moe.aux_alpha", e.aux_alpha, 0, kInf, true, false, "alpha: weight of the balance loss");
 
+  b.integer("model.mtp.depth", m.mtp.depth, 0, kInt, "multi-token prediction depth D (0 = off)");
+  b.real("model.mtp.weight", m.mtp.weight, 0, kInf, false, false, "lambda: weight of the MTP loss");
+
   b.text("data.train", c.data.train, "training shards: a path or a glob (llm.c format)");
   b.text("data.val", c.data.val, "validation shards: a path or a glob");
 

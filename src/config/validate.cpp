@@ -41,6 +41,8 @@ void validate_config(const Config& c) {
   require(e.top_k <= e.topk_groups * (e.n_routed_experts / e.n_groups), c, "model.moe.top_k",
           "= " + s(e.top_k) + " exceeds the experts in the allowed groups (topk_groups * experts per group = " +
               s(e.topk_groups * (e.n_routed_experts / e.n_groups)) + ")");
+  require(m.mtp.depth < m.seq_len, c, "model.mtp.depth",
+          "= " + s(m.mtp.depth) + " must be < model.seq_len = " + s(m.seq_len) + " (depth k predicts k+1 tokens ahead)");
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
   const auto& p = c.parallel;

@@ -12,6 +12,7 @@ using Scalar = double StepRecord::*;
 const std::pair<const char*, Scalar> kScalars[] = {
     {"loss", &StepRecord::loss},
     {"aux_loss", &StepRecord::aux_loss},
+    {"mtp_loss", &StepRecord::mtp_loss},
     {"lr", &StepRecord::lr},
     {"grad_norm", &StepRecord::grad_norm},
     {"tokens_per_s", &StepRecord::tokens_per_s},

@@ -13,7 +13,7 @@ namespace mt {
 
 struct StepRecord {
   long long step = 0;  // optimizer steps completed (1-based)
-  double loss = 0, aux_loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, flops_per_s = 0, mfu = 0;
+  double loss = 0, aux_loss = 0, mtp_loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, flops_per_s = 0, mfu = 0;
   double time_forward = 0, time_backward = 0, time_optimizer = 0, time_step = 0;  // seconds
   std::vector<float> expert_load;  // [n_moe_layers * n_experts] fraction of routed tokens
   std::vector<float> expert_bias;  // [n_moe_layers * n_experts] bias after this step's update

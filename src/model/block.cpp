@@ -4,15 +4,14 @@
 
 namespace mt {
 
-Block::Block(const LayerEnv& env, const ModelConfig& cfg, int index, int max_in_flight)
+Block::Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, bool moe, int max_in_flight)
     : env_(env), d_(cfg.d_model), seq_(cfg.seq_len), eps_(float(cfg.norm_eps)),
-      attn_(make_attention(env, cfg, "blocks." + std::to_string(index) + ".attn", max_in_flight)), saved_(max_in_flight) {
+      attn_(make_attention(env, cfg, prefix + ".attn", max_in_flight)), saved_(max_in_flight) {
   using I = ParamStore::Init;
   ParamStore& p = *env.params;
-  const std::string prefix = "blocks." + std::to_string(index);
   norm1 = p.add(prefix + ".attn_norm", {d_}, I::ones, false);
   norm2 = p.add(prefix + ".ffn_norm", {d_}, I::ones, false);
-  if (index < cfg.n_dense_layers) {
+  if (!moe) {
     const int64_t H = cfg.ffn_hidden, D = d_;
     ffn_gate = p.add(prefix + ".ffn.w_gate", {H, D}, I::normal, true);
     ffn_up = p.add(prefix + ".ffn.w_up", {H, D}, I::normal, true);

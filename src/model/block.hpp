@@ -13,7 +13,8 @@ namespace mt {
 
 class Block {
  public:
-  Block(const LayerEnv& env, const ModelConfig& cfg, int index, int max_in_flight);
+  // Parameters are named "<prefix>.attn_norm" and so on; `moe` picks the MoE FFN.
+  Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, bool moe, int max_in_flight);
   // Returns the balance loss of this micro-batch (0 for dense blocks).
   double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale);
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);

@@ -10,9 +10,21 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, Gemm
   using I = ParamStore::Init;
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   embedding = params.add("embedding", {V, D}, I::normal, true);
-  for (int i = 0; i < cfg.n_layers; ++i) blocks_.push_back(std::make_unique<Block>(env_, cfg, i, max_in_flight));
+  for (int i = 0; i < cfg.n_layers; ++i)
+    blocks_.push_back(std::make_unique<Block>(env_, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight));
   final_norm = params.add("final_norm", {D}, I::ones, false);
   head = params.add("head", {V, D}, I::normal, true);
+  for (int k = 0; k < cfg.mtp.depth; ++k) {
+    const std::string prefix = "mtp." + std::to_string(k);
+    MtpModule m;
+    m.hidden_norm = params.add(prefix + ".hidden_norm", {D}, I::ones, false);
+    m.embed_norm = params.add(prefix + ".embed_norm", {D}, I::ones, false);
+    m.proj = params.add(prefix + ".proj", {D, 2 * D}, I::normal, true);
+    // The MTP block has the kind of the model's deeper blocks: MoE if there are any.
+    m.block = std::make_unique<Block>(env_, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
+    m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
+    mtp.push_back(std::move(m));
+  }
   params.finalize(seed, cfg.init_std);
 }
 
@@ -20,6 +32,8 @@ std::vector<MoE*> Model::moe_layers() {
   std::vector<MoE*> out;
   for (auto& b : blocks_)
     if (b->moe()) out.push_back(b->moe());
+  for (auto& m : mtp)
+    if (m.block->moe()) out.push_back(m.block->moe());
   return out;
 }
 
@@ -61,7 +75,104 @@ ForwardResult Model::forward(int slot, const MicroBatch& mb, const LossScales& s
   r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = logits,
                                .targets = mb.targets, .losses = losses, .dlogits = s.dlogits});
   for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;
+  s.mtp.resize(mtp.size());
+  r.mtp_ce_sums.assign(mtp.size(), 0.0);
+  for (size_t k = 0; k < mtp.size(); ++k) r.mtp_ce_sums[k] = mtp_forward(slot, int(k), mb, scales, &r.aux_sum);
   return r;
+}
+
+double Model::mtp_forward(int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux) {
+  Saved& s = saved_[slot];
+  Saved::Mtp& m = s.mtp[k];
+  const MtpModule& mod = mtp[k];
+  Arena& arena = arenas_[slot];
+  const Backend& be = env_.be();
+  const int D = cfg_.d_model, V = cfg_.vocab_size, T = cfg_.seq_len, rows = s.rows, shift = k + 1;
+  const float eps = float(cfg_.norm_eps);
+  m.h_prev = k == 0 ? s.acts[cfg_.n_layers] : s.mtp[k - 1].h;
+  m.tokens = arena.ints(rows);
+  int* targets = arena.ints(rows);
+  for (int row = 0; row < rows; ++row) {
+    const bool inside = row % T + shift < T;
+    m.tokens[row] = inside ? s.inputs[row + shift] : 0;
+    targets[row] = inside ? mb.targets[row + shift] : -1;
+  }
+  const size_t n = size_t(rows) * D;
+  m.emb = arena.floats(n);
+  be.embedding_forward({.rows = rows, .dim = D, .tokens = m.tokens, .table = params.value(embedding), .out = m.emb});
+  m.a = arena.floats(n);
+  m.a_rstd = arena.floats(rows);
+  m.b = arena.floats(n);
+  m.b_rstd = arena.floats(rows);
+  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h_prev, .weight = params.value(mod.hidden_norm),
+                      .y = m.a, .rstd = m.a_rstd});
+  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.emb, .weight = params.value(mod.embed_norm),
+                      .y = m.b, .rstd = m.b_rstd});
+  m.cat = arena.floats(2 * n);
+  be.copy_columns({.rows = rows, .cols = D, .src = m.a, .src_stride = D, .dst = m.cat, .dst_stride = 2 * D});
+  be.copy_columns({.rows = rows, .cols = D, .src = m.b, .src_stride = D, .dst = m.cat + D, .dst_stride = 2 * D});
+  m.hp = arena.floats(n);
+  env_.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
+  m.h = arena.floats(n);
+  *aux += mod.block->forward(slot, arena, m.hp, s.rows / T, m.h, scales.aux);
+  m.n = arena.floats(n);
+  m.n_rstd = arena.floats(rows);
+  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
+                      .rstd = m.n_rstd});
+  float* logits = arena.floats(size_t(rows) * V);
+  env_.linear_forward(m.n, params.value(head), rows, D, V, logits);
+  m.dlogits = arena.floats(size_t(rows) * V);
+  float* losses = arena.floats(rows);
+  return be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
+                           .targets = targets, .losses = losses, .dlogits = m.dlogits});
+}
+
+float* Model::mtp_backward_input(int slot, int k, const float* dh_next) {
+  Saved& s = saved_[slot];
+  Saved::Mtp& m = s.mtp[k];
+  const MtpModule& mod = mtp[k];
+  Arena& arena = arenas_[slot];
+  const Backend& be = env_.be();
+  const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
+  const size_t n = size_t(rows) * D;
+  m.dn = arena.floats(n);
+  env_.linear_backward_input(m.dlogits, params.value(head), rows, D, V, m.dn);
+  m.dh = arena.floats(n);
+  be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
+                             .rstd = m.n_rstd, .dx = m.dh});
+  if (dh_next) be.add({.n = n, .x = dh_next, .y = m.dh});
+  m.dhp = arena.floats(n);
+  mod.block->backward_input(slot, arena, m.dh, m.dhp);
+  float* dcat = arena.floats(2 * n);
+  env_.linear_backward_input(m.dhp, params.value(mod.proj), rows, 2 * D, D, dcat);
+  m.da = arena.floats(n);
+  m.db = arena.floats(n);
+  be.copy_columns({.rows = rows, .cols = D, .src = dcat, .src_stride = 2 * D, .dst = m.da, .dst_stride = D});
+  be.copy_columns({.rows = rows, .cols = D, .src = dcat + D, .src_stride = 2 * D, .dst = m.db, .dst_stride = D});
+  m.demb = arena.floats(n);
+  be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .weight = params.value(mod.embed_norm),
+                             .rstd = m.b_rstd, .dx = m.demb});
+  float* dh_prev = arena.floats(n);
+  be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .weight = params.value(mod.hidden_norm),
+                             .rstd = m.a_rstd, .dx = dh_prev});
+  return dh_prev;
+}
+
+void Model::mtp_backward_weight(int slot, int k) {
+  Saved& s = saved_[slot];
+  Saved::Mtp& m = s.mtp[k];
+  const MtpModule& mod = mtp[k];
+  const Backend& be = env_.be();
+  const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
+  env_.linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
+  be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd, .dweight = params.grad(mod.out_norm)});
+  mod.block->backward_weight(slot);
+  env_.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
+  be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .rstd = m.a_rstd,
+                              .dweight = params.grad(mod.hidden_norm)});
+  be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .rstd = m.b_rstd,
+                              .dweight = params.grad(mod.embed_norm)});
+  be.embedding_backward({.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
 }
 
 void Model::backward_input(int slot) {
@@ -76,6 +187,10 @@ void Model::backward_input(int slot) {
   s.grads[L] = arena.floats(n);
   be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[L],
                              .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[L]});
+  // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
+  const float* dh = nullptr;
+  for (int k = int(mtp.size()) - 1; k >= 0; --k) dh = mtp_backward_input(slot, k, dh);
+  if (dh) be.add({.n = n, .x = dh, .y = s.grads[L]});
   for (int i = L - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);
     blocks_[i]->backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
@@ -90,6 +205,7 @@ void Model::backward_weight(int slot) {
   be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[L], .rstd = s.rstd,
                               .dweight = params.grad(final_norm)});
   for (int i = L - 1; i >= 0; --i) blocks_[i]->backward_weight(slot);
+  for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(slot, int(k));
   be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
                          .dtable = params.grad(embedding)});
 }

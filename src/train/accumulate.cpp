@@ -14,7 +14,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch) {
   const std::string& kind = m.moe.aux_loss;
   const float groups = kind == "sequence" ? float(global_batch) : kind == "micro_batch" ? float(global_batch / micro_batch) : 1.0f;
-  return {1.0f / float(global_batch * m.seq_len), 1.0f / groups};
+  const float mtp = m.mtp.depth > 0 ? float(m.mtp.weight / (m.mtp.depth * double(global_batch))) : 0.0f;
+  return {1.0f / float(global_batch * m.seq_len), 1.0f / groups, mtp};
 }
 
 int slots_needed(const ModelConfig& m, int global_batch, int micro_batch) {
@@ -43,6 +44,8 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     totals.t_forward += seconds_since(t0);
     totals.ce_sum += r.ce_sum;
     totals.aux += r.aux_sum;
+    for (int k = 0; k < m.mtp.depth; ++k)
+      totals.mtp += r.mtp_ce_sums[k] / (double(m.mtp.depth) * global_batch * (m.seq_len - k - 1));
     if (!global) backward(slot);
   }
   if (global) {  // f of the global batch is known only now

@@ -13,6 +13,7 @@ namespace mt {
 struct StepTotals {
   double ce_sum = 0;     // cross-entropy summed over the step's tokens
   double aux = 0;        // the balance-loss term of the objective
+  double mtp = 0;        // mean over MTP depths of the cross-entropy (the objective adds weight * mtp)
   double t_forward = 0, t_backward = 0;  // seconds
 };
 

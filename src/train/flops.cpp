@@ -11,6 +11,26 @@ double qk_dim(const ModelConfig& m) {
   return a.kind == "mla" ? a.qk_nope_head_dim + a.qk_rope_head_dim : m.head_dim;
 }
 double v_dim(const ModelConfig& m) { return m.attention.kind == "mla" ? m.attention.v_head_dim : m.head_dim; }
+
+// Matrix parameters of a block's FFN that one token passes through, or that exist.
+double ffn_active(const ModelConfig& m, bool moe) {
+  const auto& e = m.moe;
+  if (!moe) return swiglu_params(m, m.ffn_hidden);
+  return double(m.d_model) * e.n_routed_experts + swiglu_params(m, double(e.n_shared_experts + e.top_k) * e.expert_hidden);
+}
+double ffn_total(const ModelConfig& m, bool moe) {
+  const auto& e = m.moe;
+  if (!moe) return swiglu_params(m, m.ffn_hidden);
+  return double(m.d_model) * e.n_routed_experts +
+         swiglu_params(m, double(e.n_shared_experts + e.n_routed_experts) * e.expert_hidden);
+}
+// RMSNorm weights of a block: attention and FFN norms, plus MLA's latent norms.
+double block_norms(const ModelConfig& m) {
+  double n = 2.0 * m.d_model;
+  if (m.attention.kind == "mla") n += m.attention.kv_lora_rank + m.attention.q_lora_rank;
+  return n;
+}
+bool mtp_is_moe(const ModelConfig& m) { return m.n_layers > m.n_dense_layers; }
 }  // namespace
 
 double attention_matmul_params(const ModelConfig& m) {
@@ -27,13 +47,11 @@ double attention_matmul_params(const ModelConfig& m) {
 }
 
 double active_matmul_params(const ModelConfig& m) {
-  const auto& e = m.moe;
-  const int moe_layers = m.n_layers - m.n_dense_layers;
-  double n = m.n_layers * attention_matmul_params(m);
-  n += m.n_dense_layers * swiglu_params(m, m.ffn_hidden);
-  n += moe_layers * (double(m.d_model) * e.n_routed_experts +
-                     swiglu_params(m, double(e.n_shared_experts + e.top_k) * e.expert_hidden));
-  n += double(m.vocab_size) * m.d_model;  // output head
+  const double head = double(m.vocab_size) * m.d_model;
+  double n = m.n_layers * attention_matmul_params(m) + head;
+  for (int i = 0; i < m.n_layers; ++i) n += ffn_active(m, i >= m.n_dense_layers);
+  // Each MTP module: the [2d -> d] projection, one block, and another pass through the head.
+  n += m.mtp.depth * (2.0 * m.d_model * m.d_model + attention_matmul_params(m) + ffn_active(m, mtp_is_moe(m)) + head);
   return n;
 }
 
@@ -41,20 +59,16 @@ double training_flops_per_token(const ModelConfig& m) {
   // Causal attention: a token's query meets seq_len/2 keys on average; QK^T and PV cost
   // 2 * heads * (qk + v) * seq_len/2 forward, three times that for training.
   const double core = 3.0 * m.n_heads * (qk_dim(m) + v_dim(m)) * double(m.seq_len);
-  return 6.0 * active_matmul_params(m) + m.n_layers * core;
+  return 6.0 * active_matmul_params(m) + (m.n_layers + m.mtp.depth) * core;
 }
 
 double total_params(const ModelConfig& m) {
-  const auto& e = m.moe;
-  const auto& a = m.attention;
-  const int moe_layers = m.n_layers - m.n_dense_layers;
-  double norms = 2.0 * m.d_model;  // attention and FFN norms of a block
-  if (a.kind == "mla") norms += a.kv_lora_rank + a.q_lora_rank;
-  double n = m.n_layers * (attention_matmul_params(m) + norms);
-  n += m.n_dense_layers * swiglu_params(m, m.ffn_hidden);
-  n += moe_layers * (double(m.d_model) * e.n_routed_experts +
-                     swiglu_params(m, double(e.n_shared_experts + e.n_routed_experts) * e.expert_hidden));
-  n += 2.0 * double(m.vocab_size) * m.d_model + m.d_model;  // embedding, head, final norm
+  const double d = m.d_model;
+  double n = m.n_layers * (attention_matmul_params(m) + block_norms(m));
+  for (int i = 0; i < m.n_layers; ++i) n += ffn_total(m, i >= m.n_dense_layers);
+  n += 2.0 * double(m.vocab_size) * d + d;  // embedding, head, final norm
+  // MTP modules share the embedding and the head: projection, three norms and a block each.
+  n += m.mtp.depth * (2.0 * d * d + 3.0 * d + attention_matmul_params(m) + block_norms(m) + ffn_total(m, mtp_is_moe(m)));
   return n;
 }
 

@@ -155,6 +155,7 @@ TrainSummary Trainer::run() {
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;
+    rec.mtp_loss = totals.mtp;
     if (!std::isfinite(rec.loss))
       throw UserError("step " + std::to_string(state.step + 1) + ": the loss is " + std::to_string(rec.loss) +
                       "; lower optimizer.lr (now " + std::to_string(cfg_.optimizer.lr) + ") or training.grad_clip");
@@ -194,8 +195,10 @@ TrainSummary Trainer::run() {
       char mfu[32];
       if (peak > 0) std::snprintf(mfu, sizeof mfu, "%.1f%%", 100 * rec.mfu);
       else std::snprintf(mfu, sizeof mfu, "n/a");
-      std::printf("step %5lld/%d | loss %.4f | aux %.5f | lr %.2e | gnorm %.3f | %.0f tok/s | %.2f GFLOP/s | MFU %s | eta %s\n",
-                  state.step, t.steps, rec.loss, rec.aux_loss, rec.lr, rec.grad_norm, rec.tokens_per_s,
+      char mtp[32] = "";
+      if (m.mtp.depth > 0) std::snprintf(mtp, sizeof mtp, " | mtp %.4f", rec.mtp_loss);
+      std::printf("step %5lld/%d | loss %.4f%s | aux %.5f | lr %.2e | gnorm %.3f | %.0f tok/s | %.2f GFLOP/s | MFU %s | eta %s\n",
+                  state.step, t.steps, rec.loss, mtp, rec.aux_loss, rec.lr, rec.grad_norm, rec.tokens_per_s,
                   rec.flops_per_s / 1e9, mfu, human_duration(eta).c_str());
       std::fflush(stdout);
     }
