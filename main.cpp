@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "config/reference.hpp"
 #include "io/prepare.hpp"
+#include "train/dump_step.hpp"
 #include "train/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
@@ -68,12 +69,25 @@ int main(int argc, char** argv) {
   prepare->add_option("--input", inputs, "text files or directories (repeatable)")->required();
   prepare->add_option("--out", out_dir, "output directory for train_000000.bin and val_000000.bin")->required();
 
+  std::string dump_exp, dump_out;
+  std::vector<std::string> dump_sets;
+  CLI::App* dump = app.add_subcommand("dump-step",
+      "Run an experiment's first optimizer step and write its inputs, logits, gradients and updated state to HDF5");
+  dump->add_option("experiment", dump_exp, "experiment file")->required();
+  dump->add_option("--out", dump_out, "output HDF5 file")->required();
+  dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
+
   CLI::App* keys = app.add_subcommand("keys", "Print every experiment key with its type, valid values and default");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run);
     if (*prepare) return cmd_prepare(inputs, out_dir);
+    if (*dump) {
+      mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out);
+      std::printf("dump-step: wrote %s\n", dump_out.c_str());
+      return 0;
+    }
     if (*keys) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;

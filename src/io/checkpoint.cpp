@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/h5util.hpp"
+#include "io/param_h5.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -37,19 +38,6 @@ std::vector<fs::path> complete_checkpoints(const std::string& run_dir) {
   return out;
 }
 
-void write_param_set(hid_t f, const std::string& group, const ParamStore& p, const std::vector<float>& data) {
-  for (auto& info : p.infos) {
-    std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
-    h5::write_floats(f, group + "/" + info.name, data.data() + info.offset, dims);
-  }
-}
-
-void read_param_set(hid_t f, const std::string& group, const ParamStore& p, std::vector<float>& data) {
-  for (auto& info : p.infos) {
-    std::vector<float> v = h5::read_floats(f, group + "/" + info.name, info.numel);
-    std::copy(v.begin(), v.end(), data.begin() + info.offset);
-  }
-}
 }  // namespace
 
 void save_checkpoint(const std::string& run_dir, const ParamStore& params, const TrainState& state,
@@ -71,8 +59,7 @@ void save_checkpoint(const std::string& run_dir, const ParamStore& params, const
     write_param_set(f, "/params", params, params.values);
     write_param_set(f, "/optim/exp_avg", params, params.adam_m);
     write_param_set(f, "/optim/exp_avg_sq", params, params.adam_v);
-    for (size_t i = 0; i < params.buffers.size(); ++i)
-      h5::write_floats(f, "/buffers/" + params.buffer_names[i], params.buffers[i].data(), {params.buffers[i].size()});
+    write_buffers(f, "/buffers", params);
     h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing checkpoint");
   }
   {
@@ -105,10 +92,7 @@ TrainState load_checkpoint(const std::string& step_dir, ParamStore& params) {
     read_param_set(f, "/params", params, params.values);
     read_param_set(f, "/optim/exp_avg", params, params.adam_m);
     read_param_set(f, "/optim/exp_avg_sq", params, params.adam_v);
-    for (size_t i = 0; i < params.buffers.size(); ++i) {
-      std::vector<float> v = h5::read_floats(f, "/buffers/" + params.buffer_names[i], params.buffers[i].size());
-      params.buffers[i] = v;
-    }
+    read_buffers(f, "/buffers", params);
   } catch (const UserError& e) {
     throw UserError(step_dir + ": does not fit this model (" + e.what() +
                     "); resume with the config the checkpoint was made with, or set checkpoint.resume = \"never\"");

@@ -73,6 +73,13 @@ void write_floats(hid_t file, const std::string& path, const float* data, const 
   check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
 }
 
+void write_ints(hid_t file, const std::string& path, const int* data, const std::vector<hsize_t>& dims) {
+  Handle lcpl = intermediate_groups_lcpl();
+  Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
+  Handle d(check(H5Dcreate2(file, path.c_str(), H5T_STD_I32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT), "creating " + path), H5Dclose);
+  check(H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
+}
+
 bool exists(hid_t file, const std::string& path) {
   return H5Lexists(file, path.c_str(), H5P_DEFAULT) > 0;
 }

@@ -42,6 +42,7 @@ long long read_int_attr(hid_t obj, const std::string& name);
 // Fixed-size float datasets (checkpoints). Intermediate groups are created as needed.
 void write_floats(hid_t file, const std::string& path, const float* data, const std::vector<hsize_t>& dims);
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected);
+void write_ints(hid_t file, const std::string& path, const int* data, const std::vector<hsize_t>& dims);
 bool exists(hid_t file, const std::string& path);
 
 // Extendible datasets along dimension 0 (logs): create with row shape, append rows.

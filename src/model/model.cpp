@@ -68,11 +68,11 @@ ForwardResult Model::forward(int slot, const MicroBatch& mb, const LossScales& s
   s.rstd = arena.floats(rows);
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[L],
                       .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
-  float* logits = arena.floats(size_t(rows) * V);
-  env_.linear_forward(s.normed, params.value(head), rows, D, V, logits);
+  s.logits = arena.floats(size_t(rows) * V);
+  env_.linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
   s.dlogits = arena.floats(size_t(rows) * V);
   float* losses = arena.floats(rows);
-  r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = logits,
+  r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
                                .targets = mb.targets, .losses = losses, .dlogits = s.dlogits});
   for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;
   s.mtp.resize(mtp.size());

@@ -48,6 +48,8 @@ class Model {
   void backward_input(int slot);
   void backward_weight(int slot);
   void retire(int slot) { arenas_[slot].reset(); }
+  // The output logits [batch*seq, vocab] of the slot's last forward (valid until retire).
+  const float* logits(int slot) const { return saved_[slot].logits; }
 
   std::vector<MoE*> moe_layers();
   const ModelConfig& config() const { return cfg_; }
@@ -66,7 +68,7 @@ class Model {
     int rows = 0;
     const int* inputs = nullptr;
     std::vector<float*> acts;  // block inputs; acts[n_layers] is the last block's output
-    float *normed = nullptr, *rstd = nullptr, *dlogits = nullptr, *dnormed = nullptr;
+    float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
     std::vector<float*> grads;  // gradient w.r.t. each block input (grads[0] feeds the embedding)
     struct Mtp {
       const float* h_prev = nullptr;

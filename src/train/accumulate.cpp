@@ -22,12 +22,15 @@ int slots_needed(const ModelConfig& m, int global_batch, int micro_batch) {
   return global_balance(m) ? global_batch / micro_batch : 1;
 }
 
-StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill) {
+StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
+                                const std::function<void(int mb, int slot)>& after_forward) {
   const ModelConfig& m = model.config();
   const int count = global_batch / micro_batch;
   const bool global = global_balance(m);
   const LossScales scales = loss_scales(m, global_batch, micro_batch);
   StepTotals totals;
+  std::fill(model.params.grads.begin(), model.params.grads.end(), 0.0f);
+  for (MoE* moe : model.moe_layers()) moe->reset_step_load();
   std::vector<int> inputs, targets;
   auto backward = [&](int slot) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -42,6 +45,7 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     const auto t0 = std::chrono::steady_clock::now();
     ForwardResult r = model.forward(slot, {inputs.data(), targets.data(), micro_batch}, scales);
     totals.t_forward += seconds_since(t0);
+    if (after_forward) after_forward(mb, slot);
     totals.ce_sum += r.ce_sum;
     totals.aux += r.aux_sum;
     for (int k = 0; k < m.mtp.depth; ++k)

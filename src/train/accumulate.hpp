@@ -1,6 +1,6 @@
 #pragma once
-// One optimizer step's forward and backward passes over its micro-batches, accumulating the
-// gradients in the model's parameter store. With a global-batch balance loss every forward runs
+// One optimizer step's forward and backward passes over its micro-batches: zeroes the
+// gradients and the MoE load counters, then accumulates the step's gradients. With a global-batch balance loss every forward runs
 // first (each micro-batch in its own slot), then the balance loss is fixed, then the backwards.
 #include <functional>
 #include <vector>
@@ -24,6 +24,8 @@ int slots_needed(const ModelConfig& m, int global_batch, int micro_batch);
 
 // fill(mb, inputs, targets) writes micro-batch mb's tokens ([micro_batch*seq_len] each).
 using FillMicroBatch = std::function<void(int mb, std::vector<int>& inputs, std::vector<int>& targets)>;
-StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill);
+// after_forward(mb, slot), if given, runs after each forward (e.g. to read the slot's logits).
+StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
+                                const std::function<void(int mb, int slot)>& after_forward = {});
 
 }  // namespace mt

@@ -9,10 +9,9 @@
 #include "io/checkpoint.hpp"
 #include "io/run_log.hpp"
 #include "train/accumulate.hpp"
-#include "train/adamw.hpp"
+#include "train/update.hpp"
 #include "train/batches.hpp"
 #include "train/flops.hpp"
-#include "train/lr_schedule.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -146,8 +145,6 @@ TrainSummary Trainer::run() {
   while (state.step < last) {
     const auto step_start = Clock::now();
     StepRecord rec;
-    std::fill(params.grads.begin(), params.grads.end(), 0.0f);
-    for (MoE* moe : moes) moe->reset_step_load();
     const StepTotals totals = accumulate_gradients(*model_, t.global_batch, t.micro_batch,
         [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
           batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
@@ -159,16 +156,11 @@ TrainSummary Trainer::run() {
     if (!std::isfinite(rec.loss))
       throw UserError("step " + std::to_string(state.step + 1) + ": the loss is " + std::to_string(rec.loss) +
                       "; lower optimizer.lr (now " + std::to_string(cfg_.optimizer.lr) + ") or training.grad_clip");
-    rec.grad_norm = grad_norm(params);
-    if (t.grad_clip > 0 && rec.grad_norm > t.grad_clip) scale_grads(params, float(t.grad_clip / rec.grad_norm));
-    rec.lr = learning_rate(cfg_, int(state.step));
-    adamw_step(params, cfg_.optimizer, rec.lr, state.step + 1);
-    for (MoE* moe : moes) {
-      const auto& load = moe->step_load();
-      for (int e = 0; e < experts; ++e) rec.expert_load.push_back(float(load[e] / (double(tokens_per_step) * m.moe.top_k)));
-      moe->update_bias();
-      rec.expert_bias.insert(rec.expert_bias.end(), moe->bias(), moe->bias() + experts);
-    }
+    UpdateStats update = apply_update(*model_, cfg_, state.step);
+    rec.grad_norm = update.grad_norm;
+    rec.lr = update.lr;
+    rec.expert_load = std::move(update.expert_load);
+    rec.expert_bias = std::move(update.expert_bias);
     state.step++;
     state.samples_seen += t.global_batch;
     rec.step = state.step;

@@ -1,0 +1,64 @@
+#include "train/dump_step.hpp"
+
+#include <algorithm>
+
+#include "io/h5util.hpp"
+#include "io/param_h5.hpp"
+#include "io/shards.hpp"
+#include "model/model.hpp"
+#include "train/accumulate.hpp"
+#include "train/batches.hpp"
+#include "train/update.hpp"
+
+namespace mt {
+
+void dump_step(const Config& cfg, const std::string& path) {
+  const auto& m = cfg.model;
+  const auto& t = cfg.training;
+  TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
+  Batches batches(data, m.seq_len, "data.train");
+  Backend be = cpu_backend();
+  const GemmInputs gemm = cfg.precision.matmul == "bf16" ? GemmInputs::bf16 : GemmInputs::fp32;
+  Model model(m, uint64_t(cfg.run.seed), be, gemm, slots_needed(m, t.global_batch, t.micro_batch));
+
+  h5::silence_errors();
+  h5::Handle f = h5::create_file(path, false);
+  h5::write_string_attr(f, "config_toml", cfg.resolved_toml);
+  write_param_set(f, "/before/params", model.params, model.params.values);
+  write_buffers(f, "/before/buffers", model.params);
+
+  const size_t rows = size_t(t.micro_batch) * m.seq_len;
+  std::vector<int> all_inputs(size_t(t.global_batch) * m.seq_len), all_targets(all_inputs.size());
+  std::vector<float> logits(all_inputs.size() * m.vocab_size);
+  const StepTotals totals = accumulate_gradients(model, t.global_batch, t.micro_batch,
+      [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
+        batches.fill((long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+        std::copy(inputs.begin(), inputs.end(), all_inputs.begin() + mb * rows);
+        std::copy(targets.begin(), targets.end(), all_targets.begin() + mb * rows);
+      },
+      [&](int mb, int slot) {
+        std::copy(model.logits(slot), model.logits(slot) + rows * m.vocab_size, logits.begin() + mb * rows * m.vocab_size);
+      });
+  const std::vector<hsize_t> batch_dims{hsize_t(t.global_batch), hsize_t(m.seq_len)};
+  h5::write_ints(f, "/batch/inputs", all_inputs.data(), batch_dims);
+  h5::write_ints(f, "/batch/targets", all_targets.data(), batch_dims);
+  h5::write_floats(f, "/logits", logits.data(), {all_inputs.size(), hsize_t(m.vocab_size)});
+  write_param_set(f, "/grads", model.params, model.params.grads);
+  h5::write_double_attr(f, "loss", totals.ce_sum / double(all_inputs.size()));
+  h5::write_double_attr(f, "aux_loss", totals.aux);
+  h5::write_double_attr(f, "mtp_loss", totals.mtp);
+
+  const UpdateStats u = apply_update(model, cfg, 0);
+  h5::write_double_attr(f, "grad_norm", u.grad_norm);
+  h5::write_double_attr(f, "lr", u.lr);
+  const hsize_t moe_layers = model.moe_layers().size();
+  if (moe_layers > 0)
+    h5::write_floats(f, "/expert_load", u.expert_load.data(), {moe_layers, hsize_t(m.moe.n_routed_experts)});
+  write_param_set(f, "/after/params", model.params, model.params.values);
+  write_buffers(f, "/after/buffers", model.params);
+  write_param_set(f, "/after/exp_avg", model.params, model.params.adam_m);
+  write_param_set(f, "/after/exp_avg_sq", model.params, model.params.adam_v);
+  h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing " + path);
+}
+
+}  // namespace mt

@@ -1,0 +1,17 @@
+#pragma once
+// `moetrain dump-step`: runs the first optimizer step of an experiment and writes everything
+// another implementation needs to check it, in one HDF5 file:
+//   attributes  config_toml, loss (mean cross-entropy), aux_loss, mtp_loss, grad_norm, lr
+//   /batch/inputs, /batch/targets     [global_batch, seq_len] int32
+//   /before/params/<name>, /before/buffers/<name>     the initial state
+//   /logits                           [global_batch * seq_len, vocab] main-model logits
+//   /grads/<name>                     the step's gradients, before clipping
+//   /expert_load                      [moe layers, experts] fraction of routed tokens
+//   /after/params/<name>, /after/buffers/<name>, /after/exp_avg/<name>, /after/exp_avg_sq/<name>
+#include <string>
+
+#include "config/config.hpp"
+
+namespace mt {
+void dump_step(const Config& cfg, const std::string& path);
+}  // namespace mt

@@ -1,0 +1,21 @@
+#pragma once
+// The end of an optimizer step, after the gradients are accumulated: global-norm clipping,
+// AdamW, and the auxiliary-loss-free bias update of every MoE layer from the step's load.
+#include <vector>
+
+#include "config/config.hpp"
+#include "model/model.hpp"
+
+namespace mt {
+
+struct UpdateStats {
+  double grad_norm = 0;             // before clipping
+  double lr = 0;
+  std::vector<float> expert_load;   // [moe layers * experts] fraction of the step's routed tokens
+  std::vector<float> expert_bias;   // [moe layers * experts] after the update
+};
+
+// `step` is the 0-based index of the optimizer step being completed.
+UpdateStats apply_update(Model& model, const Config& cfg, long long step);
+
+}  // namespace mt
