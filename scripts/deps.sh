@@ -1,11 +1,18 @@
 #!/bin/sh
-# Installs every Debian 12 package moetrain's build, demo and tests need (make included, so
-# this runs on a fresh machine). Uses sudo when not run as root.
+# Installs everything moetrain's build, demo and tests need on Debian 12 (make included, so this
+# runs on a fresh machine; sudo is used when not run as root), then the Python environment of
+# the PyTorch oracle (tests/oracle/) in .venv: torch, numpy, h5py from PyPI.
 set -e
+cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
   make g++ pkg-config libtomlplusplus-dev libcli11-dev doctest-dev libhdf5-dev hdf5-tools \
-  libopenmpi-dev openmpi-bin libopenblas-dev fortunes >/dev/null
+  libopenmpi-dev openmpi-bin libopenblas-dev fortunes python3 python3-venv >/dev/null
 echo "deps: Debian packages installed"
+if ! .venv/bin/python -c "import torch, numpy, h5py" 2>/dev/null; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check torch numpy h5py
+fi
+echo "deps: Python environment for the PyTorch oracle in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

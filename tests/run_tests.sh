@@ -2,6 +2,7 @@
 # Runs every test suite and ends with one summary line: "N passed, N failed, N skipped".
 #   unit:   build/tests/unit_tests (doctest; each test case counts once)
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
+#   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
 set -u
 cd "$(dirname "$0")/.."
@@ -18,12 +19,18 @@ else
 fi
 [[ $rc -ne 0 && ${BASH_REMATCH[2]:-0} -eq 0 ]] && { failed=$((failed + 1)); echo "unit tests exited $rc"; }
 
-echo "== command-line tests"
-out=$(bash tests/cli_tests.sh 2>&1); rc=$?
-echo "$out"
-p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL')
-passed=$((passed + p)); failed=$((failed + f))
-[[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "cli tests exited $rc"; }
+# A suite that prints one PASS or FAIL line per case.
+line_suite() {
+  local title=$1 script=$2 out rc p f
+  echo "== $title"
+  out=$(bash "$script" 2>&1); rc=$?
+  echo "$out"
+  p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL')
+  passed=$((passed + p)); failed=$((failed + f))
+  [[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "$script exited $rc"; }
+}
+line_suite "command-line tests" tests/cli_tests.sh
+line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 
 echo "== GPU parity"
 out=$(./build/tests/gpu_parity 2>&1); rc=$?

@@ -1,0 +1,122 @@
+"""Checks a `moetrain dump-step` file against the PyTorch reference.
+
+    python check_step.py STEP.h5 [--tol 1e-5]
+
+Recomputes the step in float64 from the dumped weights and batch: the loss, the logits, every
+parameter gradient, the gradient norm, the balancing-bias update and one AdamW step (with
+PyTorch's own torch.optim.AdamW). Prints PASS or FAIL per check with its relative error
+(max |moetrain - reference| / max |reference|) and exits 1 on any failure.
+"""
+import argparse
+import sys
+import tomllib
+
+import h5py
+import numpy as np
+import torch
+
+from reference_model import Reference, learning_rate
+
+
+def read_group(f, group):
+    out = {}
+    if group not in f:  # e.g. buffers of a model without MoE layers
+        return out
+    f[group].visititems(lambda name, obj: out.__setitem__(name, torch.from_numpy(obj[()].astype(np.float64)))
+                        if isinstance(obj, h5py.Dataset) else None)
+    return out
+
+
+class Report:
+    def __init__(self, tol):
+        self.tol, self.failed, self.passed = tol, 0, 0
+
+    def compare(self, name, got, want, tol=None):
+        got, want = torch.as_tensor(got, dtype=torch.float64), torch.as_tensor(want, dtype=torch.float64)
+        scale = want.abs().max().item()
+        err = (got - want).abs().max().item() / (scale if scale > 0 else 1.0)
+        ok = err <= (tol or self.tol) and got.shape == want.shape
+        self.passed += ok
+        self.failed += not ok
+        if not ok:
+            print(f"FAIL {name}: relative error {err:.2e} (shape {tuple(got.shape)} vs {tuple(want.shape)})")
+        return err
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dump")
+    ap.add_argument("--tol", type=float, default=1e-5)
+    args = ap.parse_args()
+    torch.set_default_dtype(torch.float64)
+    report = Report(args.tol)
+    worst = {}
+
+    with h5py.File(args.dump, "r") as f:
+        cfg = tomllib.loads(f.attrs["config_toml"].decode() if isinstance(f.attrs["config_toml"], bytes)
+                            else f.attrs["config_toml"])
+        before, buffers = read_group(f, "before/params"), read_group(f, "before/buffers")
+        grads, after = read_group(f, "grads"), read_group(f, "after/params")
+        after_buffers = read_group(f, "after/buffers")
+        exp_avg, exp_avg_sq = read_group(f, "after/exp_avg"), read_group(f, "after/exp_avg_sq")
+        inputs = torch.from_numpy(f["batch/inputs"][()].astype(np.int64))
+        targets = torch.from_numpy(f["batch/targets"][()].astype(np.int64))
+        logits = torch.from_numpy(f["logits"][()].astype(np.float64))
+        loads = torch.from_numpy(f["expert_load"][()].astype(np.float64)) if "expert_load" in f else None
+        attrs = {k: float(f.attrs[k]) for k in ("loss", "aux_loss", "mtp_loss", "grad_norm", "lr")}
+
+    params = {n: t.clone().requires_grad_(True) for n, t in before.items()}
+    model = Reference(cfg, params, buffers)
+    objective, ce, aux, mtp, ref_logits = model.loss(inputs, targets)
+    objective.backward()
+
+    worst["logits"] = report.compare("logits", logits, ref_logits.detach())
+    worst["loss"] = report.compare("loss", attrs["loss"], ce.item())
+    if cfg["model"]["moe"]["aux_loss"] != "none":
+        worst["aux_loss"] = report.compare("aux_loss", attrs["aux_loss"], torch.as_tensor(aux).item())
+    if cfg["model"]["mtp"]["depth"] > 0:
+        worst["mtp_loss"] = report.compare("mtp_loss", attrs["mtp_loss"], torch.as_tensor(mtp).item())
+    worst["grads"] = max(report.compare(f"grad {n}", grads[n], params[n].grad) for n in params)
+    norm = torch.sqrt(sum((params[n].grad ** 2).sum() for n in params))
+    worst["grad_norm"] = report.compare("grad_norm", attrs["grad_norm"], norm.item())
+
+    # The balancing bias: +gamma below the mean load of the step, -gamma above (report 2.1.2).
+    moe_cfg, tokens = cfg["model"]["moe"], inputs.numel()
+    for i, (pre, load) in enumerate(model.loads.items()):
+        if loads is not None:
+            report.compare(f"expert_load {pre}", loads[i], load / (tokens * moe_cfg["top_k"]))
+        want = buffers[pre + ".router_bias"] + moe_cfg["bias_update_speed"] * torch.sign(load.mean() - load)
+        worst["bias"] = max(worst.get("bias", 0), report.compare(f"bias {pre}", after_buffers[pre + ".router_bias"], want))
+
+    # One AdamW step with PyTorch's optimizer, after global-norm clipping; decay on matrices only.
+    # It starts from moetrain's own gradients: a first Adam step is nearly sign(g), so gradient
+    # entries close to zero would turn float32 rounding into large update differences.
+    clip, moetrain_norm = cfg["training"]["grad_clip"], torch.sqrt(sum((g ** 2).sum() for g in grads.values()))
+    with torch.no_grad():
+        for n, t in params.items():
+            t.grad = grads[n].clone()
+            if clip > 0 and moetrain_norm > clip:
+                t.grad *= clip / moetrain_norm
+    opt, lr = cfg["optimizer"], learning_rate(cfg, 0)
+    groups = [{"params": [t for t in params.values() if t.dim() >= 2], "weight_decay": opt["weight_decay"]},
+              {"params": [t for t in params.values() if t.dim() < 2], "weight_decay": 0.0}]
+    adam = torch.optim.AdamW(groups, lr=lr, betas=(opt["beta1"], opt["beta2"]), eps=opt["eps"])
+    adam.step()
+    worst["lr"] = report.compare("lr", attrs["lr"], lr)
+    worst["params_after"] = max(report.compare(f"after {n}", after[n], params[n].detach()) for n in params)
+    # The update itself, from float32 before/after values: their rounding (an ulp of a weight near
+    # 1 is 1e-7, an update 1e-4) limits its precision to about 1e-3.
+    worst["update"] = max(report.compare(f"update {n}", after[n] - before[n], params[n].detach() - before[n], 2e-3)
+                          for n in params)
+    worst["exp_avg"] = max(report.compare(f"exp_avg {n}", exp_avg[n], adam.state[params[n]]["exp_avg"])
+                           for n in params)
+    worst["exp_avg_sq"] = max(report.compare(f"exp_avg_sq {n}", exp_avg_sq[n], adam.state[params[n]]["exp_avg_sq"])
+                              for n in params)
+
+    summary = ", ".join(f"{k} {v:.1e}" for k, v in worst.items())
+    print(f"{'PASS' if report.failed == 0 else 'FAIL'} {args.dump}: {report.passed} checks, worst relative errors: {summary}")
+    return 0 if report.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

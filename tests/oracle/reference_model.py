@@ -1,0 +1,166 @@
+"""The moetrain model written again in plain PyTorch, with autograd for the gradients.
+
+Everything here follows the DeepSeek-V3 report and moetrain's README, not moetrain's code:
+it is the independent side of tests/oracle/check_step.py. It computes in float64.
+"""
+import math
+
+import torch
+
+
+def rmsnorm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def rope(x, offset, rot, seq, theta):
+    """Rotates interleaved pairs of features [offset, offset+rot) of x [rows, heads, width]."""
+    rows = x.shape[0]
+    pos = (torch.arange(rows, dtype=torch.float64) % seq)[:, None]
+    freq = theta ** (-2.0 * torch.arange(rot // 2, dtype=torch.float64) / rot)
+    ang = (pos * freq[None, :])[:, None, :]
+    part = x[..., offset:offset + rot]
+    x0, x1 = part[..., 0::2], part[..., 1::2]
+    rotated = torch.stack([x0 * ang.cos() - x1 * ang.sin(), x0 * ang.sin() + x1 * ang.cos()], dim=-1).flatten(-2)
+    return torch.cat([x[..., :offset], rotated, x[..., offset + rot:]], dim=-1)
+
+
+def causal_attention(q, k, v, batch, seq, scale):
+    """q, k [rows, H, qk], v [rows, H, vd] -> [rows, H*vd]."""
+    heads = q.shape[1]
+    q, k, v = (t.reshape(batch, seq, heads, -1).transpose(1, 2) for t in (q, k, v))
+    scores = (q @ k.transpose(-1, -2)) * scale
+    mask = torch.ones(seq, seq, dtype=torch.bool).tril()
+    probs = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+    return (probs @ v).transpose(1, 2).reshape(batch * seq, -1)
+
+
+def swiglu(x, w_gate, w_up, w_down):
+    return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+
+class Reference:
+    def __init__(self, cfg, params, buffers):
+        """cfg: the resolved experiment (dict from TOML); params, buffers: name -> tensor."""
+        self.cfg, self.p, self.buf = cfg, params, buffers
+        self.m = cfg["model"]
+        self.loads = {}  # MoE layer prefix -> tokens routed to each expert
+
+    def attention(self, pre, x, batch):
+        m, p = self.m, self.p
+        a, rows, heads, seq, theta = m["attention"], x.shape[0], m["n_heads"], m["seq_len"], m["rope_theta"]
+        if a["kind"] == "mha":
+            hd = m["head_dim"]
+            kv_heads = a["n_kv_heads"] or heads
+            q = rope((x @ p[pre + ".wq"].T).view(rows, heads, hd), 0, hd, seq, theta)
+            k = rope((x @ p[pre + ".wk"].T).view(rows, kv_heads, hd), 0, hd, seq, theta)
+            v = (x @ p[pre + ".wv"].T).view(rows, kv_heads, hd)
+            k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
+            return causal_attention(q, k, v, batch, seq, 1 / math.sqrt(hd)) @ p[pre + ".wo"].T
+        nope, rp, vd, kvl = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"], a["kv_lora_rank"]
+        if a["q_lora_rank"] > 0:
+            cq = rmsnorm(x @ p[pre + ".wq_a"].T, p[pre + ".q_norm"], m["norm_eps"])
+            q = cq @ p[pre + ".wq_b"].T
+        else:
+            q = x @ p[pre + ".wq"].T
+        q = rope(q.view(rows, heads, nope + rp), nope, rp, seq, theta)
+        ckv = x @ p[pre + ".wkv_a"].T
+        latent, k_rope = ckv[:, :kvl], rope(ckv[:, None, kvl:], 0, rp, seq, theta)
+        kv = (rmsnorm(latent, p[pre + ".kv_norm"], m["norm_eps"]) @ p[pre + ".wkv_b"].T).view(rows, heads, nope + vd)
+        k = torch.cat([kv[..., :nope], k_rope.expand(rows, heads, rp)], dim=-1)
+        v = kv[..., nope:]
+        return causal_attention(q, k, v, batch, seq, 1 / math.sqrt(nope + rp)) @ p[pre + ".wo"].T
+
+    def moe(self, pre, x, balance):
+        e, p = self.m["moe"], self.p
+        rows, E, K = x.shape[0], e["n_routed_experts"], e["top_k"]
+        scores = torch.sigmoid(x @ p[pre + ".router"].T)
+        biased = scores.detach() + self.buf[pre + ".router_bias"]
+        groups = e["n_groups"]
+        if groups > 1:  # keep the topk_groups groups with the best sum of their two best biased scores
+            per = E // groups
+            score = biased.view(rows, groups, per).topk(min(2, per), dim=-1).values.sum(-1)
+            keep = torch.zeros(rows, groups, dtype=torch.bool)
+            keep.scatter_(1, score.topk(e["topk_groups"], dim=-1).indices, True)
+            biased = biased.masked_fill(~keep.repeat_interleave(per, dim=1), float("-inf"))
+        chosen = biased.topk(K, dim=-1).indices
+        selected = scores.gather(1, chosen)
+        gates = e["route_scale"] * selected / selected.sum(-1, keepdim=True)
+        y = torch.zeros_like(x)
+        if e["n_shared_experts"] > 0:
+            y = y + swiglu(x, p[pre + ".shared.w_gate"], p[pre + ".shared.w_up"], p[pre + ".shared.w_down"])
+        for i in range(E):
+            token, slot = (chosen == i).nonzero(as_tuple=True)
+            if len(token):
+                out = swiglu(x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
+                             p[pre + ".experts.w_down"][i])
+                y = y.index_add(0, token, gates[token, slot, None] * out)
+        routed = torch.zeros(rows, E, dtype=torch.float64).scatter_(1, chosen, 1.0)
+        self.loads[pre] = routed.sum(0)
+        aux = torch.zeros((), dtype=torch.float64)
+        size, weight = balance
+        if size:
+            share = scores / scores.sum(-1, keepdim=True)
+            for g in range(rows // size):
+                f = routed[g * size:(g + 1) * size].sum(0) * E / (K * size)
+                aux = aux + weight * e["aux_alpha"] * (f * share[g * size:(g + 1) * size].mean(0)).sum()
+        return y, aux
+
+    def block(self, pre, moe, x, batch, balance):
+        m, p = self.m, self.p
+        h = x + self.attention(pre + ".attn", rmsnorm(x, p[pre + ".attn_norm"], m["norm_eps"]), batch)
+        n = rmsnorm(h, p[pre + ".ffn_norm"], m["norm_eps"])
+        if moe:
+            f, aux = self.moe(pre + ".moe", n, balance)
+        else:
+            f, aux = swiglu(n, p[pre + ".ffn.w_gate"], p[pre + ".ffn.w_up"], p[pre + ".ffn.w_down"]), 0.0
+        return h + f, aux
+
+    def balance_groups(self, batch):
+        """(tokens per balance group, weight of each group's loss in the objective)."""
+        kind, seq, micro = self.m["moe"]["aux_loss"], self.m["seq_len"], self.cfg["training"]["micro_batch"]
+        return {"none": (0, 0.0), "sequence": (seq, 1.0 / batch), "micro_batch": (seq * micro, micro / batch),
+                "global_batch": (seq * batch, 1.0)}[kind]
+
+    def loss(self, inputs, targets):
+        """inputs, targets [batch, seq] -> (objective, mean cross-entropy, aux, mtp, logits)."""
+        m, p = self.m, self.p
+        batch, seq = inputs.shape
+        tokens, tgt = inputs.reshape(-1), targets.reshape(-1)
+        balance = self.balance_groups(batch)
+        x = p["embedding"][tokens]
+        aux = 0.0
+        for layer in range(m["n_layers"]):
+            x, a = self.block(f"blocks.{layer}", layer >= m["n_dense_layers"], x, batch, balance)
+            aux = aux + a
+        logits = rmsnorm(x, p["final_norm"], m["norm_eps"]) @ p["head"].T
+        ce = torch.nn.functional.cross_entropy(logits, tgt)
+        depth, mtp = m["mtp"]["depth"], 0.0
+        pos = torch.arange(batch * seq) % seq
+        h = x
+        for k in range(1, depth + 1):  # report eqs. 21-25
+            pre = f"mtp.{k - 1}"
+            inside = pos + k < seq
+            shifted = torch.where(inside, torch.roll(tokens, -k), 0)
+            shifted_tgt = torch.where(inside, torch.roll(tgt, -k), -100)
+            joined = torch.cat([rmsnorm(h, p[pre + ".hidden_norm"], m["norm_eps"]),
+                                rmsnorm(p["embedding"][shifted], p[pre + ".embed_norm"], m["norm_eps"])], dim=-1)
+            h, a = self.block(pre + ".block", m["n_layers"] > m["n_dense_layers"], joined @ p[pre + ".proj"].T, batch,
+                              balance)
+            aux = aux + a
+            k_logits = rmsnorm(h, p[pre + ".out_norm"], m["norm_eps"]) @ p["head"].T
+            mtp = mtp + torch.nn.functional.cross_entropy(k_logits, shifted_tgt, ignore_index=-100) / depth
+        return ce + aux + m["mtp"]["weight"] * mtp, ce, aux, mtp, logits
+
+
+def learning_rate(cfg, step):
+    peak, s = cfg["optimizer"]["lr"], cfg["lr_schedule"]
+    if step < s["warmup_steps"]:
+        return peak * (step + 1) / s["warmup_steps"]
+    if s["kind"] == "constant":
+        return peak
+    decay = cfg["training"]["steps"] - s["warmup_steps"]
+    if decay <= 1:
+        return peak
+    progress = (step - s["warmup_steps"]) / (decay - 1)
+    low = peak * s["min_lr_ratio"]
+    return low + 0.5 * (peak - low) * (1 + math.cos(math.pi * progress))

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The PyTorch oracle: for each configuration below, `moetrain dump-step` runs one optimizer step
+# and check_step.py recomputes it with PyTorch autograd and torch.optim.AdamW. One PASS or FAIL
+# line per configuration.
+set -u
+cd "$(dirname "$0")/../.."
+python=${PYTHON:-.venv/bin/python}
+if ! "$python" -c "import torch, h5py" 2>/dev/null; then
+  echo "FAIL oracle: $python cannot import torch and h5py (run: sh scripts/deps.sh)"
+  exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for i in $(seq 1 60); do printf 'oracle document %d: the quick brown fox jumps over the lazy dog\n%%\n' "$i"; done > "$tmp/text"
+./moetrain prepare --input "$tmp/text" --out "$tmp/data" >/dev/null || { echo "FAIL oracle: prepare"; exit 1; }
+
+cat > "$tmp/base.toml" <<TOML
+[model]
+d_model = 32
+n_layers = 3
+n_dense_layers = 1
+n_heads = 4
+head_dim = 8
+ffn_hidden = 48
+seq_len = 12
+init_std = 0.1
+[model.moe]
+n_routed_experts = 8
+n_shared_experts = 1
+top_k = 2
+expert_hidden = 16
+route_scale = 2.5
+bias_update_speed = 0.01
+aux_loss = "sequence"
+aux_alpha = 0.01
+[data]
+train = "$tmp/data/train_*.bin"
+val = "$tmp/data/val_*.bin"
+[training]
+steps = 10
+global_batch = 4
+micro_batch = 2
+grad_clip = 0.5
+[lr_schedule]
+warmup_steps = 2
+TOML
+
+check() {  # check NAME --set ... : one configuration
+  local name=$1; shift
+  local out
+  if ! out=$(./moetrain dump-step "$tmp/base.toml" --out "$tmp/$name.h5" "$@" 2>&1); then
+    echo "FAIL oracle $name: dump-step failed: $out"; return
+  fi
+  if out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
+    echo "PASS oracle $name: ${out##*worst relative errors: }"
+  else
+    echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'
+  fi
+}
+
+check mha_sequence_aux
+check gqa --set model.attention.n_kv_heads=2
+check mla --set model.attention.kind=mla --set model.attention.kv_lora_rank=12 \
+  --set model.attention.qk_nope_head_dim=8 --set model.attention.qk_rope_head_dim=4 --set model.attention.v_head_dim=6
+check mla_q_lora_grouped --set model.attention.kind=mla --set model.attention.q_lora_rank=10 \
+  --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8 --set model.attention.qk_rope_head_dim=4 \
+  --set model.attention.v_head_dim=6 --set model.moe.n_groups=4 --set model.moe.topk_groups=2
+check aux_free_only --set model.moe.aux_loss=none
+check micro_batch_aux --set model.moe.aux_loss=micro_batch
+check global_batch_aux --set model.moe.aux_loss=global_batch
+check global_batch_aux_no_bias --set model.moe.aux_loss=global_batch --set model.moe.bias_update_speed=0
+check no_shared_experts --set model.moe.n_shared_experts=0
+check mtp_depth_2 --set model.mtp.depth=2 --set model.mtp.weight=0.5
+check dense_only_mtp --set model.n_dense_layers=3 --set model.mtp.depth=1
