@@ -1,7 +1,8 @@
 """The moetrain model written again in plain PyTorch, with autograd for the gradients.
 
 Everything here follows the DeepSeek-V3 report and moetrain's README, not moetrain's code:
-it is the independent side of tests/oracle/check_step.py. It computes in float64.
+it is the independent side of tests/oracle/check_step.py (in float64) and the PyTorch side of
+bench/vs_pytorch.sh (in float32): it computes in the dtype of the weights it is given.
 """
 import math
 
@@ -15,8 +16,8 @@ def rmsnorm(x, w, eps):
 def rope(x, offset, rot, seq, theta):
     """Rotates interleaved pairs of features [offset, offset+rot) of x [rows, heads, width]."""
     rows = x.shape[0]
-    pos = (torch.arange(rows, dtype=torch.float64) % seq)[:, None]
-    freq = theta ** (-2.0 * torch.arange(rot // 2, dtype=torch.float64) / rot)
+    pos = (torch.arange(rows, dtype=x.dtype) % seq)[:, None]
+    freq = theta ** (-2.0 * torch.arange(rot // 2, dtype=x.dtype) / rot)
     ang = (pos * freq[None, :])[:, None, :]
     part = x[..., offset:offset + rot]
     x0, x1 = part[..., 0::2], part[..., 1::2]
@@ -94,9 +95,9 @@ class Reference:
                 out = swiglu(x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
                              p[pre + ".experts.w_down"][i])
                 y = y.index_add(0, token, gates[token, slot, None] * out)
-        routed = torch.zeros(rows, E, dtype=torch.float64).scatter_(1, chosen, 1.0)
+        routed = torch.zeros(rows, E, dtype=x.dtype).scatter_(1, chosen, 1.0)
         self.loads[pre] = routed.sum(0)
-        aux = torch.zeros((), dtype=torch.float64)
+        aux = torch.zeros((), dtype=x.dtype)
         size, weight = balance
         if size:
             share = scores / scores.sum(-1, keepdim=True)

@@ -1,5 +1,9 @@
-// Causal attention, one (sequence, head) at a time. Scores and probabilities for a head are a
-// [seq, seq] matrix; rows only look at columns <= their own position.
+// Causal attention, one (sequence, head) at a time, with BLAS for the four products. Scores
+// and probabilities of a head form a [seq, seq] matrix; rows only keep columns <= their own
+// position (the full square is multiplied: at these sizes BLAS on the square beats loops on
+// the triangle).
+#include <cblas.h>
+
 #include <cmath>
 #include <vector>
 
@@ -8,79 +12,57 @@
 namespace mt::cpu {
 
 namespace {
-// Row t, head h of a [batch*seq, heads, dim] tensor.
-inline const float* row(const float* base, int b, int t, int h, int seq, int heads, int dim) {
-  return base + ((size_t(b) * seq + t) * heads + h) * dim;
-}
-inline float* row(float* base, int b, int t, int h, int seq, int heads, int dim) {
-  return base + ((size_t(b) * seq + t) * heads + h) * dim;
-}
+// Offset of (sequence b, position 0, head h) in a [batch*seq, heads, dim] tensor.
+inline size_t head_offset(int b, int h, int seq, int heads, int dim) { return (size_t(b) * seq * heads + h) * dim; }
 }  // namespace
 
 void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
-  const int T = a.seq, H = a.heads;
+  const int T = a.seq, H = a.heads, ldq = H * a.qk_dim, ldv = H * a.v_dim;
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
       float* P = a.probs + (size_t(b) * H + h) * T * T;
+      const float* q = a.q + head_offset(b, h, T, H, a.qk_dim);
+      const float* k = a.k + head_offset(b, h, T, H, a.qk_dim);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, a.qk_dim, a.scale, q, ldq, k, ldq, 0.0f, P, T);
       for (int t = 0; t < T; ++t) {
-        const float* q = row(a.q, b, t, h, T, H, a.qk_dim);
         float* p = P + size_t(t) * T;
-        float mx = -INFINITY;
-        for (int s = 0; s <= t; ++s) {
-          const float* k = row(a.k, b, s, h, T, H, a.qk_dim);
-          float dot = 0;
-          for (int d = 0; d < a.qk_dim; ++d) dot += q[d] * k[d];
-          p[s] = dot * a.scale;
-          mx = std::max(mx, p[s]);
-        }
+        float mx = p[0];
+        for (int s = 1; s <= t; ++s) mx = std::max(mx, p[s]);
         double sum = 0;
         for (int s = 0; s <= t; ++s) { p[s] = std::exp(p[s] - mx); sum += p[s]; }
         const float inv = float(1.0 / sum);
         for (int s = 0; s <= t; ++s) p[s] *= inv;
         for (int s = t + 1; s < T; ++s) p[s] = 0;
-        float* o = row(a.out, b, t, h, T, H, a.v_dim);
-        for (int d = 0; d < a.v_dim; ++d) o[d] = 0;
-        for (int s = 0; s <= t; ++s) {
-          const float* v = row(a.v, b, s, h, T, H, a.v_dim);
-          for (int d = 0; d < a.v_dim; ++d) o[d] += p[s] * v[d];
-        }
       }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P, T,
+                  a.v + head_offset(b, h, T, H, a.v_dim), ldv, 0.0f, a.out + head_offset(b, h, T, H, a.v_dim), ldv);
     }
 }
 
-// dv_s = sum_t p_ts do_t;  dp_ts = do_t . v_s;  dscore_ts = p_ts (dp_ts - sum_s' p_ts' dp_ts');
-// dq_t = scale sum_s dscore_ts k_s;  dk_s = scale sum_t dscore_ts q_t.
+// dV = P^T dO;  dP = dO V^T;  dS = P (dP - rowsum(P dP)) scale;  dQ = dS K;  dK = dS^T Q.
 void attention_backward(DeviceState*, const AttentionBackwardArgs& a) {
-  const int T = a.seq, H = a.heads;
-  const size_t rows = size_t(a.batch) * T * H;
-  std::fill(a.dq, a.dq + rows * a.qk_dim, 0.0f);
-  std::fill(a.dk, a.dk + rows * a.qk_dim, 0.0f);
-  std::fill(a.dv, a.dv + rows * a.v_dim, 0.0f);
-  std::vector<float> dp(T);
+  const int T = a.seq, H = a.heads, ldq = H * a.qk_dim, ldv = H * a.v_dim;
+  std::vector<float> dS(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
       const float* P = a.probs + (size_t(b) * H + h) * T * T;
+      const size_t oq = head_offset(b, h, T, H, a.qk_dim), ov = head_offset(b, h, T, H, a.v_dim);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P, T, a.dout + ov, ldv, 0.0f,
+                  a.dv + ov, ldv);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, a.v_dim, 1.0f, a.dout + ov, ldv, a.v + ov, ldv, 0.0f,
+                  dS.data(), T);
       for (int t = 0; t < T; ++t) {
         const float* p = P + size_t(t) * T;
-        const float* dout = row(a.dout, b, t, h, T, H, a.v_dim);
+        float* ds = dS.data() + size_t(t) * T;
         double pdp = 0;
-        for (int s = 0; s <= t; ++s) {
-          const float* v = row(a.v, b, s, h, T, H, a.v_dim);
-          float* dv = row(a.dv, b, s, h, T, H, a.v_dim);
-          float dot = 0;
-          for (int d = 0; d < a.v_dim; ++d) { dot += dout[d] * v[d]; dv[d] += p[s] * dout[d]; }
-          dp[s] = dot;
-          pdp += double(p[s]) * dot;
-        }
-        const float* q = row(a.q, b, t, h, T, H, a.qk_dim);
-        float* dq = row(a.dq, b, t, h, T, H, a.qk_dim);
-        for (int s = 0; s <= t; ++s) {
-          const float ds = p[s] * (dp[s] - float(pdp)) * a.scale;
-          const float* k = row(a.k, b, s, h, T, H, a.qk_dim);
-          float* dk = row(a.dk, b, s, h, T, H, a.qk_dim);
-          for (int d = 0; d < a.qk_dim; ++d) { dq[d] += ds * k[d]; dk[d] += ds * q[d]; }
-        }
+        for (int s = 0; s <= t; ++s) pdp += double(p[s]) * ds[s];
+        for (int s = 0; s <= t; ++s) ds[s] = p[s] * (ds[s] - float(pdp)) * a.scale;
+        for (int s = t + 1; s < T; ++s) ds[s] = 0;
       }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, a.qk_dim, T, 1.0f, dS.data(), T, a.k + oq, ldq, 0.0f,
+                  a.dq + oq, ldq);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, a.qk_dim, T, 1.0f, dS.data(), T, a.q + oq, ldq, 0.0f,
+                  a.dk + oq, ldq);
     }
 }
 
