@@ -2,21 +2,7 @@
 
 #include <cmath>
 
-#include "model/mla.hpp"
-
 namespace mt {
-
-std::unique_ptr<AttentionLayer> make_attention(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
-                                               int max_in_flight) {
-  if (cfg.attention.kind == "mla") return std::make_unique<Mla>(env, cfg, prefix, max_in_flight);
-  return std::make_unique<Mha>(env, cfg, prefix, max_in_flight);
-}
-
-void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, float* dst,
-                int dst_stride, int dst_col, bool accumulate) {
-  be.copy_columns({.rows = rows, .cols = width, .src = src + src_col, .src_stride = src_stride,
-                   .dst = dst + dst_col, .dst_stride = dst_stride, .accumulate = accumulate});
-}
 
 Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
     : env_(env), d_(cfg.d_model), heads_(cfg.n_heads),

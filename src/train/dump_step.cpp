@@ -8,6 +8,7 @@
 #include "model/model.hpp"
 #include "train/accumulate.hpp"
 #include "train/batches.hpp"
+#include "train/device.hpp"
 #include "train/update.hpp"
 
 namespace mt {
@@ -18,8 +19,7 @@ void dump_step(const Config& cfg, const std::string& path) {
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
   Batches batches(data, m.seq_len, "data.train");
   Backend be = cpu_backend();
-  const GemmInputs gemm = cfg.precision.matmul == "bf16" ? GemmInputs::bf16 : GemmInputs::fp32;
-  Model model(m, uint64_t(cfg.run.seed), be, gemm, slots_needed(m, t.global_batch, t.micro_batch));
+  Model model(m, uint64_t(cfg.run.seed), be, gemm_inputs(cfg.precision), slots_needed(m, t.global_batch, t.micro_batch));
 
   h5::silence_errors();
   h5::Handle f = h5::create_file(path, false);

@@ -41,8 +41,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
   device_ = choose_device(cfg);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
-  const GemmInputs gemm = cfg.precision.matmul == "bf16" ? GemmInputs::bf16 : GemmInputs::fp32;
-  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm,
+  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm_inputs(cfg.precision),
                                    slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch));
 }
 
@@ -95,8 +94,7 @@ TrainSummary Trainer::run() {
   TrainSummary summary;
   summary.unigram_entropy = train_data_->unigram_entropy();
   ParamStore& params = model_->params;
-  std::vector<MoE*> moes = model_->moe_layers();
-  const int experts = m.moe.n_routed_experts;
+  const double flops_per_token = training_flops_per_token(m);
 
   TrainState state;
   std::error_code ec;
@@ -123,15 +121,14 @@ TrainSummary Trainer::run() {
   RunFacts facts;
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
-                   {"flops_per_token", training_flops_per_token(m)}, {"unigram_entropy", summary.unigram_entropy}};
+                   {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
   facts.texts = {{"device", device_.description}};
-  facts.moe_layers = int(moes.size());
-  facts.experts = experts;
+  facts.moe_layers = int(model_->moe_layers().size());
+  facts.experts = m.moe.n_routed_experts;
   RunLog log(run_dir_ + "/log.h5", facts, state.step);
 
   Batches batches(*train_data_, m.seq_len, "data.train");
   const long tokens_per_step = long(t.global_batch) * m.seq_len;
-  const double flops_per_token = training_flops_per_token(m);
   const double peak = cfg_.precision.peak_tflops * 1e12;
   const long long last = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
 
