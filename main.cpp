@@ -7,6 +7,10 @@
 #include "config/config.hpp"
 #include "config/reference.hpp"
 #include "io/prepare.hpp"
+#include "pipeline/check.hpp"
+#include "pipeline/draw_svg.hpp"
+#include "pipeline/generators.hpp"
+#include "pipeline/report.hpp"
 #include "train/dump_step.hpp"
 #include "train/flops.hpp"
 #include "train/trainer.hpp"
@@ -49,6 +53,43 @@ int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out) 
   return 0;
 }
 
+struct ScheduleOptions {
+  std::string kind;
+  int pp = 0, microbatches = 0, vpp = 1;
+  bool json = false;
+  std::string svg;
+  mt::pipeline::Costs costs;
+};
+
+int cmd_schedule(const ScheduleOptions& o) {
+  using namespace mt::pipeline;
+  const Costs& c = o.costs;
+  for (double v : {c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency})
+    if (!(v >= 0)) throw mt::UserError("schedule: costs and latency must be non-negative numbers");
+  Schedule s = make_schedule({parse_kind(o.kind), o.pp, o.microbatches, o.vpp});
+  if (auto problems = check_schedule(s); !problems.empty()) {
+    std::fprintf(stderr, "moetrain internal error: the generated %s schedule fails its check (a bug in moetrain):\n",
+                 o.kind.c_str());
+    for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
+    return 3;
+  }
+  Timeline tl = simulate(s, c);
+  std::fputs((o.json ? schedule_json(s, tl, c) : schedule_text(s, tl, c)).c_str(), stdout);
+  if (!o.svg.empty()) {
+    std::FILE* f = std::fopen(o.svg.c_str(), "w");
+    if (!f) throw mt::UserError("schedule: cannot write --svg " + o.svg + ": check that the directory exists");
+    std::string title = o.kind + ", pp=" + std::to_string(o.pp) + ", " + std::to_string(o.microbatches) +
+                        " micro-batches: bubble " + std::to_string(tl.max_bubble()) + ", makespan " +
+                        std::to_string(tl.makespan);
+    std::string svg = timeline_svg(s, tl, title);
+    bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) throw mt::UserError("schedule: writing --svg " + o.svg + " failed (disk full?)");
+    if (!o.json) std::printf("wrote %s\n", o.svg.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,6 +120,23 @@ int main(int argc, char** argv) {
 
   CLI::App* keys = app.add_subcommand("keys", "Print every experiment key with its type, valid values and default");
 
+  ScheduleOptions sched;
+  CLI::App* schedule = app.add_subcommand("schedule",
+      "Generate a pipeline schedule, check it, simulate its timeline and print (or draw) it");
+  schedule->add_option("--kind", sched.kind, "gpipe, 1f1b, interleaved, zb-h1, dualpipe or dualpipev")->required();
+  schedule->add_option("--pp", sched.pp, "pipeline ranks")->required();
+  schedule->add_option("--microbatches", sched.microbatches,
+                       "micro-batches per step (DualPipe: both directions together)")->required();
+  schedule->add_option("--vpp", sched.vpp, "chunks per rank, interleaved only");
+  schedule->add_flag("--json", sched.json, "print {kind, pp, microbatches, ranks, ...} as JSON");
+  schedule->add_option("--svg", sched.svg, "draw the simulated timeline to this SVG file");
+  schedule->add_option("--cost-f", sched.costs.forward, "time of a forward chunk (default 1)");
+  schedule->add_option("--cost-b", sched.costs.backward, "time of a full backward chunk (default 2)");
+  schedule->add_option("--cost-i", sched.costs.input_grad, "time of the input-gradient half of a backward (default 1)");
+  schedule->add_option("--cost-w", sched.costs.weight_grad, "time of the weight-gradient half of a backward (default 1)");
+  schedule->add_option("--cost-fb", sched.costs.overlapped, "time of an overlapped F&B pair (default 3)");
+  schedule->add_option("--latency", sched.costs.latency, "time of one point-to-point transfer (default 0)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run);
@@ -88,6 +146,7 @@ int main(int argc, char** argv) {
       std::printf("dump-step: wrote %s\n", dump_out.c_str());
       return 0;
     }
+    if (*schedule) return cmd_schedule(sched);
     if (*keys) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;

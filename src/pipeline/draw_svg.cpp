@@ -1,0 +1,103 @@
+#include "pipeline/draw_svg.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mt::pipeline {
+
+namespace {
+
+constexpr double kLeft = 70, kTop = 50, kRow = 30, kWidth = 1400;
+
+// Base colours per pass; later chunks are mixed towards white so two directions (or the
+// virtual chunks of interleaving) stay apart.
+struct Rgb {
+  int r, g, b;
+};
+
+Rgb base(Pass p) {
+  switch (p) {
+    case Pass::forward: return {232, 140, 48};
+    case Pass::backward: return {64, 156, 96};
+    case Pass::input_grad: return {70, 120, 200};
+    case Pass::weight_grad: return {140, 90, 190};
+  }
+  return {128, 128, 128};
+}
+
+std::string colour(Pass p, int chunk, int chunks) {
+  Rgb c = base(p);
+  double mix = chunks > 1 ? 0.6 * chunk / (chunks - 1) : 0.0;
+  auto lift = [&](int v) { return static_cast<int>(v + (255 - v) * mix); };
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", lift(c.r), lift(c.g), lift(c.b));
+  return buf;
+}
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+std::string rect(double x, double y, double w, double h, const std::string& fill) {
+  return "<rect x=\"" + fmt("%.2f", x) + "\" y=\"" + fmt("%.2f", y) + "\" width=\"" + fmt("%.2f", w) +
+         "\" height=\"" + fmt("%.2f", h) + "\" fill=\"" + fill + "\" stroke=\"#333\" stroke-width=\"0.6\"/>\n";
+}
+
+std::string text(double x, double y, double size, const std::string& s, const char* anchor = "middle") {
+  return "<text x=\"" + fmt("%.2f", x) + "\" y=\"" + fmt("%.2f", y) + "\" font-size=\"" + fmt("%.1f", size) +
+         "\" text-anchor=\"" + anchor + "\" dominant-baseline=\"central\">" + s + "</text>\n";
+}
+
+}  // namespace
+
+std::string timeline_svg(const Schedule& s, const Timeline& tl, const std::string& title) {
+  const int chunks = s.placement.chunks_per_rank;
+  const double scale = tl.makespan > 0 ? kWidth / tl.makespan : 1;
+  const double height = kTop + kRow * tl.ranks.size() + 60;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kLeft + kWidth + 20) +
+                    "\" height=\"" + fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out += text(kLeft, 20, 15, title, "start");
+  for (size_t r = 0; r < tl.ranks.size(); ++r) {
+    double y = kTop + kRow * r;
+    out += text(kLeft - 10, y + kRow / 2, 12, "rank " + std::to_string(r), "end");
+    for (const TimedOp& t : tl.ranks[r]) {
+      double x = kLeft + t.start * scale, w = (t.end - t.start) * scale, h = kRow - 4;
+      double font = std::clamp(w * 0.45, 5.0, 11.0);
+      const Task& a = t.op.task;
+      if (t.op.overlapped_backward) {
+        const Task& b = *t.op.overlapped_backward;
+        out += rect(x, y + 2, w, h / 2, colour(a.pass, a.chunk, chunks));
+        out += rect(x, y + 2 + h / 2, w, h / 2, colour(b.pass, b.chunk, chunks));
+        out += text(x + w / 2, y + 2 + h / 4, font * 0.9, std::to_string(a.microbatch));
+        out += text(x + w / 2, y + 2 + 3 * h / 4, font * 0.9, std::to_string(b.microbatch));
+      } else {
+        out += rect(x, y + 2, w, h, colour(a.pass, a.chunk, chunks));
+        out += text(x + w / 2, y + 2 + h / 2, font, std::to_string(a.microbatch));
+      }
+    }
+  }
+  // Legend: one swatch per pass and chunk that occurs.
+  double lx = kLeft, ly = kTop + kRow * tl.ranks.size() + 20;
+  const char* names[] = {"forward", "backward", "backward for input", "backward for weights"};
+  for (int p = 0; p < 4; ++p)
+    for (int c = 0; c < chunks; ++c) {
+      std::string label = names[p];
+      if (chunks > 1) label += s.kind == Kind::dualpipe ? (c == 0 ? " (direction 0)" : " (direction 1)")
+                                                        : " (chunk " + std::to_string(c) + ")";
+      out += rect(lx, ly, 14, 14, colour(static_cast<Pass>(p), c, chunks));
+      out += text(lx + 18, ly + 7, 10, label, "start");
+      lx += 28 + 6.0 * label.size();
+      if (lx > kLeft + kWidth - 150) {
+        lx = kLeft;
+        ly += 18;
+      }
+    }
+  out += text(lx + 4, ly + 7, 10, "split box: overlapped F&amp;B pair", "start");
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace mt::pipeline

@@ -1,0 +1,109 @@
+// Event-free list scheduling: repeatedly start the next operation of any rank whose inputs are
+// ready. Each operation's start time is fixed by data it already knows, so the sweep order over
+// ranks does not change the result.
+#include "pipeline/simulate.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace mt::pipeline {
+
+double Timeline::max_bubble() const { return bubble.empty() ? 0 : *std::max_element(bubble.begin(), bubble.end()); }
+
+namespace {
+
+using Key = std::tuple<int, int, int, int>;  // payload (0 activation, 1 gradient), flow, micro-batch, position
+
+double cost_of(const ComputeOp& op, const Costs& c) {
+  if (op.overlapped_backward) return c.overlapped;
+  switch (op.task.pass) {
+    case Pass::forward: return c.forward;
+    case Pass::backward: return c.backward;
+    case Pass::input_grad: return c.input_grad;
+    case Pass::weight_grad: return c.weight_grad;
+  }
+  return 0;
+}
+
+struct Produced {
+  double time;
+  int rank;
+};
+
+}  // namespace
+
+Timeline simulate(const Schedule& s, const Costs& costs) { return simulate(s.placement, compute_order(s), costs); }
+
+Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& costs) {
+  const int n = static_cast<int>(order.size());
+  Timeline tl;
+  tl.ranks.resize(n);
+  tl.busy.assign(n, 0);
+  std::vector<size_t> next(n, 0);
+  std::vector<double> clock(n, 0);
+  std::map<Key, Produced> produced;
+
+  // The earliest start of `op` on rank r, or a negative value while an input is missing.
+  auto ready_at = [&](int r, const ComputeOp& op) {
+    double t = clock[r];
+    for (const Task& task : tasks_of(op)) {
+      if (task.pass == Pass::weight_grad) continue;
+      Location loc = *pl.locate(r, task.chunk);
+      bool fwd = task.pass == Pass::forward;
+      int from = fwd ? loc.position - 1 : loc.position + 1;
+      if (from < 0 || from >= pl.stages) continue;
+      auto it = produced.find({fwd ? 0 : 1, loc.flow, task.microbatch, from});
+      if (it == produced.end()) return -1.0;
+      t = std::max(t, it->second.time + (it->second.rank == r ? 0 : costs.latency));
+    }
+    return t;
+  };
+
+  size_t remaining = 0;
+  for (const auto& ops : order) remaining += ops.size();
+  while (remaining > 0) {
+    bool progress = false;
+    for (int r = 0; r < n; ++r) {
+      while (next[r] < order[r].size()) {
+        const ComputeOp& op = order[r][next[r]];
+        double start = ready_at(r, op);
+        if (start < 0) break;
+        double end = start + cost_of(op, costs);
+        tl.ranks[r].push_back({op, start, end});
+        tl.busy[r] += end - start;
+        clock[r] = end;
+        for (const Task& task : tasks_of(op)) {
+          if (task.pass == Pass::weight_grad) continue;
+          Location loc = *pl.locate(r, task.chunk);
+          produced[{task.pass == Pass::forward ? 0 : 1, loc.flow, task.microbatch, loc.position}] = {end, r};
+        }
+        ++next[r];
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) throw std::logic_error("simulate: the schedule cannot make progress; run check_schedule first");
+  }
+  tl.makespan = *std::max_element(clock.begin(), clock.end());
+  for (int r = 0; r < n; ++r) tl.bubble.push_back(tl.makespan - tl.busy[r]);
+  tl.peak_activations = peak_activations(order);
+  return tl;
+}
+
+std::vector<int> peak_activations(const RankOrders& order) {
+  std::vector<int> peaks;
+  for (const auto& ops : order) {
+    int live = 0, peak = 0;
+    for (const ComputeOp& op : ops)
+      for (const Task& t : tasks_of(op)) {
+        if (t.pass == Pass::forward) peak = std::max(peak, ++live);
+        if (t.pass == Pass::backward || t.pass == Pass::weight_grad) --live;
+      }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+}  // namespace mt::pipeline
