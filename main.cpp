@@ -78,9 +78,9 @@ int cmd_schedule(const ScheduleOptions& o) {
   if (!o.svg.empty()) {
     std::FILE* f = std::fopen(o.svg.c_str(), "w");
     if (!f) throw mt::UserError("schedule: cannot write --svg " + o.svg + ": check that the directory exists");
-    std::string title = o.kind + ", pp=" + std::to_string(o.pp) + ", " + std::to_string(o.microbatches) +
-                        " micro-batches: bubble " + std::to_string(tl.max_bubble()) + ", makespan " +
-                        std::to_string(tl.makespan);
+    char title[160];
+    std::snprintf(title, sizeof title, "%s, pp=%d, %d micro-batches: bubble %g per rank (max), makespan %g",
+                  o.kind.c_str(), o.pp, o.microbatches, tl.max_bubble(), tl.makespan);
     std::string svg = timeline_svg(s, tl, title);
     bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
     ok = std::fclose(f) == 0 && ok;

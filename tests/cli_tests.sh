@@ -68,3 +68,28 @@ expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be u
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
 expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run
 expect "no subcommand" 106 "A subcommand is required" -- $bin
+
+# Pipeline schedules.
+expect "schedule prints bubble and order" 0 "bubble per rank: 6 6 6 6 6 6 6 6 .*published bubble \(PP/2-1\)\(F&B\+B-3W\) = 6" -- \
+  bash -c "$bin schedule --kind dualpipe --pp 8 --microbatches 20 | tr '\n' ' '"
+expect "schedule costs change the bubble" 0 "bubble per rank: 3 3 3 3 \(max 3" -- \
+  $bin schedule --kind 1f1b --pp 4 --microbatches 8 --cost-f 0.5 --cost-b 0.5
+$bin schedule --kind interleaved --pp 4 --microbatches 8 --vpp 2 --json > "$tmp/sched.json"
+expect "schedule --json is the documented shape" 0 "^ok$" -- python3 -c "
+import json, sys
+d = json.load(open('$tmp/sched.json'))
+assert (d['kind'], d['pp'], d['microbatches'], d['vpp']) == ('interleaved', 4, 8, 2), d
+assert len(d['ranks']) == 4 and all(len(r) == 2 * 8 * 2 for r in d['ranks'])
+assert d['ranks'][0][:3] == ['F0.0', 'F0.1', 'F0.2'] and d['ranks'][0][4] == 'F1.0', d['ranks'][0][:5]
+print('ok')"
+expect "schedule --svg draws every rank" 0 "^8 ranks, [0-9]+ boxes$" -- bash -c \
+  "$bin schedule --kind dualpipe --pp 8 --microbatches 20 --svg $tmp/dp.svg >/dev/null &&
+   echo \"\$(grep -c '>rank [0-7]<' $tmp/dp.svg) ranks, \$(grep -c '<rect' $tmp/dp.svg) boxes\""
+expect "schedule: dualpipe with odd pp" 2 "dualpipe needs an even pp .*use pp=4 or dualpipev" -- \
+  $bin schedule --kind dualpipe --pp 3 --microbatches 12
+expect "schedule: unknown kind" 2 "unknown schedule kind 'zb': valid kinds are gpipe, 1f1b, interleaved, zb-h1, dualpipe, dualpipev" -- \
+  $bin schedule --kind zb --pp 4 --microbatches 8
+expect "schedule: negative cost" 2 "costs and latency must be non-negative" -- \
+  $bin schedule --kind 1f1b --pp 4 --microbatches 8 --cost-w -1
+expect "schedule: unwritable svg" 2 "cannot write --svg $tmp/no/dir.svg" -- \
+  $bin schedule --kind 1f1b --pp 2 --microbatches 4 --svg "$tmp/no/dir.svg"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 namespace mt::pipeline {
 
@@ -50,52 +51,60 @@ std::string text(double x, double y, double size, const std::string& s, const ch
          "\" text-anchor=\"" + anchor + "\" dominant-baseline=\"central\">" + s + "</text>\n";
 }
 
+std::string box(const TimedOp& t, double y, double scale, int chunks) {
+  double x = kLeft + t.start * scale, w = (t.end - t.start) * scale, h = kRow - 4;
+  double font = std::clamp(w * 0.45, 5.0, 11.0);
+  const Task& a = t.op.task;
+  if (!t.op.overlapped_backward)
+    return rect(x, y + 2, w, h, colour(a.pass, a.chunk, chunks)) +
+           text(x + w / 2, y + 2 + h / 2, font, std::to_string(a.microbatch));
+  const Task& b = *t.op.overlapped_backward;
+  return rect(x, y + 2, w, h / 2, colour(a.pass, a.chunk, chunks)) +
+         rect(x, y + 2 + h / 2, w, h / 2, colour(b.pass, b.chunk, chunks)) +
+         text(x + w / 2, y + 2 + h / 4, font * 0.9, std::to_string(a.microbatch)) +
+         text(x + w / 2, y + 2 + 3 * h / 4, font * 0.9, std::to_string(b.microbatch));
+}
+
 }  // namespace
 
 std::string timeline_svg(const Schedule& s, const Timeline& tl, const std::string& title) {
   const int chunks = s.placement.chunks_per_rank;
   const double scale = tl.makespan > 0 ? kWidth / tl.makespan : 1;
-  const double height = kTop + kRow * tl.ranks.size() + 60;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kLeft + kWidth + 20) +
-                    "\" height=\"" + fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += text(kLeft, 20, 15, title, "start");
+  std::string body;
+  body += text(kLeft, 20, 15, title, "start");
   for (size_t r = 0; r < tl.ranks.size(); ++r) {
     double y = kTop + kRow * r;
-    out += text(kLeft - 10, y + kRow / 2, 12, "rank " + std::to_string(r), "end");
-    for (const TimedOp& t : tl.ranks[r]) {
-      double x = kLeft + t.start * scale, w = (t.end - t.start) * scale, h = kRow - 4;
-      double font = std::clamp(w * 0.45, 5.0, 11.0);
-      const Task& a = t.op.task;
-      if (t.op.overlapped_backward) {
-        const Task& b = *t.op.overlapped_backward;
-        out += rect(x, y + 2, w, h / 2, colour(a.pass, a.chunk, chunks));
-        out += rect(x, y + 2 + h / 2, w, h / 2, colour(b.pass, b.chunk, chunks));
-        out += text(x + w / 2, y + 2 + h / 4, font * 0.9, std::to_string(a.microbatch));
-        out += text(x + w / 2, y + 2 + 3 * h / 4, font * 0.9, std::to_string(b.microbatch));
-      } else {
-        out += rect(x, y + 2, w, h, colour(a.pass, a.chunk, chunks));
-        out += text(x + w / 2, y + 2 + h / 2, font, std::to_string(a.microbatch));
-      }
-    }
+    body += text(kLeft - 10, y + kRow / 2, 12, "rank " + std::to_string(r), "end");
+    for (const TimedOp& t : tl.ranks[r]) body += box(t, y, scale, chunks);
   }
   // Legend: one swatch per pass and chunk that occurs.
+  std::set<std::pair<int, int>> used;
+  for (const auto& ops : tl.ranks)
+    for (const TimedOp& t : ops)
+      for (const Task& task : tasks_of(t.op)) used.insert({static_cast<int>(task.pass), task.chunk});
   double lx = kLeft, ly = kTop + kRow * tl.ranks.size() + 20;
   const char* names[] = {"forward", "backward", "backward for input", "backward for weights"};
   for (int p = 0; p < 4; ++p)
     for (int c = 0; c < chunks; ++c) {
+      if (!used.count({p, c})) continue;
       std::string label = names[p];
       if (chunks > 1) label += s.kind == Kind::dualpipe ? (c == 0 ? " (direction 0)" : " (direction 1)")
                                                         : " (chunk " + std::to_string(c) + ")";
-      out += rect(lx, ly, 14, 14, colour(static_cast<Pass>(p), c, chunks));
-      out += text(lx + 18, ly + 7, 10, label, "start");
+      body += rect(lx, ly, 14, 14, colour(static_cast<Pass>(p), c, chunks));
+      body += text(lx + 18, ly + 7, 10, label, "start");
       lx += 28 + 6.0 * label.size();
       if (lx > kLeft + kWidth - 150) {
         lx = kLeft;
         ly += 18;
       }
     }
-  out += text(lx + 4, ly + 7, 10, "split box: overlapped F&amp;B pair", "start");
+  if (s.kind == Kind::dualpipe || s.kind == Kind::dualpipev)
+    body += text(lx + 4, ly + 7, 10, "split box: overlapped F&amp;B pair, forward on top", "start");
+  const double height = ly + 30;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kLeft + kWidth + 20) +
+                    "\" height=\"" + fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out += body;
   out += "</svg>\n";
   return out;
 }
