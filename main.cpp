@@ -11,6 +11,8 @@
 #include "pipeline/draw_svg.hpp"
 #include "pipeline/generators.hpp"
 #include "pipeline/report.hpp"
+#include "plan/plan_report.hpp"
+#include "plan/search.hpp"
 #include "train/dump_step.hpp"
 #include "train/flops.hpp"
 #include "train/trainer.hpp"
@@ -90,6 +92,54 @@ int cmd_schedule(const ScheduleOptions& o) {
   return 0;
 }
 
+struct PlanOptions {
+  std::string experiment, cluster, layout;
+  std::vector<std::string> sets;
+  int gpus = 0, top = 10;
+  bool fp8 = false, explain = false, json = false;
+};
+
+int cmd_plan(const PlanOptions& o) {
+  using namespace mt::plan;
+  mt::Config cfg = mt::load_config(o.experiment, o.sets);
+  Cluster c = load_cluster(o.cluster);
+  const int gpus = o.gpus > 0 ? o.gpus : c.accelerators;
+  if (gpus > c.accelerators)
+    throw mt::UserError("plan: --gpus " + std::to_string(gpus) + " is more than the " + std::to_string(c.accelerators) +
+                        " accelerators of " + o.cluster);
+  const int batch = cfg.training.global_batch;
+  std::vector<Estimate> rows;
+  const Estimate* best = nullptr;
+  const Estimate* flat = nullptr;
+  SearchResult found;
+  if (!o.layout.empty()) {
+    Layout l = parse_layout(o.layout, gpus);
+    if (std::string why = layout_problem(cfg.model, batch, c, l); !why.empty())
+      throw mt::UserError("plan: --layout " + o.layout + ": " + why);
+    rows.push_back(estimate_step(cfg.model, batch, c, l));
+  } else {
+    found = search_layouts(cfg.model, batch, c, gpus, o.fp8);
+    for (const Estimate& e : found.ranked) {
+      if (!best) best = &e;
+      if (!flat && e.layout.pp == 1) flat = &e;
+    }
+    rows.assign(found.ranked.begin(), found.ranked.begin() + std::min<size_t>(found.ranked.size(), o.top));
+  }
+  if (o.json) {
+    std::fputs(estimates_json(cfg.run.name, c, gpus, rows).c_str(), stdout);
+    return 0;
+  }
+  std::printf("plan: %s on %d of %s (%s)\n", cfg.run.name.c_str(), gpus, c.name.c_str(), o.cluster.c_str());
+  std::printf("global batch %d sequences of %d tokens; %.1f GFLOP per token (causal, with MTP)\n", batch,
+              cfg.model.seq_len, mt::training_flops_per_token(cfg.model) / 1e9);
+  if (o.layout.empty())
+    std::printf("searched %d valid layouts (%s); %d did not fit in memory\n", found.considered, o.fp8 ? "FP8" : "BF16",
+                found.too_big);
+  std::printf("%s", estimates_table(rows).c_str());
+  if (o.explain) std::printf("\n%s", explain(best, flat).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +187,20 @@ int main(int argc, char** argv) {
   schedule->add_option("--cost-fb", sched.costs.overlapped, "time of an overlapped F&B pair (default 3)");
   schedule->add_option("--latency", sched.costs.latency, "time of one point-to-point transfer (default 0)");
 
+  PlanOptions plan;
+  CLI::App* plan_cmd = app.add_subcommand("plan",
+      "Predict step time, MFU and memory of parallel layouts on a cluster, and search for the best");
+  plan_cmd->add_option("experiment", plan.experiment, "experiment file (its model and global batch)")->required();
+  plan_cmd->add_option("--cluster", plan.cluster, "cluster profile, e.g. configs/clusters/h800-deepseek.toml")->required();
+  plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)");
+  plan_cmd->add_option("--layout", plan.layout,
+                       "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on");
+  plan_cmd->add_flag("--fp8", plan.fp8, "search FP8 layouts (default BF16)");
+  plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)");
+  plan_cmd->add_flag("--explain", plan.explain, "compare the best layout with the best one without pipeline parallelism");
+  plan_cmd->add_flag("--json", plan.json, "print the layouts as JSON");
+  plan_cmd->add_option("--set", plan.sets, "override an experiment key (repeatable)")->allow_extra_args(false);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run);
@@ -147,6 +211,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*schedule) return cmd_schedule(sched);
+    if (*plan_cmd) return cmd_plan(plan);
     if (*keys) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;

@@ -45,6 +45,15 @@ void validate_request(const ScheduleRequest& req) {
     reject(req, "dualpipev needs at least 2*pp = " + std::to_string(least) + " micro-batches");
 }
 
+bool validate_request_ok(const ScheduleRequest& req) {
+  try {
+    validate_request(req);
+  } catch (const UserError&) {
+    return false;
+  }
+  return true;
+}
+
 Placement placement_for(const ScheduleRequest& req) {
   Placement p{req.kind, req.pp, 1, 1, req.pp, req.microbatches};
   switch (req.kind) {
@@ -66,17 +75,21 @@ Placement placement_for(const ScheduleRequest& req) {
   return p;
 }
 
+std::vector<std::vector<ComputeOp>> compute_order_for(const ScheduleRequest& req) {
+  switch (req.kind) {
+    case Kind::gpipe: return gpipe_order(req.pp, req.microbatches);
+    case Kind::one_f_one_b: return one_f_one_b_order(req.pp, req.microbatches);
+    case Kind::interleaved: return interleaved_order(req.pp, req.microbatches, req.vpp);
+    case Kind::zb_h1: return zb_h1_order(req.pp, req.microbatches);
+    case Kind::dualpipe: return dualpipe_order(req.pp, req.microbatches);
+    case Kind::dualpipev: return dualpipev_order(req.pp, req.microbatches);
+  }
+  return {};
+}
+
 Schedule make_schedule(const ScheduleRequest& req) {
   validate_request(req);
-  std::vector<std::vector<ComputeOp>> order;
-  switch (req.kind) {
-    case Kind::gpipe: order = gpipe_order(req.pp, req.microbatches); break;
-    case Kind::one_f_one_b: order = one_f_one_b_order(req.pp, req.microbatches); break;
-    case Kind::interleaved: order = interleaved_order(req.pp, req.microbatches, req.vpp); break;
-    case Kind::zb_h1: order = zb_h1_order(req.pp, req.microbatches); break;
-    case Kind::dualpipe: order = dualpipe_order(req.pp, req.microbatches); break;
-    case Kind::dualpipev: order = dualpipev_order(req.pp, req.microbatches); break;
-  }
+  std::vector<std::vector<ComputeOp>> order = compute_order_for(req);
   Placement placement = placement_for(req);
   return Schedule{req.kind, req.pp, req.vpp, req.microbatches, placement, attach_transfers(placement, order)};
 }

@@ -15,7 +15,11 @@ struct ScheduleRequest {
 
 // Throws UserError when the request breaks the kind's constraints, saying what would fit.
 void validate_request(const ScheduleRequest& req);
+// The same check without the message, for searches.
+bool validate_request_ok(const ScheduleRequest& req);
 Placement placement_for(const ScheduleRequest& req);
+// The compute order alone (validated request), for timing without communication steps.
+std::vector<std::vector<ComputeOp>> compute_order_for(const ScheduleRequest& req);
 // Validates, generates the compute order and attaches the exchanges.
 Schedule make_schedule(const ScheduleRequest& req);
 

@@ -55,11 +55,22 @@ double active_matmul_params(const ModelConfig& m) {
   return n;
 }
 
-double training_flops_per_token(const ModelConfig& m) {
+double attention_core_forward_flops_per_token(const ModelConfig& m) {
   // Causal attention: a token's query meets seq_len/2 keys on average; QK^T and PV cost
-  // 2 * heads * (qk + v) * seq_len/2 forward, three times that for training.
-  const double core = 3.0 * m.n_heads * (qk_dim(m) + v_dim(m)) * double(m.seq_len);
-  return 6.0 * active_matmul_params(m) + (m.n_layers + m.mtp.depth) * core;
+  // 2 * heads * (qk + v) * seq_len/2 forward.
+  return (m.n_layers + m.mtp.depth) * double(m.n_heads) * (qk_dim(m) + v_dim(m)) * double(m.seq_len);
+}
+
+double training_flops_per_token(const ModelConfig& m) {
+  return 6.0 * active_matmul_params(m) + 3.0 * attention_core_forward_flops_per_token(m);
+}
+
+int moe_layer_count(const ModelConfig& m) {
+  return m.n_layers - m.n_dense_layers + (mtp_is_moe(m) ? m.mtp.depth : 0);
+}
+
+double routed_expert_params(const ModelConfig& m) {
+  return moe_layer_count(m) * swiglu_params(m, double(m.moe.n_routed_experts) * m.moe.expert_hidden);
 }
 
 double total_params(const ModelConfig& m) {

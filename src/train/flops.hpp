@@ -11,6 +11,12 @@ double attention_matmul_params(const ModelConfig& m);
 // qk and v the per-head query/key and value widths. The second term is causal attention (QK^T
 // and PV over the lower triangle: half of PaLM's 12 L H Q T for MHA), forward plus backward.
 double training_flops_per_token(const ModelConfig& m);
+// The attention-core part of one token's forward FLOPs (QK^T and PV, causal), all layers and MTP.
+double attention_core_forward_flops_per_token(const ModelConfig& m);
+// Routed-expert parameters (all experts, all MoE layers including MTP blocks).
+double routed_expert_params(const ModelConfig& m);
+// MoE layers, counting MTP blocks.
+int moe_layer_count(const ModelConfig& m);
 // All parameters (total, not per token).
 double total_params(const ModelConfig& m);
 }  // namespace mt

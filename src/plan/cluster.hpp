@@ -1,0 +1,47 @@
+#pragma once
+// A cluster profile (configs/clusters/*.toml): what one accelerator computes and stores, the
+// links between accelerators, and the fractions of peak that real kernels and collectives
+// reach. Every number in a shipped profile carries its source in a comment.
+#include <string>
+#include <vector>
+
+namespace mt::plan {
+
+struct Accelerator {
+  std::string name;
+  double bf16_flops = 0;     // dense peak, FLOP/s
+  double fp8_flops = 0;      // dense peak, FLOP/s (equal to bf16_flops where FP8 is not faster)
+  double hbm_bytes = 0;
+  double hbm_bandwidth = 0;  // bytes/s
+};
+
+struct Torus {
+  std::vector<int> dims;         // chips along each axis
+  double link_bandwidth = 0;     // bytes/s one way, per link
+  bool wraparound = true;
+};
+
+struct Cluster {
+  std::string name;
+  std::string path;          // the file it came from, for messages
+  int accelerators = 0;      // the whole cluster
+  Accelerator accel;
+  int domain = 1;                    // accelerators per scale-up domain (NVLink node, NVL72 rack, TPU slice)
+  double scale_up_bandwidth = 0;     // bytes/s per accelerator, one direction
+  double scale_out_bandwidth = 0;    // bytes/s per accelerator, one direction, between domains
+  std::string topology = "switched"; // switched | torus
+  Torus torus;
+  double compute_efficiency_bf16 = 0;  // achieved / peak FLOP/s of a layer's compute, BF16
+  double compute_efficiency_fp8 = 0;   // the same with FP8 matrix multiplies
+  double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
+  double memory_usable = 0;            // fraction of HBM a training process can use
+
+  // Bandwidth per accelerator, one direction, for a collective among `group` accelerators that
+  // stays inside one scale-up domain.
+  double domain_bandwidth(int group) const;
+};
+
+// Throws UserError naming the file, the key and what is valid.
+Cluster load_cluster(const std::string& path);
+
+}  // namespace mt::plan

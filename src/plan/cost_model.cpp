@@ -1,0 +1,350 @@
+// The step-time and memory model. Units: seconds, bytes, FLOPs. Each formula names what it
+// counts; the README's planner section lists the assumptions.
+#include "plan/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "pipeline/generators.hpp"
+#include "train/flops.hpp"
+#include "util/error.hpp"
+
+namespace mt::plan {
+
+using pipeline::Kind;
+
+std::string layout_text(const Layout& l) {
+  std::ostringstream s;
+  s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep;
+  if (l.pp > 1) s << " " << pipeline::kind_name(l.schedule);
+  if (l.pp > 1 && l.schedule == Kind::interleaved) s << " vpp=" << l.vpp;
+  s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << l.recompute << (l.fp8 ? " fp8" : "");
+  return s.str();
+}
+
+Layout parse_layout(const std::string& text, int gpus) {
+  Layout l;
+  bool dp_given = false;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    auto eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    auto bad = [&](const std::string& valid) {
+      return UserError("--layout " + text + ": '" + item + "': " + valid);
+    };
+    auto integer = [&](int lo) {
+      try {
+        size_t used = 0;
+        int v = std::stoi(value, &used);
+        if (used == value.size() && v >= lo) return v;
+      } catch (const std::exception&) {
+      }
+      throw bad(key + " must be an integer >= " + std::to_string(lo));
+    };
+    if (key == "dp") l.dp = integer(1), dp_given = true;
+    else if (key == "tp") l.tp = integer(1);
+    else if (key == "pp") l.pp = integer(1);
+    else if (key == "ep") l.ep = integer(1);
+    else if (key == "vpp") l.vpp = integer(1);
+    else if (key == "mbs") l.micro_batch = integer(1);
+    else if (key == "zero") {
+      l.zero = integer(0);
+      if (l.zero > 3) throw bad("zero must be 0, 1, 2 or 3 (3 = FSDP)");
+    } else if (key == "schedule") l.schedule = pipeline::parse_kind(value);
+    else if (key == "recompute") {
+      if (value != "none" && value != "selective" && value != "full") throw bad("recompute must be none, selective or full");
+      l.recompute = value;
+    } else if (key == "fp8") {
+      if (value != "on" && value != "off") throw bad("fp8 must be on or off");
+      l.fp8 = value == "on";
+    } else {
+      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8");
+    }
+  }
+  if (!dp_given) {
+    if (gpus % (l.tp * l.pp) != 0)
+      throw UserError("--layout " + text + ": tp*pp = " + std::to_string(l.tp * l.pp) + " does not divide " +
+                      std::to_string(gpus) + " accelerators");
+    l.dp = gpus / (l.tp * l.pp);
+  }
+  return l;
+}
+
+namespace {
+
+// Pieces the model is cut into along the pipeline, and how many of them one rank holds.
+int pipeline_pieces(const Layout& l) {
+  if (l.pp == 1) return 1;
+  switch (l.schedule) {
+    case Kind::interleaved: return l.pp * l.vpp;
+    case Kind::dualpipev: return 2 * l.pp;
+    default: return l.pp;
+  }
+}
+int pieces_per_rank(const Layout& l) {
+  if (l.pp == 1) return 1;
+  switch (l.schedule) {
+    case Kind::interleaved: return l.vpp;
+    case Kind::dualpipe:    // two copies: stage r and stage pp-1-r
+    case Kind::dualpipev: return 2;
+    default: return 1;
+  }
+}
+
+// A collective among `n` ranks spaced `stride` apart in rank order (tensor-parallel ranks are
+// adjacent): how many share a scale-up domain, and how many domains the group spans.
+struct Span {
+  int per_domain;
+  int domains;
+};
+Span span(const Cluster& c, int n, int stride) {
+  int per = std::clamp(c.domain / std::max(stride, 1), 1, n);
+  return {per, (n + per - 1) / per};
+}
+
+// Hierarchical all-reduce (reduce-scatter inside the domain, all-reduce across domains on each
+// rank's 1/per share, all-gather inside): one-direction bytes per rank over each link.
+double all_reduce_time(const Cluster& c, double bytes, int n, int stride) {
+  if (n <= 1 || bytes <= 0) return 0;
+  Span s = span(c, n, stride);
+  double inside = s.per_domain > 1 ? 2.0 * (s.per_domain - 1) / s.per_domain * bytes / c.domain_bandwidth(s.per_domain) : 0;
+  double across = s.domains > 1 ? 2.0 * (s.domains - 1) / s.domains * (bytes / s.per_domain) / c.scale_out_bandwidth : 0;
+  return (inside + across) / c.bus_efficiency;
+}
+
+// Activation bytes one token leaves saved in one layer for backward (BF16), before tensor
+// parallelism divides them: layer inputs, normalized inputs, projections and FFN intermediates.
+struct LayerActivations {
+  double attention;  // split by tensor (sequence) parallelism
+  double ffn;        // dense FFN: split by tensor parallelism; MoE: not split
+};
+LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout& l) {
+  const auto& a = m.attention;
+  const double d = m.d_model, H = m.n_heads;
+  const bool selective = l.recompute == "selective";
+  double attn;  // values per token
+  if (a.kind == "mla") {
+    // Layer input, normalized input, latents, per-head q/k/v from the up-projections, output.
+    const double heads = H * (2.0 * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.v_head_dim);
+    attn = 2 * d + a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + H * a.v_head_dim + (selective ? 0 : heads);
+  } else {
+    attn = 2 * d + 2.0 * H * m.head_dim + 2.0 * (a.n_kv_heads > 0 ? a.n_kv_heads : H) * m.head_dim;
+  }
+  const double experts = moe ? m.moe.top_k + m.moe.n_shared_experts : 1;
+  const double hidden = moe ? m.moe.expert_hidden : m.ffn_hidden;
+  // FFN input per expert copy, gate and up outputs, their SwiGLU product (recomputed when selective).
+  double ffn = 2 * d + experts * (d + (selective ? 2 : 3) * hidden);
+  // Selective recompute also redoes the RMSNorms (DeepSeek-V3 report §3.2.3).
+  if (selective) attn -= d, ffn -= d;
+  // FP8 training caches the FFN inputs in FP8 (DeepSeek-V3 report §3.3, low-precision storage).
+  const double ffn_bytes = l.fp8 ? 1 : 2;
+  return {2 * attn, ffn_bytes * ffn + (moe ? 4.0 * m.moe.n_routed_experts : 0)};
+}
+
+}  // namespace
+
+std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
+  auto s = [](long v) { return std::to_string(v); };
+  if (l.world() > c.accelerators)
+    return "dp*tp*pp = " + s(l.world()) + " is more than the cluster's " + s(c.accelerators) + " accelerators";
+  if (l.tp > c.domain) return "tp = " + s(l.tp) + " spans scale-up domains of " + s(c.domain) + "; keep tp <= " + s(c.domain);
+  if (m.n_heads % l.tp != 0) return "tp = " + s(l.tp) + " does not divide the " + s(m.n_heads) + " heads";
+  if ((l.dp * l.tp) % l.ep != 0) return "ep = " + s(l.ep) + " does not divide dp*tp = " + s(l.dp * l.tp);
+  if (moe_layer_count(m) == 0 && l.ep > 1) return "ep = " + s(l.ep) + " but the model has no routed experts";
+  if (moe_layer_count(m) > 0 && m.moe.n_routed_experts % l.ep != 0)
+    return "ep = " + s(l.ep) + " does not divide the " + s(m.moe.n_routed_experts) + " routed experts";
+  if (pipeline_pieces(l) > m.n_layers + m.mtp.depth)
+    return "the pipeline needs " + s(pipeline_pieces(l)) + " pieces but the model has " + s(m.n_layers + m.mtp.depth) + " layers";
+  if (global_batch % (l.dp * l.micro_batch) != 0)
+    return "dp*mbs = " + s(l.dp * l.micro_batch) + " does not divide the global batch of " + s(global_batch) + " sequences";
+  if (l.pp > 1) {
+    std::string why;
+    try {
+      pipeline::validate_request({l.schedule, l.pp, global_batch / (l.dp * l.micro_batch), l.schedule == Kind::interleaved ? l.vpp : 1});
+    } catch (const UserError& e) {
+      why = e.what();
+    }
+    if (!why.empty()) return why;
+  }
+  if (l.zero == 3 && l.pp > 1) return "zero=3 (FSDP) with pp > 1 regathers weights for every micro-batch of every stage; use zero<=2 with pipelines";
+  return "";
+}
+
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
+  Estimate e;
+  e.layout = l;
+  const int pieces = pipeline_pieces(l), held = pieces_per_rank(l);
+  const int m_count = global_batch / (l.dp * l.micro_batch);
+  e.microbatches = m_count;
+  const double T = double(l.micro_batch) * m.seq_len;  // tokens per micro-batch
+  const double d = m.d_model;
+
+  // Compute: FLOPs of one micro-batch through one piece, on one rank (tensor parallelism splits it).
+  const double core_fwd = attention_core_forward_flops_per_token(m);
+  const double matmul_fwd = training_flops_per_token(m) / 3 - core_fwd;
+  const double peak = (l.fp8 ? c.accel.fp8_flops : c.accel.bf16_flops) *
+                      (l.fp8 ? c.compute_efficiency_fp8 : c.compute_efficiency_bf16);
+  const double rate = peak * l.tp;
+  const double f_c = T * (matmul_fwd + core_fwd) / pieces / rate;
+  const double w_c = T * matmul_fwd / pieces / rate;          // weight gradients: one matmul per forward matmul
+  double b_c = 2 * f_c;                                       // input and weight gradients
+  if (l.recompute == "full") b_c += f_c;
+  const double i_c = b_c - w_c;
+
+  // Tensor parallelism: two all-reduces of the layer's activations forward, two backward (and
+  // two more when the forward is recomputed), on the scale-up domain.
+  const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
+  const double moe_per_piece = double(moe_layer_count(m)) / pieces;
+  const double tp_one = all_reduce_time(c, T * d * 2, l.tp, 1);
+  const double tp_f = 2 * layers_per_piece * tp_one;
+  const double tp_b = (l.recompute == "full" ? 4 : 2) * layers_per_piece * tp_one;
+
+  // Expert parallelism: dispatch and combine forward, their transposes backward. A token crosses
+  // to at most `limit` other domains (node-limited routing), then fans out to its experts inside.
+  double a2a_f = 0, a2a_b = 0;
+  if (l.ep > 1 && moe_layer_count(m) > 0) {
+    Span s = span(c, l.ep, l.tp);
+    const int limit = m.moe.n_groups > 1 ? m.moe.topk_groups : m.moe.top_k;
+    const double remote_domains = s.domains > 1 ? std::min(limit, s.domains) * double(s.domains - 1) / s.domains : 0;
+    const double fan_out = m.moe.top_k * double(s.per_domain - 1) / s.per_domain;
+    auto a2a = [&](double bytes_per_value) {
+      double across = remote_domains * T * d * bytes_per_value / c.scale_out_bandwidth;
+      double inside = s.per_domain > 1 ? fan_out * T * d * bytes_per_value / c.domain_bandwidth(s.per_domain) : 0;
+      return std::max(across, inside) / c.bus_efficiency;  // the two hops pipeline
+    };
+    a2a_f = moe_per_piece * (a2a(l.fp8 ? 1 : 2) + a2a(2));  // FP8 dispatch, BF16 combine
+    a2a_b = moe_per_piece * (a2a(2) + a2a(2));
+  }
+
+  // Pipeline transfers: one micro-batch's activations (sequence-parallel slice per TP rank),
+  // across domains once a pipeline neighbour is dp*tp ranks away.
+  double p2p = 0;
+  if (l.pp > 1) {
+    double bw = l.dp * l.tp >= c.domain ? c.scale_out_bandwidth : c.domain_bandwidth(l.dp * l.tp * 2);
+    p2p = T * d * 2 / l.tp / bw / c.bus_efficiency;
+  }
+
+  const double comm_f = tp_f + a2a_f, comm_b = tp_b + a2a_b;
+  pipeline::Costs costs;
+  costs.forward = f_c + comm_f;
+  costs.backward = b_c + comm_b;
+  costs.input_grad = i_c + comm_b;
+  costs.weight_grad = w_c;
+  // DualPipe overlaps one micro-batch's communication with the other's compute.
+  costs.overlapped = std::max(f_c + b_c, comm_f + comm_b);
+  costs.latency = p2p;
+  e.chunk_costs = costs;
+
+  // Per micro-batch work on a rank in the steady state, and the pipeline's fixed extra time.
+  double per_mb = 0, per_mb_compute = 0;
+  const bool paired = l.pp > 1 && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
+  if (l.pp == 1) {
+    per_mb = f_c + b_c + comm_f + comm_b;
+    per_mb_compute = f_c + b_c;
+  } else if (paired) {
+    per_mb = (l.schedule == Kind::dualpipev ? 2 : 1) * costs.overlapped;
+    per_mb_compute = (l.schedule == Kind::dualpipev ? 2 : 1) * (f_c + b_c);
+  } else {
+    per_mb = held * (costs.forward + costs.backward);
+    per_mb_compute = held * (f_c + b_c);
+  }
+  double makespan;
+  int peak_chunks = 1;
+  if (l.pp == 1) {
+    makespan = m_count * per_mb;
+  } else {
+    // Past the ramps a schedule repeats with a fixed period, so simulate two short pipelines
+    // (about 2*pp and 4*pp micro-batches, valid for the schedule) and extend the line through
+    // them; compute orders suffice, no transfers are needed.
+    const int vpp = l.schedule == Kind::interleaved ? l.vpp : 1;
+    auto valid_from = [&](int want) {
+      int sim = std::min(m_count, want);
+      while (sim < m_count && !pipeline::validate_request_ok({l.schedule, l.pp, sim, vpp})) ++sim;
+      return sim;
+    };
+    auto timeline = [&](int sim) {
+      pipeline::ScheduleRequest req{l.schedule, l.pp, sim, vpp};
+      return pipeline::simulate(pipeline::placement_for(req), pipeline::compute_order_for(req), costs);
+    };
+    const int m1 = valid_from(2 * l.pp), m2 = valid_from(4 * l.pp);
+    pipeline::Timeline tl = timeline(m1);
+    makespan = tl.makespan;
+    if (m2 > m1) {
+      const double period = (timeline(m2).makespan - tl.makespan) / (m2 - m1);
+      makespan += (m_count - m1) * period;
+    }
+    peak_chunks = *std::max_element(tl.peak_activations.begin(), tl.peak_activations.end());
+  }
+  e.peak_live_chunks = peak_chunks;
+
+  // Parameters held per rank: dense weights split by tp and the pipeline (DualPipe keeps two
+  // stages), routed experts split by ep and the pipeline.
+  const double experts = routed_expert_params(m), dense = total_params(m) - experts;
+  const double p_dense = dense / l.tp / pieces * held;
+  const double p_expert = experts / l.ep / pieces * held;
+  const int expert_dp = l.dp * l.tp / l.ep;
+  // DualPipe's two copies of a stage live on mirror ranks and sum their gradients: the mirror
+  // joins each gradient group.
+  const int copies = l.pp > 1 && l.schedule == Kind::dualpipe ? 2 : 1;
+
+  // Data parallelism: BF16 gradients reduced (all-reduce, or reduce-scatter + all-gather of the
+  // updated BF16 weights under ZeRO: the same volume), after the last backward.
+  double dp_time = all_reduce_time(c, 2 * p_dense, copies * l.dp, l.tp) +
+                   all_reduce_time(c, 2 * p_expert, copies * expert_dp, l.tp);
+  if (l.zero == 3) {
+    // FSDP gathers weights before each forward and backward and reduce-scatters gradients after
+    // each backward, overlapped with that micro-batch's compute.
+    const double per_mb_comm = 1.5 * dp_time;  // AG + AG + RS = 3 half all-reduces
+    dp_time = m_count * std::max(0.0, per_mb_comm - per_mb_compute);
+  }
+  const double shard_dense = l.zero >= 1 ? l.dp : 1, shard_expert = l.zero >= 1 ? expert_dp : 1;
+  // AdamW reads FP32 master weight, moments and gradient and writes them back with a BF16 copy.
+  const double opt_time = (p_dense / shard_dense + p_expert / shard_expert) * 30 / c.accel.hbm_bandwidth;
+
+  e.step_s = makespan + dp_time + opt_time;
+  e.time.compute = m_count * per_mb_compute;
+  if (paired) {
+    e.time.ep = m_count * std::max(0.0, per_mb - per_mb_compute) * (a2a_f + a2a_b) / std::max(comm_f + comm_b, 1e-30);
+    e.time.tp = m_count * std::max(0.0, per_mb - per_mb_compute) - e.time.ep;
+  } else {
+    e.time.tp = m_count * held * (tp_f + tp_b);
+    e.time.ep = m_count * held * (a2a_f + a2a_b);
+  }
+  e.time.bubble = std::max(0.0, makespan - e.time.compute - e.time.tp - e.time.ep);
+  e.time.dp = dp_time;
+  e.time.optimizer = opt_time;
+
+  // Memory per rank.
+  const double params = p_dense + p_expert;
+  const double shard_all = (p_dense / shard_dense + p_expert / shard_expert);
+  e.memory.weights = 2 * (l.zero == 3 ? shard_all : params);
+  e.memory.grads = 4 * (l.zero >= 2 ? shard_all : params);
+  e.memory.optimizer = 12 * (l.zero >= 1 ? shard_all : params);
+  const int layers_total = m.n_layers + m.mtp.depth;
+  double per_token_piece = 0;
+  for (int i = 0; i < layers_total; ++i) {
+    bool moe = i < m.n_layers ? i >= m.n_dense_layers : moe_layer_count(m) > m.n_layers - m.n_dense_layers;
+    LayerActivations a = layer_activations(m, moe, l);
+    per_token_piece += a.attention / l.tp + (moe ? a.ffn : a.ffn / l.tp);
+  }
+  per_token_piece /= pieces;
+  if (l.recompute == "full") {
+    // Only each layer's input is kept; one layer is rebuilt at a time during backward.
+    Layout plain = l;
+    plain.recompute = "none";
+    LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
+    per_token_piece = 2 * d * layers_per_piece + (a.attention + a.ffn) / l.tp / std::max(1.0, double(peak_chunks));
+  }
+  const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
+  e.memory.activations = per_token_piece * T * peak_chunks + logits;
+  e.memory_limit = c.accel.hbm_bytes * c.memory_usable;
+  e.fits = e.memory.total() <= e.memory_limit;
+
+  const double tokens = double(global_batch) * m.seq_len;
+  e.mfu = training_flops_per_token(m) * tokens / (e.step_s * l.world() * c.accel.bf16_flops);
+  e.tokens_per_s_per_accel = tokens / e.step_s / l.world();
+  return e;
+}
+
+}  // namespace mt::plan

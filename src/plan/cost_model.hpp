@@ -1,0 +1,64 @@
+#pragma once
+// One training step of a model under a parallel layout on a cluster: compute per pipeline chunk
+// from FLOPs and efficiency, communication on the link each collective crosses, overlap as the
+// schedule allows, the bubble from the schedule simulator, and memory per rank.
+#include <string>
+
+#include "config/config.hpp"
+#include "pipeline/schedule.hpp"
+#include "pipeline/simulate.hpp"
+#include "plan/cluster.hpp"
+
+namespace mt::plan {
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1, ep = 1;
+  int vpp = 1;                    // interleaved only
+  int zero = 1;                   // 0 all-reduce; 1 optimizer sharded; 2 + gradients; 3 FSDP (+ parameters)
+  pipeline::Kind schedule = pipeline::Kind::one_f_one_b;  // unused when pp == 1
+  int micro_batch = 1;            // sequences per micro-batch
+  std::string recompute = "none"; // none | selective | full
+  bool fp8 = false;
+  int world() const { return dp * tp * pp; }
+};
+
+// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8"
+std::string layout_text(const Layout& l);
+// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]";
+// dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
+Layout parse_layout(const std::string& text, int gpus);
+
+struct Memory {
+  double weights = 0, grads = 0, optimizer = 0, activations = 0;
+  double total() const { return weights + grads + optimizer + activations; }
+};
+
+// Seconds per step, each part exposed on the critical path (they sum to the step time).
+struct Breakdown {
+  double compute = 0;
+  double tp = 0, ep = 0;  // exposed tensor- and expert-parallel communication
+  double bubble = 0;      // pipeline idle, including point-to-point latency
+  double dp = 0;          // data-parallel gradient and parameter traffic
+  double optimizer = 0;
+};
+
+struct Estimate {
+  Layout layout;
+  int microbatches = 0;  // per pipeline, per step
+  double step_s = 0;
+  Breakdown time;
+  Memory memory;         // per rank, bytes
+  double memory_limit = 0;
+  bool fits = false;
+  double mfu = 0;                    // model FLOPs (causal, with MTP) / (step * accelerators * BF16 peak)
+  double tokens_per_s_per_accel = 0;
+  pipeline::Costs chunk_costs;       // what the schedule simulator was given
+  int peak_live_chunks = 0;
+};
+
+// Empty when the layout can run this model on this cluster, else what is wrong and what fits.
+std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
+// Requires layout_problem() to be empty.
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
+
+}  // namespace mt::plan

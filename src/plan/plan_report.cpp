@@ -1,0 +1,87 @@
+#include "plan/plan_report.hpp"
+
+#include <cstdio>
+
+namespace mt::plan {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct Part {
+  const char* name;
+  double Breakdown::*field;
+};
+const Part kParts[] = {{"compute", &Breakdown::compute}, {"tp comm", &Breakdown::tp}, {"ep comm", &Breakdown::ep},
+                       {"bubble", &Breakdown::bubble},   {"dp comm", &Breakdown::dp}, {"optimizer", &Breakdown::optimizer}};
+
+}  // namespace
+
+std::string estimates_table(const std::vector<Estimate>& rows) {
+  std::string out = " #  step s   MFU  tok/s/acc  mem GB | compute  tp comm  ep comm   bubble  dp comm      opt | layout\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Estimate& e = rows[i];
+    char line[256];
+    std::snprintf(line, sizeof line, "%2zu %7.3f %5.1f%% %10.0f %7.1f%s|", i + 1, e.step_s, 100 * e.mfu,
+                  e.tokens_per_s_per_accel, e.memory.total() / 1e9, e.fits ? " " : "!");
+    out += line;
+    for (const Part& p : kParts) out += fmt(" %8.3f", e.time.*p.field);
+    out += " | " + layout_text(e.layout) + "\n";
+  }
+  bool any_too_big = false;
+  for (const auto& e : rows) any_too_big |= !e.fits;
+  if (any_too_big) out += "(! = does not fit in memory)\n";
+  return out;
+}
+
+std::string estimates_json(const std::string& model, const Cluster& c, int gpus, const std::vector<Estimate>& rows) {
+  std::string out = "{\"model\":\"" + model + "\",\"cluster\":\"" + c.name + "\",\"accelerators\":" + std::to_string(gpus) +
+                    ",\"layouts\":[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Estimate& e = rows[i];
+    const Layout& l = e.layout;
+    out += i ? "," : "";
+    out += "{\"dp\":" + std::to_string(l.dp) + ",\"tp\":" + std::to_string(l.tp) + ",\"pp\":" + std::to_string(l.pp) +
+           ",\"ep\":" + std::to_string(l.ep) + ",\"vpp\":" + std::to_string(l.vpp) + ",\"schedule\":\"" +
+           (l.pp > 1 ? pipeline::kind_name(l.schedule) : "none") + "\",\"zero\":" + std::to_string(l.zero) +
+           ",\"micro_batch\":" + std::to_string(l.micro_batch) + ",\"recompute\":\"" + l.recompute +
+           "\",\"fp8\":" + (l.fp8 ? "true" : "false") + ",\"microbatches\":" + std::to_string(e.microbatches) +
+           ",\"step_s\":" + fmt("%.6g", e.step_s) + ",\"mfu\":" + fmt("%.6g", e.mfu) +
+           ",\"tokens_per_s_per_accelerator\":" + fmt("%.6g", e.tokens_per_s_per_accel) +
+           ",\"memory_bytes\":" + fmt("%.6g", e.memory.total()) + ",\"fits\":" + (e.fits ? "true" : "false") + ",\"time\":{";
+    for (size_t p = 0; p < std::size(kParts); ++p)
+      out += std::string(p ? "," : "") + "\"" + kParts[p].name + "\":" + fmt("%.6g", e.time.*kParts[p].field);
+    out += "}}";
+  }
+  return out + "]}\n";
+}
+
+std::string explain(const Estimate* best, const Estimate* flat) {
+  if (!best) return "no layout fits in memory\n";
+  if (best->layout.pp == 1) return "the best layout uses no pipeline parallelism\n";
+  if (!flat) return "no layout without pipeline parallelism fits in memory: the pipeline is needed to hold the model\n";
+  std::string out = "best:            " + layout_text(best->layout) + "\nbest without PP:  " + layout_text(flat->layout) +
+                    "\npart            with PP     without\n";
+  for (const Part& p : kParts)
+    out += std::string(p.name) + std::string(12 - std::string(p.name).size(), ' ') +
+           fmt("%12.3f", best->time.*p.field) + fmt("%12.3f", flat->time.*p.field) + "\n";
+  out += "step        " + fmt("%12.3f", best->step_s) + fmt("%12.3f", flat->step_s) + "\n";
+  out += "memory GB   " + fmt("%12.1f", best->memory.total() / 1e9) + fmt("%12.1f", flat->memory.total() / 1e9) + "\n";
+  // The parts that cost the flat layout the most, in the words of the trade-off.
+  const Part* worst = &kParts[0];
+  double worst_gap = -1e30;
+  for (const Part& p : kParts) {
+    double gap = flat->time.*p.field - best->time.*p.field;
+    if (gap > worst_gap) worst_gap = gap, worst = &p;
+  }
+  out += "without PP the step is " + fmt("%.3f", flat->step_s - best->step_s) + " s longer; the largest difference is " +
+         worst->name + " (" + fmt("%+.3f", worst_gap) + " s)";
+  out += best->time.bubble > 0 ? ", against a bubble of " + fmt("%.3f", best->time.bubble) + " s that the pipeline adds\n" : "\n";
+  return out;
+}
+
+}  // namespace mt::plan

@@ -1,0 +1,49 @@
+#include "plan/search.hpp"
+
+#include <algorithm>
+
+namespace mt::plan {
+
+namespace {
+
+std::vector<int> powers_of_two_up_to(int limit) {
+  std::vector<int> v;
+  for (int x = 1; x <= limit; x *= 2) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8) {
+  using pipeline::Kind;
+  SearchResult out;
+  const bool moe = m.moe.n_routed_experts > 0 && m.n_layers > m.n_dense_layers;
+  for (int tp : powers_of_two_up_to(std::min(c.domain, 8)))
+    for (int pp : powers_of_two_up_to(64)) {
+      if (gpus % (tp * pp) != 0) continue;
+      const int dp = gpus / (tp * pp);
+      std::vector<std::pair<Kind, int>> schedules = {{Kind::one_f_one_b, 1}};
+      if (pp > 1)
+        schedules = {{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::zb_h1, 1}, {Kind::dualpipe, 1}, {Kind::dualpipev, 1}};
+      for (int ep : moe ? powers_of_two_up_to(std::min(dp * tp, m.moe.n_routed_experts)) : std::vector<int>{1})
+        for (auto [kind, vpp] : schedules)
+          for (int zero : {1, 2, 3})
+            for (int mbs : {1, 2, 4})
+              for (const char* recompute : {"none", "selective", "full"}) {
+                Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8};
+                if (!layout_problem(m, global_batch, c, l).empty()) continue;
+                Estimate e = estimate_step(m, global_batch, c, l);
+                ++out.considered;
+                if (!e.fits) {
+                  ++out.too_big;
+                  continue;
+                }
+                out.ranked.push_back(e);
+              }
+    }
+  std::stable_sort(out.ranked.begin(), out.ranked.end(),
+                   [](const Estimate& a, const Estimate& b) { return a.step_s < b.step_s; });
+  return out;
+}
+
+}  // namespace mt::plan

@@ -1,0 +1,19 @@
+#pragma once
+// Layout search: every layout of the cluster's accelerators that the model allows, kept if it
+// fits in memory, ranked by predicted step time.
+#include <vector>
+
+#include "plan/cost_model.hpp"
+
+namespace mt::plan {
+
+struct SearchResult {
+  std::vector<Estimate> ranked;  // fitting layouts, fastest first
+  int considered = 0;            // valid layouts estimated
+  int too_big = 0;               // of those, how many did not fit in memory
+};
+
+// fp8: search FP8 layouts only (true) or BF16 only (false): precision is the experiment's choice.
+SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8);
+
+}  // namespace mt::plan
