@@ -96,3 +96,25 @@ expect "schedule: unwritable svg" 2 "cannot write --svg $tmp/no/dir.svg" -- \
 expect "the README's DualPipe drawing is what the code draws" 0 "^same$" -- bash -c \
   "$bin schedule --kind dualpipe --pp 8 --microbatches 20 --svg $tmp/readme.svg >/dev/null &&
    cmp -s $tmp/readme.svg docs/schedules/dualpipe_pp8_m20.svg && echo same"
+
+# The planner.
+expect "plan evaluates DeepSeek's layout" 0 "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=selective fp8" -- \
+  $bin plan configs/deepseek-v3.toml --cluster configs/clusters/h800-deepseek.toml \
+  --layout tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=selective,fp8=on
+expect "plan searches and explains" 0 "best without PP: +dp=[0-9]+ tp=[0-9]+ pp=1 " -- \
+  $bin plan configs/deepseek-v3.toml --cluster configs/clusters/h800-deepseek.toml --fp8 --top 1 --explain
+$bin plan configs/llama3-70b.toml --cluster configs/clusters/tpu-v5p-pod.toml --gpus 4096 --top 2 --json > "$tmp/plan.json"
+expect "plan --json lists ranked layouts" 0 "^ok$" -- python3 -c "
+import json
+d = json.load(open('$tmp/plan.json'))
+rows = d['layouts']
+assert d['accelerators'] == 4096 and len(rows) == 2, d
+assert rows[0]['step_s'] <= rows[1]['step_s'] and rows[0]['pp'] == 1 and rows[0]['fits'], rows[0]
+assert abs(sum(rows[0]['time'].values()) - rows[0]['step_s']) < 1e-4 * rows[0]['step_s'], rows[0]
+print('ok')"
+expect "plan: bad layout key" 2 "--layout tp=1,speed=2: 'speed=2': unknown key; valid keys are dp, tp, pp" -- \
+  $bin plan configs/deepseek-v3.toml --cluster configs/clusters/h800-deepseek.toml --layout tp=1,speed=2
+expect "plan: layout that cannot run" 2 "dualpipe needs an even number of micro-batches, at least 2\*pp = 4" -- \
+  $bin plan configs/deepseek-v3.toml --cluster configs/clusters/h800-deepseek.toml --layout pp=2,schedule=dualpipe --set training.global_batch=2048
+expect "plan: missing cluster file" 2 "nope.toml: cannot open the cluster profile" -- \
+  $bin plan configs/deepseek-v3.toml --cluster "$tmp/nope.toml"
