@@ -142,13 +142,19 @@ TEST_CASE("Megatron-LM 2021 Table 1 rows from one efficiency factor") {
   }
 }
 
-TEST_CASE("the search picks a deep pipeline for DeepSeek-V3 on H800 and none for Llama-3-70B on a v5p pod") {
+TEST_CASE("the search picks a deep pipeline for DeepSeek-V3 on H800, at most 4 stages on GB200 NVL72, none for Llama-3-70B on a v5p pod") {
   mt::Config ds = mt::load_config("configs/deepseek-v3.toml", {});
   SearchResult h800 = search_layouts(ds.model, ds.training.global_batch, load_cluster("configs/clusters/h800-deepseek.toml"), 2048, true);
   REQUIRE(!h800.ranked.empty());
   CHECK(h800.ranked[0].layout.pp >= 8);
   CHECK(h800.too_big > 0);
   for (size_t i = 1; i < h800.ranked.size(); ++i) CHECK(h800.ranked[i - 1].step_s <= h800.ranked[i].step_s);
+
+  SearchResult nvl72 = search_layouts(ds.model, ds.training.global_batch, load_cluster("configs/clusters/gb200-nvl72.toml"), 2048, true);
+  REQUIRE(!nvl72.ranked.empty());
+  CHECK(nvl72.ranked[0].layout.pp <= 4);
+  // Its expert group stays inside one rack.
+  CHECK(nvl72.ranked[0].layout.ep * nvl72.ranked[0].layout.tp <= 72);
 
   mt::Config llama = mt::load_config("configs/llama3-70b.toml", {});
   SearchResult tpu = search_layouts(llama.model, llama.training.global_batch, load_cluster("configs/clusters/tpu-v5p-pod.toml"), 4096, false);

@@ -17,8 +17,8 @@ using pipeline::Kind;
 std::string layout_text(const Layout& l) {
   std::ostringstream s;
   s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep;
-  if (l.pp > 1) s << " " << pipeline::kind_name(l.schedule);
-  if (l.pp > 1 && l.schedule == Kind::interleaved) s << " vpp=" << l.vpp;
+  if (l.scheduled()) s << " " << pipeline::kind_name(l.schedule);
+  if (l.scheduled() && l.schedule == Kind::interleaved) s << " vpp=" << l.vpp;
   s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << l.recompute << (l.fp8 ? " fp8" : "");
   return s.str();
 }
@@ -75,7 +75,7 @@ namespace {
 
 // Pieces the model is cut into along the pipeline, and how many of them one rank holds.
 int pipeline_pieces(const Layout& l) {
-  if (l.pp == 1) return 1;
+  if (!l.scheduled()) return 1;
   switch (l.schedule) {
     case Kind::interleaved: return l.pp * l.vpp;
     case Kind::dualpipev: return 2 * l.pp;
@@ -83,7 +83,7 @@ int pipeline_pieces(const Layout& l) {
   }
 }
 int pieces_per_rank(const Layout& l) {
-  if (l.pp == 1) return 1;
+  if (!l.scheduled()) return 1;
   switch (l.schedule) {
     case Kind::interleaved: return l.vpp;
     case Kind::dualpipe:    // two copies: stage r and stage pp-1-r
@@ -158,7 +158,9 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
     return "the pipeline needs " + s(pipeline_pieces(l)) + " pieces but the model has " + s(m.n_layers + m.mtp.depth) + " layers";
   if (global_batch % (l.dp * l.micro_batch) != 0)
     return "dp*mbs = " + s(l.dp * l.micro_batch) + " does not divide the global batch of " + s(global_batch) + " sequences";
-  if (l.pp > 1) {
+  if (l.pp == 1 && l.schedule != Kind::one_f_one_b && l.schedule != Kind::dualpipev)
+    return "with pp = 1 the schedule is 1f1b (micro-batches one after another) or dualpipev (two overlapped)";
+  if (l.scheduled()) {
     std::string why;
     try {
       pipeline::validate_request({l.schedule, l.pp, global_batch / (l.dp * l.micro_batch), l.schedule == Kind::interleaved ? l.vpp : 1});
@@ -238,8 +240,8 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
 
   // Per micro-batch work on a rank in the steady state, and the pipeline's fixed extra time.
   double per_mb = 0, per_mb_compute = 0;
-  const bool paired = l.pp > 1 && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
-  if (l.pp == 1) {
+  const bool paired = l.scheduled() && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
+  if (!l.scheduled()) {
     per_mb = f_c + b_c + comm_f + comm_b;
     per_mb_compute = f_c + b_c;
   } else if (paired) {
@@ -251,7 +253,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   }
   double makespan;
   int peak_chunks = 1;
-  if (l.pp == 1) {
+  if (!l.scheduled()) {
     makespan = m_count * per_mb;
   } else {
     // Past the ramps a schedule repeats with a fixed period, so simulate two short pipelines

@@ -15,11 +15,15 @@ struct Layout {
   int dp = 1, tp = 1, pp = 1, ep = 1;
   int vpp = 1;                    // interleaved only
   int zero = 1;                   // 0 all-reduce; 1 optimizer sharded; 2 + gradients; 3 FSDP (+ parameters)
-  pipeline::Kind schedule = pipeline::Kind::one_f_one_b;  // unused when pp == 1
+  pipeline::Kind schedule = pipeline::Kind::one_f_one_b;  // with pp == 1: 1f1b (plain) or dualpipev
   int micro_batch = 1;            // sequences per micro-batch
   std::string recompute = "none"; // none | selective | full
   bool fp8 = false;
   int world() const { return dp * tp * pp; }
+  // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
+  // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's
+  // communication with another's compute. Otherwise micro-batches run one after another.
+  bool scheduled() const { return pp > 1 || schedule == pipeline::Kind::dualpipev; }
 };
 
 // "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8"

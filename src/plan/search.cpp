@@ -22,7 +22,7 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
     for (int pp : powers_of_two_up_to(64)) {
       if (gpus % (tp * pp) != 0) continue;
       const int dp = gpus / (tp * pp);
-      std::vector<std::pair<Kind, int>> schedules = {{Kind::one_f_one_b, 1}};
+      std::vector<std::pair<Kind, int>> schedules = {{Kind::one_f_one_b, 1}, {Kind::dualpipev, 1}};
       if (pp > 1)
         schedules = {{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::zb_h1, 1}, {Kind::dualpipe, 1}, {Kind::dualpipev, 1}};
       for (int ep : moe ? powers_of_two_up_to(std::min(dp * tp, m.moe.n_routed_experts)) : std::vector<int>{1})
