@@ -67,7 +67,7 @@ TEST_CASE("cluster profile errors name the file, the key and what is valid") {
     return user_error_of([&] { load_cluster(dir + "/c.toml"); });
   };
   CHECK(contains(write(std::regex_replace(text, std::regex("bus = 0.8"), "bus = 1.8")),
-                 "c.toml:36:7: efficiency.bus = 1.800000 is outside [0.010000, 1.000000]"));
+                 "c.toml:40:7: efficiency.bus = 1.800000 is outside [0.010000, 1.000000]"));
   CHECK(contains(write(std::regex_replace(text, std::regex("kind = \"switched\""), "kind = \"mesh\"")),
                  "topology.kind = \"mesh\" is not one of switched, torus"));
   CHECK(contains(write(text + "\n[extra]\nspeed = 3\n"), "unknown key 'extra.speed'"));
@@ -87,19 +87,22 @@ TEST_CASE("DeepSeek-V3 on 2048 H800 with DeepSeek's layout against the published
   CHECK(e.microbatches == 120);
   CHECK(e.peak_live_chunks == 17);  // PP+1
   // Published (DeepSeek ISCA'25 Table 4): 19.93 s per step, bubble 2.06 s, 38.9% causal MFU
-  // without MTP. The bubble is within 25%; the step is 10.5% short (see the README).
+  // without MTP.
   CHECK(std::abs(e.time.bubble / 2.06 - 1) < 0.25);
-  CHECK(std::abs(e.step_s / 19.93 - 1) < 0.12);
+  CHECK(std::abs(e.step_s / 19.93 - 1) < 0.10);
   mt::ModelConfig no_mtp = cfg.model;
   no_mtp.mtp.depth = 0;
   double mfu = mt::training_flops_per_token(no_mtp) * 15360.0 * 4096 / (e.step_s * 2048 * c.accel.bf16_flops);
-  CHECK(std::abs(mfu / 0.389 - 1) < 0.13);
+  CHECK(std::abs(mfu / 0.389 - 1) < 0.10);
   // The parts add up to the step.
   const Breakdown& t = e.time;
-  CHECK(t.compute + t.tp + t.ep + t.bubble + t.dp + t.optimizer == doctest::Approx(e.step_s));
+  CHECK(t.compute + t.tp + t.ep + t.imbalance + t.bubble + t.dp + t.optimizer == doctest::Approx(e.step_s));
+  // Whole layers and the heavy output heads do not split evenly over 16 stages.
+  CHECK(e.stage_imbalance > 1.02);
+  CHECK(e.stage_imbalance < 1.2);
 }
 
-TEST_CASE("Megatron-LM 2021 Table 1 rows from one efficiency factor") {
+TEST_CASE("Megatron-LM 2021 Table 1: every row within 15% from two global factors") {
   Cluster c = load_cluster("configs/clusters/a100-selene.toml");
   struct Row {
     int heads, hidden, layers, tp, pp, dp, batch;
@@ -129,16 +132,9 @@ TEST_CASE("Megatron-LM 2021 Table 1 rows from one efficiency factor") {
     const double flops = 96.0 * r.batch * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
     errors.push_back(flops / best / (r.tp * r.pp * r.dp) / 1e12 / r.tflops - 1);
   }
-  // The rows up to 76B are within 15%; the deep-pipeline rows fall to -23% because compute
-  // efficiency is one number while bigger matrices run faster (see the README).
-  for (size_t i = 0; i < 6; ++i) {
+  for (size_t i = 0; i < errors.size(); ++i) {
     CAPTURE(i);
     CHECK(std::abs(errors[i]) < 0.15);
-  }
-  for (size_t i = 6; i < errors.size(); ++i) {
-    CAPTURE(i);
-    CHECK(errors[i] < 0);
-    CHECK(errors[i] > -0.25);
   }
 }
 
@@ -146,7 +142,11 @@ TEST_CASE("the search picks a deep pipeline for DeepSeek-V3 on H800, at most 4 s
   mt::Config ds = mt::load_config("configs/deepseek-v3.toml", {});
   SearchResult h800 = search_layouts(ds.model, ds.training.global_batch, load_cluster("configs/clusters/h800-deepseek.toml"), 2048, true);
   REQUIRE(!h800.ranked.empty());
-  CHECK(h800.ranked[0].layout.pp >= 8);
+  // At least 8 pipeline stages, counted as DualPipe's README does (DualPipeV: PP stages on PP/2
+  // ranks): the model splits DeepSeek-V3 into 8 or more stages on this cluster.
+  const Layout& best = h800.ranked[0].layout;
+  CHECK((best.schedule == Kind::dualpipev ? 2 * best.pp : best.pp) >= 8);
+  CHECK(best.pp >= 4);
   CHECK(h800.too_big > 0);
   for (size_t i = 1; i < h800.ranked.size(); ++i) CHECK(h800.ranked[i - 1].step_s <= h800.ranked[i].step_s);
 

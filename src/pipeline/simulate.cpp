@@ -4,17 +4,13 @@
 #include "pipeline/simulate.hpp"
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
-#include <tuple>
 
 namespace mt::pipeline {
 
 double Timeline::max_bubble() const { return bubble.empty() ? 0 : *std::max_element(bubble.begin(), bubble.end()); }
 
 namespace {
-
-using Key = std::tuple<int, int, int, int>;  // payload (0 activation, 1 gradient), flow, micro-batch, position
 
 double cost_of(const ComputeOp& op, const Costs& c) {
   if (op.overlapped_backward) return c.overlapped;
@@ -43,7 +39,12 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
   tl.busy.assign(n, 0);
   std::vector<size_t> next(n, 0);
   std::vector<double> clock(n, 0);
-  std::map<Key, Produced> produced;
+  // When each transfer's data exists: indexed by payload, flow, micro-batch and position.
+  const size_t per_payload = size_t(pl.flows) * pl.microbatches_per_flow * pl.stages;
+  std::vector<Produced> produced(2 * per_payload, Produced{-1, -1});
+  auto slot = [&](int payload, int flow, int mb, int position) -> Produced& {
+    return produced[payload * per_payload + (size_t(flow) * pl.microbatches_per_flow + mb) * pl.stages + position];
+  };
 
   // The earliest start of `op` on rank r, or a negative value while an input is missing.
   auto ready_at = [&](int r, const ComputeOp& op) {
@@ -54,9 +55,9 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
       bool fwd = task.pass == Pass::forward;
       int from = fwd ? loc.position - 1 : loc.position + 1;
       if (from < 0 || from >= pl.stages) continue;
-      auto it = produced.find({fwd ? 0 : 1, loc.flow, task.microbatch, from});
-      if (it == produced.end()) return -1.0;
-      t = std::max(t, it->second.time + (it->second.rank == r ? 0 : costs.latency));
+      const Produced& p = slot(fwd ? 0 : 1, loc.flow, task.microbatch, from);
+      if (p.rank < 0) return -1.0;
+      t = std::max(t, p.time + (p.rank == r ? 0 : costs.latency));
     }
     return t;
   };
@@ -77,7 +78,7 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
         for (const Task& task : tasks_of(op)) {
           if (task.pass == Pass::weight_grad) continue;
           Location loc = *pl.locate(r, task.chunk);
-          produced[{task.pass == Pass::forward ? 0 : 1, loc.flow, task.microbatch, loc.position}] = {end, r};
+          slot(task.pass == Pass::forward ? 0 : 1, loc.flow, task.microbatch, loc.position) = {end, r};
         }
         ++next[r];
         --remaining;

@@ -145,8 +145,12 @@ Cluster load_cluster(const std::string& path) {
       throw UserError(path + ": topology.dims multiply to " + std::to_string(chips) + " but scale_up.domain = " +
                       std::to_string(c.domain) + "; a torus is one scale-up domain, so they must agree");
   }
-  r.number("efficiency.compute_bf16", 0.01, 1, c.compute_efficiency_bf16);
-  r.number("efficiency.compute_fp8", 0.01, 1, c.compute_efficiency_fp8);
+  r.number("efficiency.matmul_bf16", 0.01, 1, c.matmul_efficiency_bf16);
+  r.number("efficiency.matmul_fp8", 0.01, 1, c.matmul_efficiency_fp8);
+  r.number("efficiency.activation_passes", 0, 100, c.activation_passes);
+  std::string attention;
+  r.string("software.attention", {"fused", "materialized"}, attention);
+  c.attention_materialized = attention == "materialized";
   r.number("efficiency.bus", 0.01, 1, c.bus_efficiency);
   r.number("efficiency.memory_usable", 0.1, 1, c.memory_usable);
   r.refuse_unknown();

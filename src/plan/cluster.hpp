@@ -31,8 +31,10 @@ struct Cluster {
   double scale_out_bandwidth = 0;    // bytes/s per accelerator, one direction, between domains
   std::string topology = "switched"; // switched | torus
   Torus torus;
-  double compute_efficiency_bf16 = 0;  // achieved / peak FLOP/s of a layer's compute, BF16
-  double compute_efficiency_fp8 = 0;   // the same with FP8 matrix multiplies
+  double matmul_efficiency_bf16 = 0;  // achieved / peak FLOP/s of the model's matrix multiplies, BF16
+  double matmul_efficiency_fp8 = 0;   // the same with FP8 matrix multiplies
+  double activation_passes = 0;       // HBM traffic of memory-bound ops, in activation sizes per step
+  bool attention_materialized = false;  // the software writes the attention score matrix to HBM
   double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
   double memory_usable = 0;            // fraction of HBM a training process can use
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "pipeline/generators.hpp"
@@ -142,6 +143,60 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
   return {2 * attn, ffn_bytes * ffn + (moe ? 4.0 * m.moe.n_routed_experts : 0)};
 }
 
+// Activation bytes one token leaves in all layers (MTP blocks included) on one tensor-parallel
+// rank, under the layout's recomputation and precision.
+double model_activations_per_token(const ModelConfig& m, const Layout& l) {
+  double bytes = 0;
+  const int moe_layers = moe_layer_count(m);
+  for (int i = 0; i < m.n_layers + m.mtp.depth; ++i) {
+    const bool moe = i < m.n_layers ? i >= m.n_dense_layers : moe_layers > m.n_layers - m.n_dense_layers;
+    LayerActivations a = layer_activations(m, moe, l);
+    bytes += a.attention / l.tp + (moe ? a.ffn : a.ffn / l.tp);
+  }
+  return bytes;
+}
+
+// The model's blocks (layers, head, MTP modules) cut into the pipeline's pieces, contiguous and
+// whole, with the heaviest piece as light as possible; returns the busiest rank's share of the
+// forward FLOPs over the average rank's. 1 without a schedule.
+double stage_imbalance(const ModelConfig& m, const Layout& l) {
+  if (!l.scheduled()) return 1;
+  const std::vector<double> blocks = forward_flops_per_block(m);
+  const int pieces = pipeline_pieces(l);
+  // Cut greedily under a ceiling, leaving at least one block for every piece still to fill.
+  auto cut = [&](double ceiling) {
+    std::vector<double> out;
+    size_t i = 0;
+    for (int p = 0; p < pieces; ++p) {
+      double sum = 0;
+      const size_t must_leave = pieces - p - 1;
+      while (i < blocks.size() && blocks.size() - i > must_leave && (sum == 0 || sum + blocks[i] <= ceiling))
+        sum += blocks[i++];
+      out.push_back(sum);
+    }
+    if (i < blocks.size()) out.back() += std::numeric_limits<double>::infinity();
+    return out;
+  };
+  double lo = *std::max_element(blocks.begin(), blocks.end()), hi = 0;
+  for (double b : blocks) hi += b;
+  for (int it = 0; it < 60; ++it) {
+    double mid = 0.5 * (lo + hi);
+    std::vector<double> p = cut(mid);
+    (*std::max_element(p.begin(), p.end()) <= mid ? hi : lo) = mid;
+  }
+  const std::vector<double> piece = cut(hi);
+  pipeline::ScheduleRequest req{l.schedule, l.pp, 2 * l.pp, l.schedule == Kind::interleaved ? l.vpp : 1};
+  const pipeline::Placement placement = pipeline::placement_for(req);
+  double busiest = 0, all = 0;
+  for (int r = 0; r < l.pp; ++r) {
+    double work = 0;
+    for (int c = 0; c < placement.chunks_per_rank; ++c) work += piece[placement.locate(r, c)->position];
+    busiest = std::max(busiest, work);
+    all += work;
+  }
+  return busiest / (all / l.pp);
+}
+
 }  // namespace
 
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
@@ -173,7 +228,7 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   return "";
 }
 
-Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l, bool only_if_fits) {
   Estimate e;
   e.layout = l;
   const int pieces = pipeline_pieces(l), held = pieces_per_rank(l);
@@ -186,11 +241,21 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   const double core_fwd = attention_core_forward_flops_per_token(m);
   const double matmul_fwd = training_flops_per_token(m) / 3 - core_fwd;
   const double peak = (l.fp8 ? c.accel.fp8_flops : c.accel.bf16_flops) *
-                      (l.fp8 ? c.compute_efficiency_fp8 : c.compute_efficiency_bf16);
+                      (l.fp8 ? c.matmul_efficiency_fp8 : c.matmul_efficiency_bf16);
   const double rate = peak * l.tp;
-  const double f_c = T * (matmul_fwd + core_fwd) / pieces / rate;
-  const double w_c = T * matmul_fwd / pieces / rate;          // weight gradients: one matmul per forward matmul
-  double b_c = 2 * f_c;                                       // input and weight gradients
+  const double f_mm = T * (matmul_fwd + core_fwd) / pieces / rate;
+  const double w_c = T * matmul_fwd / pieces / rate;  // weight gradients: one matmul per forward matmul
+  // Memory-bound work (norms, activation functions, residual adds, casts, and without a fused
+  // attention kernel the score matrix: Korthikanti et al. 2022's 5*a*s bytes per token) moves
+  // the layer's activations `activation_passes` times over HBM per step: a third forward, two
+  // thirds backward.
+  Layout unrecomputed = l;
+  unrecomputed.recompute = "none";
+  double moved = model_activations_per_token(m, unrecomputed);
+  if (c.attention_materialized) moved += 5.0 * m.n_heads * m.seq_len * (m.n_layers + m.mtp.depth) / l.tp;
+  const double traffic = c.activation_passes * T * moved / pieces / c.accel.hbm_bandwidth;
+  const double f_c = f_mm + traffic / 3;
+  double b_c = 2 * f_mm + 2 * traffic / 3;  // input and weight gradients
   if (l.recompute == "full") b_c += f_c;
   const double i_c = b_c - w_c;
 
@@ -227,30 +292,64 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
     p2p = T * d * 2 / l.tp / bw / c.bus_efficiency;
   }
 
+  // Parameters held per rank: dense weights split by tp and the pipeline (DualPipe keeps two
+  // stages), routed experts split by ep and the pipeline.
+  const double experts = routed_expert_params(m), dense = total_params(m) - experts;
+  const double p_dense = dense / l.tp / pieces * held;
+  const double p_expert = experts / l.ep / pieces * held;
+  const int expert_dp = l.dp * l.tp / l.ep;
+  // DualPipe's two copies of a stage live on mirror ranks and sum their gradients: the mirror
+  // joins each gradient group.
+  const int copies = l.pp > 1 && l.schedule == Kind::dualpipe ? 2 : 1;
+  // Data parallelism: reducing the rank's BF16 gradients (all-reduce, or reduce-scatter plus
+  // all-gather of the updated BF16 weights under ZeRO: the same volume).
+  const double dp_full = all_reduce_time(c, 2 * p_dense, copies * l.dp, l.tp) +
+                         all_reduce_time(c, 2 * p_expert, copies * expert_dp, l.tp);
+  // Sharded gradients cannot accumulate over micro-batches: under ZeRO-2 each chunk's backward
+  // reduce-scatters its gradients at once; FSDP also gathers the chunk's weights before its
+  // forward and backward. That traffic runs beside compute, on the links the all-to-all uses.
+  const double dp_chunk = (l.zero == 2 ? 0.5 : l.zero == 3 ? 1.5 : 0.0) * dp_full / held;
+  // What stays for the end of the step: the all-reduce, or the weight gather after the update.
+  const double dp_end = l.zero <= 1 ? dp_full : l.zero == 2 ? 0.5 * dp_full : 0.0;
+
   const double comm_f = tp_f + a2a_f, comm_b = tp_b + a2a_b;
+  // The schedule runs at the pace of its busiest rank: scale the average chunk to it.
+  const double k = stage_imbalance(m, l);
   pipeline::Costs costs;
-  costs.forward = f_c + comm_f;
-  costs.backward = b_c + comm_b;
-  costs.input_grad = i_c + comm_b;
-  costs.weight_grad = w_c;
+  costs.forward = k * (f_c + comm_f);
+  costs.backward = k * (b_c + comm_b);
+  costs.input_grad = k * (i_c + comm_b);
+  costs.weight_grad = k * w_c;
   // DualPipe overlaps one micro-batch's communication with the other's compute.
-  costs.overlapped = std::max(f_c + b_c, comm_f + comm_b);
+  costs.overlapped = k * std::max(f_c + b_c, comm_f + comm_b + dp_chunk);
   costs.latency = p2p;
   e.chunk_costs = costs;
+  e.stage_imbalance = k;
 
-  // Per micro-batch work on a rank in the steady state, and the pipeline's fixed extra time.
+  // Work per micro-batch on the average rank in the steady state (the busiest takes k times it).
   double per_mb = 0, per_mb_compute = 0;
   const bool paired = l.scheduled() && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
   if (!l.scheduled()) {
     per_mb = f_c + b_c + comm_f + comm_b;
     per_mb_compute = f_c + b_c;
   } else if (paired) {
-    per_mb = (l.schedule == Kind::dualpipev ? 2 : 1) * costs.overlapped;
+    per_mb = (l.schedule == Kind::dualpipev ? 2 : 1) * costs.overlapped / k;
     per_mb_compute = (l.schedule == Kind::dualpipev ? 2 : 1) * (f_c + b_c);
   } else {
-    per_mb = held * (costs.forward + costs.backward);
+    per_mb = held * (costs.forward + costs.backward) / k;
     per_mb_compute = held * (f_c + b_c);
   }
+  // Memory per rank besides activations: BF16 weights, FP32 gradients, FP32 master weights and
+  // moments, each sharded as the ZeRO stage says.
+  const double shard_dense = l.zero >= 1 ? l.dp : 1, shard_expert = l.zero >= 1 ? expert_dp : 1;
+  const double params = p_dense + p_expert;
+  const double shard_all = (p_dense / shard_dense + p_expert / shard_expert);
+  e.memory.weights = 2 * (l.zero == 3 ? shard_all : params);
+  e.memory.grads = 4 * (l.zero >= 2 ? shard_all : params);
+  e.memory.optimizer = 12 * (l.zero >= 1 ? shard_all : params);
+  e.memory_limit = c.accel.hbm_bytes * c.memory_usable;
+  if (only_if_fits && e.memory.total() > e.memory_limit) return e;  // fits stays false
+
   double makespan;
   int peak_chunks = 1;
   if (!l.scheduled()) {
@@ -280,57 +379,33 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   }
   e.peak_live_chunks = peak_chunks;
 
-  // Parameters held per rank: dense weights split by tp and the pipeline (DualPipe keeps two
-  // stages), routed experts split by ep and the pipeline.
-  const double experts = routed_expert_params(m), dense = total_params(m) - experts;
-  const double p_dense = dense / l.tp / pieces * held;
-  const double p_expert = experts / l.ep / pieces * held;
-  const int expert_dp = l.dp * l.tp / l.ep;
-  // DualPipe's two copies of a stage live on mirror ranks and sum their gradients: the mirror
-  // joins each gradient group.
-  const int copies = l.pp > 1 && l.schedule == Kind::dualpipe ? 2 : 1;
-
-  // Data parallelism: BF16 gradients reduced (all-reduce, or reduce-scatter + all-gather of the
-  // updated BF16 weights under ZeRO: the same volume), after the last backward.
-  double dp_time = all_reduce_time(c, 2 * p_dense, copies * l.dp, l.tp) +
-                   all_reduce_time(c, 2 * p_expert, copies * expert_dp, l.tp);
-  if (l.zero == 3) {
-    // FSDP gathers weights before each forward and backward and reduce-scatters gradients after
-    // each backward, overlapped with that micro-batch's compute.
-    const double per_mb_comm = 1.5 * dp_time;  // AG + AG + RS = 3 half all-reduces
-    dp_time = m_count * std::max(0.0, per_mb_comm - per_mb_compute);
-  }
-  const double shard_dense = l.zero >= 1 ? l.dp : 1, shard_expert = l.zero >= 1 ? expert_dp : 1;
+  // Outside DualPipe's pairs, the per-chunk gradient traffic hides behind the chunk's compute.
+  const double dp_time =
+      dp_end + (paired ? 0.0 : m_count * held * std::max(0.0, dp_chunk - (f_c + b_c)));
   // AdamW reads FP32 master weight, moments and gradient and writes them back with a BF16 copy.
   const double opt_time = (p_dense / shard_dense + p_expert / shard_expert) * 30 / c.accel.hbm_bandwidth;
 
   e.step_s = makespan + dp_time + opt_time;
   e.time.compute = m_count * per_mb_compute;
+  e.time.dp = dp_time;
   if (paired) {
-    e.time.ep = m_count * std::max(0.0, per_mb - per_mb_compute) * (a2a_f + a2a_b) / std::max(comm_f + comm_b, 1e-30);
-    e.time.tp = m_count * std::max(0.0, per_mb - per_mb_compute) - e.time.ep;
+    // A pair waits for its communication: share the wait among what was communicated.
+    const double exposed = m_count * std::max(0.0, per_mb - per_mb_compute);
+    const double total = std::max(comm_f + comm_b + dp_chunk, 1e-30);
+    e.time.ep = exposed * (a2a_f + a2a_b) / total;
+    e.time.tp = exposed * (tp_f + tp_b) / total;
+    e.time.dp += exposed * dp_chunk / total;
   } else {
     e.time.tp = m_count * held * (tp_f + tp_b);
     e.time.ep = m_count * held * (a2a_f + a2a_b);
   }
-  e.time.bubble = std::max(0.0, makespan - e.time.compute - e.time.tp - e.time.ep);
-  e.time.dp = dp_time;
+  e.time.imbalance = m_count * per_mb * (k - 1);
+  e.time.bubble = std::max(0.0, makespan + dp_time - e.time.compute - e.time.tp - e.time.ep - e.time.dp -
+                                        e.time.imbalance);
   e.time.optimizer = opt_time;
 
-  // Memory per rank.
-  const double params = p_dense + p_expert;
-  const double shard_all = (p_dense / shard_dense + p_expert / shard_expert);
-  e.memory.weights = 2 * (l.zero == 3 ? shard_all : params);
-  e.memory.grads = 4 * (l.zero >= 2 ? shard_all : params);
-  e.memory.optimizer = 12 * (l.zero >= 1 ? shard_all : params);
-  const int layers_total = m.n_layers + m.mtp.depth;
-  double per_token_piece = 0;
-  for (int i = 0; i < layers_total; ++i) {
-    bool moe = i < m.n_layers ? i >= m.n_dense_layers : moe_layer_count(m) > m.n_layers - m.n_dense_layers;
-    LayerActivations a = layer_activations(m, moe, l);
-    per_token_piece += a.attention / l.tp + (moe ? a.ffn : a.ffn / l.tp);
-  }
-  per_token_piece /= pieces;
+  // Activations per rank.
+  double per_token_piece = model_activations_per_token(m, l) / pieces;
   if (l.recompute == "full") {
     // Only each layer's input is kept; one layer is rebuilt at a time during backward.
     Layout plain = l;
@@ -340,7 +415,6 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   }
   const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
   e.memory.activations = per_token_piece * T * peak_chunks + logits;
-  e.memory_limit = c.accel.hbm_bytes * c.memory_usable;
   e.fits = e.memory.total() <= e.memory_limit;
 
   const double tokens = double(global_batch) * m.seq_len;

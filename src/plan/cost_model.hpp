@@ -41,6 +41,7 @@ struct Memory {
 struct Breakdown {
   double compute = 0;
   double tp = 0, ep = 0;  // exposed tensor- and expert-parallel communication
+  double imbalance = 0;   // ranks waiting for the busiest one (layers and heads do not split evenly)
   double bubble = 0;      // pipeline idle, including point-to-point latency
   double dp = 0;          // data-parallel gradient and parameter traffic
   double optimizer = 0;
@@ -58,11 +59,14 @@ struct Estimate {
   double tokens_per_s_per_accel = 0;
   pipeline::Costs chunk_costs;       // what the schedule simulator was given
   int peak_live_chunks = 0;
+  double stage_imbalance = 1;        // busiest rank's work over the average rank's
 };
 
 // Empty when the layout can run this model on this cluster, else what is wrong and what fits.
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
-// Requires layout_problem() to be empty.
-Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
+// Requires layout_problem() to be empty. With only_if_fits, a layout whose weights and
+// optimizer state alone overflow memory returns at once, untimed, with fits = false.
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
+                       bool only_if_fits = false);
 
 }  // namespace mt::plan

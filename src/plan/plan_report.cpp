@@ -17,12 +17,12 @@ struct Part {
   double Breakdown::*field;
 };
 const Part kParts[] = {{"compute", &Breakdown::compute}, {"tp comm", &Breakdown::tp}, {"ep comm", &Breakdown::ep},
-                       {"bubble", &Breakdown::bubble},   {"dp comm", &Breakdown::dp}, {"optimizer", &Breakdown::optimizer}};
+                       {"imbalance", &Breakdown::imbalance}, {"bubble", &Breakdown::bubble},   {"dp comm", &Breakdown::dp}, {"optimizer", &Breakdown::optimizer}};
 
 }  // namespace
 
 std::string estimates_table(const std::vector<Estimate>& rows) {
-  std::string out = " #  step s   MFU  tok/s/acc  mem GB | compute  tp comm  ep comm   bubble  dp comm      opt | layout\n";
+  std::string out = " #  step s   MFU  tok/s/acc  mem GB | compute  tp comm  ep comm imbalance  bubble  dp comm      opt | layout\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Estimate& e = rows[i];
     char line[256];

@@ -32,7 +32,7 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
               for (const char* recompute : {"none", "selective", "full"}) {
                 Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8};
                 if (!layout_problem(m, global_batch, c, l).empty()) continue;
-                Estimate e = estimate_step(m, global_batch, c, l);
+                Estimate e = estimate_step(m, global_batch, c, l, true);
                 ++out.considered;
                 if (!e.fits) {
                   ++out.too_big;

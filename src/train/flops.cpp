@@ -65,6 +65,19 @@ double training_flops_per_token(const ModelConfig& m) {
   return 6.0 * active_matmul_params(m) + 3.0 * attention_core_forward_flops_per_token(m);
 }
 
+std::vector<double> forward_flops_per_block(const ModelConfig& m) {
+  const double core = attention_core_forward_flops_per_token(m) / (m.n_layers + m.mtp.depth);
+  const double head = 2.0 * m.vocab_size * m.d_model;
+  std::vector<double> blocks;
+  for (int i = 0; i < m.n_layers; ++i)
+    blocks.push_back(2.0 * (attention_matmul_params(m) + ffn_active(m, i >= m.n_dense_layers)) + core);
+  blocks.push_back(head);
+  for (int k = 0; k < m.mtp.depth; ++k)
+    blocks.push_back(2.0 * (2.0 * m.d_model * m.d_model + attention_matmul_params(m) + ffn_active(m, mtp_is_moe(m))) +
+                     core + head);
+  return blocks;
+}
+
 int moe_layer_count(const ModelConfig& m) {
   return m.n_layers - m.n_dense_layers + (mtp_is_moe(m) ? m.mtp.depth : 0);
 }

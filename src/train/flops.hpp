@@ -1,4 +1,6 @@
 #pragma once
+#include <vector>
+
 #include "config/config.hpp"
 
 namespace mt {
@@ -17,6 +19,10 @@ double attention_core_forward_flops_per_token(const ModelConfig& m);
 double routed_expert_params(const ModelConfig& m);
 // MoE layers, counting MTP blocks.
 int moe_layer_count(const ModelConfig& m);
+// One token's forward FLOPs per pipeline block, in model order: each layer, the output head,
+// then each MTP module (its projection, block and pass through the shared head). They sum to
+// training_flops_per_token / 3.
+std::vector<double> forward_flops_per_block(const ModelConfig& m);
 // All parameters (total, not per token).
 double total_params(const ModelConfig& m);
 }  // namespace mt
