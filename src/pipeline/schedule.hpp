@@ -95,6 +95,12 @@ struct Schedule {
 
 // The one or two tasks of an operation.
 std::vector<Task> tasks_of(const ComputeOp& op);
+// The same without allocating, for hot loops: f(task) for each.
+template <class F>
+void for_each_task(const ComputeOp& op, F&& f) {
+  f(op.task);
+  if (op.overlapped_backward) f(*op.overlapped_backward);
+}
 
 // Operation text as in the JSON output: F<c>.<m>, B<c>.<m>, I<c>.<m>, W<c>.<m>, F<c>.<m>&B<c'>.<m'>.
 std::string op_text(const ComputeOp& op);

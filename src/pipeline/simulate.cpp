@@ -49,16 +49,15 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
   // The earliest start of `op` on rank r, or a negative value while an input is missing.
   auto ready_at = [&](int r, const ComputeOp& op) {
     double t = clock[r];
-    for (const Task& task : tasks_of(op)) {
-      if (task.pass == Pass::weight_grad) continue;
+    for_each_task(op, [&](const Task& task) {
+      if (t < 0 || task.pass == Pass::weight_grad) return;
       Location loc = *pl.locate(r, task.chunk);
       bool fwd = task.pass == Pass::forward;
       int from = fwd ? loc.position - 1 : loc.position + 1;
-      if (from < 0 || from >= pl.stages) continue;
+      if (from < 0 || from >= pl.stages) return;
       const Produced& p = slot(fwd ? 0 : 1, loc.flow, task.microbatch, from);
-      if (p.rank < 0) return -1.0;
-      t = std::max(t, p.time + (p.rank == r ? 0 : costs.latency));
-    }
+      t = p.rank < 0 ? -1.0 : std::max(t, p.time + (p.rank == r ? 0 : costs.latency));
+    });
     return t;
   };
 
@@ -75,11 +74,11 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
         tl.ranks[r].push_back({op, start, end});
         tl.busy[r] += end - start;
         clock[r] = end;
-        for (const Task& task : tasks_of(op)) {
-          if (task.pass == Pass::weight_grad) continue;
+        for_each_task(op, [&](const Task& task) {
+          if (task.pass == Pass::weight_grad) return;
           Location loc = *pl.locate(r, task.chunk);
           slot(task.pass == Pass::forward ? 0 : 1, loc.flow, task.microbatch, loc.position) = {end, r};
-        }
+        });
         ++next[r];
         --remaining;
         progress = true;
@@ -98,10 +97,10 @@ std::vector<int> peak_activations(const RankOrders& order) {
   for (const auto& ops : order) {
     int live = 0, peak = 0;
     for (const ComputeOp& op : ops)
-      for (const Task& t : tasks_of(op)) {
+      for_each_task(op, [&](const Task& t) {
         if (t.pass == Pass::forward) peak = std::max(peak, ++live);
         if (t.pass == Pass::backward || t.pass == Pass::weight_grad) --live;
-      }
+      });
     peaks.push_back(peak);
   }
   return peaks;
