@@ -228,7 +228,13 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   return "";
 }
 
-Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l, bool only_if_fits) {
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
+  ScheduleTimings timings;
+  return estimate_step(m, global_batch, c, l, timings, false);
+}
+
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
+                       ScheduleTimings& timings, bool only_if_fits) {
   Estimate e;
   e.layout = l;
   const int pieces = pipeline_pieces(l), held = pieces_per_rank(l);
@@ -364,18 +370,15 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
       while (sim < m_count && !pipeline::validate_request_ok({l.schedule, l.pp, sim, vpp})) ++sim;
       return sim;
     };
-    auto timeline = [&](int sim) {
-      pipeline::ScheduleRequest req{l.schedule, l.pp, sim, vpp};
-      return pipeline::simulate(pipeline::placement_for(req), pipeline::compute_order_for(req), costs);
-    };
+    auto timeline = [&](int sim) { return timings.run({l.schedule, l.pp, sim, vpp}, costs); };
     const int m1 = valid_from(2 * l.pp), m2 = valid_from(4 * l.pp);
-    pipeline::Timeline tl = timeline(m1);
-    makespan = tl.makespan;
+    const ScheduleTimings::Result first = timeline(m1);
+    makespan = first.makespan;
     if (m2 > m1) {
-      const double period = (timeline(m2).makespan - tl.makespan) / (m2 - m1);
+      const double period = (timeline(m2).makespan - first.makespan) / (m2 - m1);
       makespan += (m_count - m1) * period;
     }
-    peak_chunks = *std::max_element(tl.peak_activations.begin(), tl.peak_activations.end());
+    peak_chunks = first.peak_live_chunks;
   }
   e.peak_live_chunks = peak_chunks;
 

@@ -8,6 +8,7 @@
 #include "pipeline/schedule.hpp"
 #include "pipeline/simulate.hpp"
 #include "plan/cluster.hpp"
+#include "plan/schedule_timings.hpp"
 
 namespace mt::plan {
 
@@ -64,9 +65,11 @@ struct Estimate {
 
 // Empty when the layout can run this model on this cluster, else what is wrong and what fits.
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
-// Requires layout_problem() to be empty. With only_if_fits, a layout whose weights and
-// optimizer state alone overflow memory returns at once, untimed, with fits = false.
+// Requires layout_problem() to be empty.
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
+// The same, reusing `timings` across calls (the search). With only_if_fits, a layout whose
+// weights and optimizer state alone overflow memory returns at once, untimed, with fits = false.
 Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
-                       bool only_if_fits = false);
+                       ScheduleTimings& timings, bool only_if_fits);
 
 }  // namespace mt::plan

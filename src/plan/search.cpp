@@ -17,6 +17,7 @@ std::vector<int> powers_of_two_up_to(int limit) {
 SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8) {
   using pipeline::Kind;
   SearchResult out;
+  ScheduleTimings timings;
   const bool moe = m.moe.n_routed_experts > 0 && m.n_layers > m.n_dense_layers;
   for (int tp : powers_of_two_up_to(std::min(c.domain, 8)))
     for (int pp : powers_of_two_up_to(64)) {
@@ -32,7 +33,7 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
               for (const char* recompute : {"none", "selective", "full"}) {
                 Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8};
                 if (!layout_problem(m, global_batch, c, l).empty()) continue;
-                Estimate e = estimate_step(m, global_batch, c, l, true);
+                Estimate e = estimate_step(m, global_batch, c, l, timings, true);
                 ++out.considered;
                 if (!e.fits) {
                   ++out.too_big;

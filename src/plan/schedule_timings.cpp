@@ -1,0 +1,20 @@
+#include "plan/schedule_timings.hpp"
+
+#include <algorithm>
+
+namespace mt::plan {
+
+ScheduleTimings::Result ScheduleTimings::run(const pipeline::ScheduleRequest& req, const pipeline::Costs& c) {
+  const RequestKey rk{static_cast<int>(req.kind), req.pp, req.microbatches, req.vpp};
+  const auto key = std::make_tuple(rk, c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency);
+  if (auto hit = results_.find(key); hit != results_.end()) return hit->second;
+  auto it = orders_.find(rk);
+  if (it == orders_.end())
+    it = orders_.emplace(rk, Orders{pipeline::placement_for(req), pipeline::compute_order_for(req)}).first;
+  pipeline::Timeline tl = pipeline::simulate(it->second.placement, it->second.order, c);
+  Result r{tl.makespan, *std::max_element(tl.peak_activations.begin(), tl.peak_activations.end())};
+  results_.emplace(key, r);
+  return r;
+}
+
+}  // namespace mt::plan
