@@ -9,7 +9,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/de
 CUDA ?= $(if $(NVCC),1,0)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
-PKGS := tomlplusplus hdf5
+PKGS := tomlplusplus hdf5 ompi
 CXXFLAGS ?= -O3 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -Isrc -Ikernels -pthread
 CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -75,5 +75,8 @@ $(BUILD)/tests/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
-all: $(BUILD)/tests/gpu_parity $(BUILD)/bench/gemm_bench
+# Multi-rank tests: run under mpirun by tests/mpi/run_mpi_tests.sh.
+$(BUILD)/tests/comm_test: $(BUILD)/tests/mpi/comm_test.o $(LIB_OBJS)
+	$(CXX) -o $@ $^ $(LDLIBS)
+all: $(BUILD)/tests/gpu_parity $(BUILD)/bench/gemm_bench $(BUILD)/tests/comm_test
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests

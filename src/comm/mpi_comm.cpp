@@ -1,0 +1,118 @@
+#include "comm/mpi_comm.hpp"
+
+// The C API only: the deprecated C++ bindings need their own library.
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace mt {
+
+namespace {
+
+void check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  throw std::runtime_error(std::string(what) + " failed: " + std::string(text, len));
+}
+
+class MpiRequest final : public Request {
+ public:
+  void wait() override { check(MPI_Wait(&req_, MPI_STATUS_IGNORE), "MPI_Wait"); }
+  MPI_Request* handle() { return &req_; }
+
+ private:
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
+class MpiComm final : public Comm {
+ public:
+  explicit MpiComm(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiComm() override {
+    if (owned_) MPI_Comm_free(&comm_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void all_reduce_sum(std::span<float> d) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
+  }
+  void all_reduce_sum(std::span<double> d) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
+  }
+  void reduce_scatter_sum(std::span<const float> data, std::span<float> out) override {
+    check(MPI_Reduce_scatter_block(data.data(), out.data(), int(out.size()), MPI_FLOAT, MPI_SUM, comm_),
+          "MPI_Reduce_scatter_block");
+  }
+  void all_gather(std::span<const float> mine, std::span<float> all) override {
+    check(MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT, comm_),
+          "MPI_Allgather");
+  }
+  void all_to_all_v(std::span<const float> send, const std::vector<int>& send_counts, std::span<float> recv,
+                    const std::vector<int>& recv_counts) override {
+    std::vector<int> sd(size_, 0), rd(size_, 0);
+    for (int r = 1; r < size_; ++r) {
+      sd[r] = sd[r - 1] + send_counts[r - 1];
+      rd[r] = rd[r - 1] + recv_counts[r - 1];
+    }
+    check(MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), MPI_FLOAT, recv.data(), recv_counts.data(),
+                        rd.data(), MPI_FLOAT, comm_),
+          "MPI_Alltoallv");
+  }
+  void send(std::span<const float> d, int to, int tag) override {
+    check(MPI_Send(d.data(), int(d.size()), MPI_FLOAT, to, tag, comm_), "MPI_Send");
+  }
+  void recv(std::span<float> d, int from, int tag) override {
+    check(MPI_Recv(d.data(), int(d.size()), MPI_FLOAT, from, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+  }
+  std::unique_ptr<Request> isend(std::span<const float> d, int to, int tag) override {
+    auto r = std::make_unique<MpiRequest>();
+    check(MPI_Isend(d.data(), int(d.size()), MPI_FLOAT, to, tag, comm_, r->handle()), "MPI_Isend");
+    return r;
+  }
+  std::unique_ptr<Request> irecv(std::span<float> d, int from, int tag) override {
+    auto r = std::make_unique<MpiRequest>();
+    check(MPI_Irecv(d.data(), int(d.size()), MPI_FLOAT, from, tag, comm_, r->handle()), "MPI_Irecv");
+    return r;
+  }
+  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  std::unique_ptr<Comm> split(int color, int key) override {
+    MPI_Comm sub;
+    check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split");
+    return std::make_unique<MpiComm>(sub, true);
+  }
+
+ private:
+  MPI_Comm comm_;
+  bool owned_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+bool started_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // Errors come back as codes (turned into exceptions) instead of aborting inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiSession::~MpiSession() { MPI_Finalize(); }
+
+std::unique_ptr<Comm> MpiSession::world() const { return std::make_unique<MpiComm>(MPI_COMM_WORLD, false); }
+
+void MpiSession::abort_job(int status) {
+  MPI_Abort(MPI_COMM_WORLD, status);
+  std::exit(status);
+}
+
+}  // namespace mt
