@@ -3,7 +3,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 
+#include "comm/mpi_comm.hpp"
 #include "config/config.hpp"
 #include "config/reference.hpp"
 #include "io/prepare.hpp"
@@ -20,16 +23,16 @@
 
 namespace {
 
-int multi_rank_world() {
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  return size ? std::atoi(size) : 1;
-}
-
-int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run) {
+// world: the ranks mpirun started (null without mpirun).
+int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run, mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
-  if (int world = multi_rank_world(); world > 1)
-    throw mt::UserError("mpirun started " + std::to_string(world) +
-                        " ranks, but this version trains on one rank: run `moetrain train` without mpirun");
+  const auto& p = cfg.parallel;
+  const int needed = p.dp * p.tp * p.pp, ranks = world ? world->size() : 1;
+  if (needed != ranks)
+    throw mt::UserError(cfg.origin.at("parallel.dp") + ": parallel.dp * tp * pp = " + std::to_string(needed) +
+                        " ranks, but " + (world ? "mpirun started " + std::to_string(ranks) : std::string("this run has 1 (no mpirun)")) +
+                        ": start it with `mpirun -np " + std::to_string(needed) + " moetrain train " + path +
+                        "` or set parallel.dp = " + std::to_string(ranks));
   if (dry_run) {
     std::printf("%s: valid\n", path.c_str());
     std::printf("params %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
@@ -38,9 +41,11 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
     std::printf("--- resolved config ---\n%s", cfg.resolved_toml.c_str());
     return 0;
   }
-  mt::Trainer trainer(cfg);
+  mt::TrainOptions opt;
+  opt.data_parallel = ranks > 1 ? world : nullptr;
+  mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
-  if (!s.losses.empty())
+  if (!s.losses.empty() && (!world || world->rank() == 0))
     std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
                 s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
   return s.interrupted ? 130 : 0;
@@ -143,6 +148,13 @@ int cmd_plan(const PlanOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun every rank joins the job before anything else; without it, no MPI at all.
+  std::optional<mt::MpiSession> mpi;
+  std::unique_ptr<mt::Comm> world;
+  if (mt::started_by_mpirun()) {
+    mpi.emplace(&argc, &argv);
+    world = mpi->world();
+  }
   CLI::App app{"moetrain: a trainer for DeepSeek-V3-style Mixture-of-Experts transformers"};
   app.require_subcommand(1);
 
@@ -203,7 +215,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*train) return cmd_train(exp_path, sets, dry_run);
+    if (*train) return cmd_train(exp_path, sets, dry_run, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
     if (*dump) {
       mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out);
@@ -216,10 +228,13 @@ int main(int argc, char** argv) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;
     }
-  } catch (const mt::UserError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
   } catch (const std::exception& e) {
+    // One rank's failure ends the whole job: the others would wait for it forever.
+    if (world && world->size() > 1) {
+      std::fprintf(stderr, "error on rank %d of %d: %s\n", world->rank(), world->size(), e.what());
+      std::fflush(stderr);
+      mt::MpiSession::abort_job(2);
+    }
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }

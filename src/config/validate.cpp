@@ -46,8 +46,11 @@ void validate_config(const Config& c) {
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
   const auto& p = c.parallel;
-  for (auto [key, v] : {std::pair{"parallel.dp", p.dp}, {"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.ep", p.ep}})
-    require(v == 1, c, key, "= " + s(v) + " is not supported yet: this version trains on one rank, so use 1");
+  for (auto [key, v] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.ep", p.ep}})
+    require(v == 1, c, key, "= " + s(v) + ": this version lays a run over data-parallel ranks only; set it to 1 and use parallel.dp");
+  require(t.global_batch % (p.dp * t.micro_batch) == 0, c, "training.global_batch",
+          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " +
+              s(p.dp * t.micro_batch) + " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
 }
 
 }  // namespace mt

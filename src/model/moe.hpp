@@ -38,6 +38,10 @@ class MoE {
   // Tokens routed to each expert since the last reset (the load of the current step).
   const std::vector<double>& step_load() const { return step_load_; }
   void reset_step_load();
+  // The step's statistics to sum over data-parallel ranks, in place: the load, then (for a
+  // global-batch balance loss) the routing-probability sums.
+  std::vector<double>& step_load_sums() { return step_load_; }
+  std::vector<double>& step_prob_sums() { return step_prob_sum_; }
   // The auxiliary-loss-free update from step_load(); call once per optimizer step.
   void update_bias();
   float* bias() { return env_.params->buffer(bias_); }

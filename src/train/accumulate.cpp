@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "comm/comm.hpp"
+
 namespace mt {
 
 namespace {
@@ -18,14 +20,25 @@ LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch) 
   return {1.0f / float(global_batch * m.seq_len), 1.0f / groups, mtp};
 }
 
-int slots_needed(const ModelConfig& m, int global_batch, int micro_batch) {
-  return global_balance(m) ? global_batch / micro_batch : 1;
+int slots_needed(const ModelConfig& m, int global_batch, int micro_batch, int dp) {
+  return global_balance(m) ? global_batch / micro_batch / dp : 1;
 }
 
 StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
-                                const std::function<void(int mb, int slot)>& after_forward) {
+                                const std::function<void(int mb, int slot)>& after_forward, Comm* dp) {
   const ModelConfig& m = model.config();
-  const int count = global_batch / micro_batch;
+  const int ranks = dp ? dp->size() : 1;
+  const int count = global_batch / micro_batch / ranks;
+  const int first = (dp ? dp->rank() : 0) * count;
+  // Sums the MoE statistics over the group (the load, and for a global-batch loss the
+  // probability sums), once per step.
+  auto reduce_moe = [&] {
+    if (ranks == 1) return;
+    for (MoE* moe : model.moe_layers()) {
+      dp->all_reduce_sum(moe->step_load_sums());
+      if (global_balance(m)) dp->all_reduce_sum(moe->step_prob_sums());
+    }
+  };
   const bool global = global_balance(m);
   const LossScales scales = loss_scales(m, global_batch, micro_batch);
   StepTotals totals;
@@ -39,9 +52,10 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     model.retire(slot);
     totals.t_backward += seconds_since(t0);
   };
-  for (int mb = 0; mb < count; ++mb) {
+  for (int i = 0; i < count; ++i) {
+    const int mb = first + i;
     fill(mb, inputs, targets);
-    const int slot = global ? mb : 0;
+    const int slot = global ? i : 0;
     const auto t0 = std::chrono::steady_clock::now();
     ForwardResult r = model.forward(slot, {inputs.data(), targets.data(), micro_batch}, scales);
     totals.t_forward += seconds_since(t0);
@@ -52,10 +66,21 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
       totals.mtp += r.mtp_ce_sums[k] / (double(m.mtp.depth) * global_batch * (m.seq_len - k - 1));
     if (!global) backward(slot);
   }
+  double shared_aux = 0;  // the same on every rank: not summed over the group
   if (global) {  // f of the global batch is known only now
-    for (MoE* moe : model.moe_layers()) totals.aux += moe->finish_global_balance(long(global_batch) * m.seq_len);
-    for (int mb = 0; mb < count; ++mb) backward(mb);
+    reduce_moe();
+    for (MoE* moe : model.moe_layers()) shared_aux += moe->finish_global_balance(long(global_batch) * m.seq_len);
+    for (int i = 0; i < count; ++i) backward(i);
+  } else {
+    reduce_moe();
   }
+  if (ranks > 1) {
+    dp->all_reduce_sum(model.params.grads);
+    std::vector<double> sums{totals.ce_sum, totals.aux, totals.mtp};
+    dp->all_reduce_sum(sums);
+    totals.ce_sum = sums[0], totals.aux = sums[1], totals.mtp = sums[2];
+  }
+  totals.aux += shared_aux;
   return totals;
 }
 

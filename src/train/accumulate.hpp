@@ -10,6 +10,8 @@
 
 namespace mt {
 
+class Comm;
+
 struct StepTotals {
   double ce_sum = 0;     // cross-entropy summed over the step's tokens
   double aux = 0;        // the balance-loss term of the objective
@@ -19,13 +21,17 @@ struct StepTotals {
 
 // The objective's weights for a step of `global_batch` sequences in micro-batches of `micro_batch`.
 LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch);
-// Slots the model needs for this config (every micro-batch of a step for a global-batch loss).
-int slots_needed(const ModelConfig& m, int global_batch, int micro_batch);
+// Slots the model needs for this config (every micro-batch a rank runs in a step, for a
+// global-batch loss).
+int slots_needed(const ModelConfig& m, int global_batch, int micro_batch, int dp = 1);
 
 // fill(mb, inputs, targets) writes micro-batch mb's tokens ([micro_batch*seq_len] each).
 using FillMicroBatch = std::function<void(int mb, std::vector<int>& inputs, std::vector<int>& targets)>;
 // after_forward(mb, slot), if given, runs after each forward (e.g. to read the slot's logits).
+// With a data-parallel group `dp` of n ranks, rank r runs the r-th n-th of the step's
+// micro-batches (mb numbers stay global), and the returned totals, the gradients and the MoE
+// load are sums over the group: every rank ends with the step a single rank would compute.
 StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
-                                const std::function<void(int mb, int slot)>& after_forward = {});
+                                const std::function<void(int mb, int slot)>& after_forward = {}, Comm* dp = nullptr);
 
 }  // namespace mt

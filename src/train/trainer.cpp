@@ -5,7 +5,9 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
+#include "comm/comm.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_log.hpp"
 #include "train/accumulate.hpp"
@@ -37,12 +39,16 @@ std::string human_duration(double s) {
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
+  // Data-parallel ranks hold the same model and see the same step; the first one speaks for all.
+  lead_ = !opt_.data_parallel || opt_.data_parallel->rank() == 0;
+  if (!lead_) opt_.quiet = true;
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
   device_ = choose_device(cfg);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm_inputs(cfg.precision),
-                                   slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch));
+                                   slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch,
+                                                cfg.parallel.dp));
 }
 
 Trainer::~Trainer() {
@@ -54,6 +60,10 @@ void Trainer::print_header() const {
   const auto& m = cfg_.model;
   std::printf("moetrain: run %s -> %s\n", cfg_.run.name.c_str(), run_dir_.c_str());
   std::printf("  device   %s\n", device_.description.c_str());
+  const auto& p = cfg_.parallel;
+  if (p.dp > 1)
+    std::printf("  layout   dp=%d tp=%d pp=%d ep=%d: rank r runs micro-batches [r, r+1) x %d of each step\n", p.dp,
+                p.tp, p.pp, p.ep, cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
   const auto& a = m.attention;
   char attention[96];
   if (a.kind == "mla")
@@ -125,7 +135,8 @@ TrainSummary Trainer::run() {
   facts.texts = {{"device", device_.description}};
   facts.moe_layers = int(model_->moe_layers().size());
   facts.experts = m.moe.n_routed_experts;
-  RunLog log(run_dir_ + "/log.h5", facts, state.step);
+  std::optional<RunLog> log;
+  if (lead_) log.emplace(run_dir_ + "/log.h5", facts, state.step);
 
   Batches batches(*train_data_, m.seq_len, "data.train");
   const long tokens_per_step = long(t.global_batch) * m.seq_len;
@@ -145,7 +156,7 @@ TrainSummary Trainer::run() {
     const StepTotals totals = accumulate_gradients(*model_, t.global_batch, t.micro_batch,
         [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
           batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
-        });
+        }, {}, opt_.data_parallel);
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;
@@ -168,14 +179,14 @@ TrainSummary Trainer::run() {
     rec.tokens_per_s = tokens_per_step / rec.time_step;
     rec.flops_per_s = rec.tokens_per_s * flops_per_token;
     rec.mfu = peak > 0 ? rec.flops_per_s / peak : NAN;
-    log.append(rec);
+    if (log) log->append(rec);
     summary.losses.push_back(rec.loss);
     tokens_done += tokens_per_step;
 
     const bool final_step = state.step == last;
     if (t.eval_every > 0 && (state.step % t.eval_every == 0 || final_step)) {
       summary.last_eval_loss = evaluate();
-      log.append_eval(state.step, summary.last_eval_loss);
+      if (log) log->append_eval(state.step, summary.last_eval_loss);
       if (!opt_.quiet) std::printf("step %5lld | eval loss %.4f\n", state.step, summary.last_eval_loss);
     }
     if (!opt_.quiet && (state.step % cfg_.log.every == 0 || final_step || state.step == 1)) {
@@ -191,8 +202,11 @@ TrainSummary Trainer::run() {
                   rec.flops_per_s / 1e9, mfu, human_duration(eta).c_str());
       std::fflush(stdout);
     }
-    const bool stop = g_stop_requested != 0;
-    if (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0)) {
+    // A signal may reach the ranks at different steps: they stop together.
+    std::vector<double> stop_votes{double(g_stop_requested)};
+    if (opt_.data_parallel) opt_.data_parallel->all_reduce_sum(stop_votes);
+    const bool stop = stop_votes[0] > 0;
+    if (lead_ && (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0))) {
       save_checkpoint(run_dir_, params, state, cfg_.resolved_toml, cfg_.checkpoint.keep);
       if (!opt_.quiet && (stop || final_step))
         std::printf("checkpoint: %s/ckpt/step_%08lld\n", run_dir_.c_str(), state.step);

@@ -12,9 +12,12 @@
 
 namespace mt {
 
+class Comm;
+
 struct TrainOptions {
   bool quiet = false;       // no step lines (tests)
   long long stop_after = 0; // stop (with a checkpoint) after this many steps in total; 0 = run to the end
+  Comm* data_parallel = nullptr;  // the group of parallel.dp ranks; null for one rank
 };
 
 struct TrainSummary {
@@ -40,6 +43,7 @@ class Trainer {
 
   Config cfg_;
   TrainOptions opt_;
+  bool lead_ = true;  // prints, logs and writes checkpoints
   DeviceChoice device_;
   std::string run_dir_;
   std::unique_ptr<TokenStream> train_data_, val_data_;
