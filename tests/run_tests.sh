@@ -3,6 +3,7 @@
 #   unit:   build/tests/unit_tests (doctest; each test case counts once)
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
+#   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
 set -u
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ line_suite() {
 }
 line_suite "command-line tests" tests/cli_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
+line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 
 echo "== GPU parity"
 out=$(./build/tests/gpu_parity 2>&1); rc=$?

@@ -90,7 +90,8 @@ TEST_CASE("d_model not divisible by the number of heads") {
 TEST_CASE("other cross-field rules") {
   CHECK(contains(error_of("[training]\nglobal_batch = 10\nmicro_batch = 4\n"), "training.micro_batch = 4 must divide training.global_batch = 10"));
   CHECK(contains(error_of("[model]\nn_layers = 2\nn_dense_layers = 3\n"), "must be <= model.n_layers = 2"));
-  CHECK(contains(error_of("[parallel]\ntp = 2\n"), "parallel.tp = 2 is not supported yet"));
+  CHECK(contains(error_of("[parallel]\ntp = 2\n"), "parallel.tp = 2: this version lays a run over data-parallel ranks only"));
+  CHECK(contains(error_of("[parallel]\ndp = 3\n"), "training.global_batch = 16 must be a multiple of parallel.dp * training.micro_batch = 24"));
   // A rule broken by a default names the default.
   CHECK(contains(error_of("[model]\nd_model = 90\n"), "exp.toml (default of model.n_heads): model.n_heads = 4 must divide"));
 }
