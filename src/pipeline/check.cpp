@@ -112,7 +112,7 @@ class Checker {
   void walk_comm(int r, size_t i, const CommOp& c, RankState& st) {
     const Transfer& t = c.transfer;
     std::string at = where(r, i) + " (" + comm_text(c) + ")";
-    int to = t.payload == Payload::activation ? t.position + 1 : t.position - 1;
+    int to = receiving_position(t);
     if (t.flow < 0 || t.flow >= pl_.flows || t.position < 0 || t.position >= pl_.stages || to < 0 || to >= pl_.stages) {
       problem(at + ": no such position in this pipeline");
       return;
@@ -186,7 +186,7 @@ class Checker {
       const auto* c = std::get_if<CommOp>(&s_.ranks[r][pc[r]]);
       if (!c || c->kind == CommKind::post_recv) return nullptr;
       const Transfer& t = c->transfer;
-      int to = t.payload == Payload::activation ? t.position + 1 : t.position - 1;
+      int to = receiving_position(t);
       TransferId id{pl_.slot(t.flow, t.position).rank, pl_.slot(t.flow, to).rank, {t.flow, t.microbatch, t.position},
                     t.payload};
       size_t partner = (c->kind == CommKind::send ? posts_ : sends_).at(id)[0].second;

@@ -82,7 +82,10 @@ std::optional<Task> parse_task(const std::string& s) {
 
 std::string op_text(const ComputeOp& op) {
   std::string s = task_text(op.task);
-  if (op.overlapped_backward) s += "&" + task_text(*op.overlapped_backward);
+  if (op.overlapped_backward) {
+    s += '&';
+    s += task_text(*op.overlapped_backward);
+  }
   return s;
 }
 

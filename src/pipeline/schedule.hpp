@@ -75,6 +75,11 @@ struct Transfer {
 // data. A send blocks until the receiver has posted the matching receive (rendezvous: the worst
 // case for blocking sends).
 enum class CommKind { send, post_recv, wait_recv };
+// The position a transfer goes to: activations move down the flow, gradients up.
+inline int receiving_position(const Transfer& t) {
+  return t.payload == Payload::activation ? t.position + 1 : t.position - 1;
+}
+
 struct CommOp {
   CommKind kind;
   int peer;

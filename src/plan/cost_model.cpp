@@ -74,23 +74,12 @@ Layout parse_layout(const std::string& text, int gpus) {
 
 namespace {
 
-// Pieces the model is cut into along the pipeline, and how many of them one rank holds.
-int pipeline_pieces(const Layout& l) {
-  if (!l.scheduled()) return 1;
-  switch (l.schedule) {
-    case Kind::interleaved: return l.pp * l.vpp;
-    case Kind::dualpipev: return 2 * l.pp;
-    default: return l.pp;
-  }
-}
-int pieces_per_rank(const Layout& l) {
-  if (!l.scheduled()) return 1;
-  switch (l.schedule) {
-    case Kind::interleaved: return l.vpp;
-    case Kind::dualpipe:    // two copies: stage r and stage pp-1-r
-    case Kind::dualpipev: return 2;
-    default: return 1;
-  }
+// Where the schedule puts the model's pieces: stages = pieces the model is cut into,
+// chunks_per_rank = pieces one rank holds (DualPipe's two copies included). Without a
+// schedule, one piece on every rank.
+pipeline::Placement placement_of(const Layout& l) {
+  if (!l.scheduled()) return pipeline::Placement{l.schedule, l.pp, 1, 1, 1, 1};
+  return pipeline::placement_for({l.schedule, l.pp, 2 * l.pp, l.schedule == Kind::interleaved ? l.vpp : 1});
 }
 
 // A collective among `n` ranks spaced `stride` apart in rank order (tensor-parallel ranks are
@@ -162,7 +151,8 @@ double model_activations_per_token(const ModelConfig& m, const Layout& l) {
 double stage_imbalance(const ModelConfig& m, const Layout& l) {
   if (!l.scheduled()) return 1;
   const std::vector<double> blocks = forward_flops_per_block(m);
-  const int pieces = pipeline_pieces(l);
+  const pipeline::Placement placement = placement_of(l);
+  const int pieces = placement.stages;
   // Cut greedily under a ceiling, leaving at least one block for every piece still to fill.
   auto cut = [&](double ceiling) {
     std::vector<double> out;
@@ -185,8 +175,6 @@ double stage_imbalance(const ModelConfig& m, const Layout& l) {
     (*std::max_element(p.begin(), p.end()) <= mid ? hi : lo) = mid;
   }
   const std::vector<double> piece = cut(hi);
-  pipeline::ScheduleRequest req{l.schedule, l.pp, 2 * l.pp, l.schedule == Kind::interleaved ? l.vpp : 1};
-  const pipeline::Placement placement = pipeline::placement_for(req);
   double busiest = 0, all = 0;
   for (int r = 0; r < l.pp; ++r) {
     double work = 0;
@@ -209,8 +197,8 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   if (moe_layer_count(m) == 0 && l.ep > 1) return "ep = " + s(l.ep) + " but the model has no routed experts";
   if (moe_layer_count(m) > 0 && m.moe.n_routed_experts % l.ep != 0)
     return "ep = " + s(l.ep) + " does not divide the " + s(m.moe.n_routed_experts) + " routed experts";
-  if (pipeline_pieces(l) > m.n_layers + m.mtp.depth)
-    return "the pipeline needs " + s(pipeline_pieces(l)) + " pieces but the model has " + s(m.n_layers + m.mtp.depth) + " layers";
+  if (const int pieces = placement_of(l).stages; pieces > m.n_layers + m.mtp.depth)
+    return "the pipeline needs " + s(pieces) + " pieces but the model has " + s(m.n_layers + m.mtp.depth) + " layers";
   if (global_batch % (l.dp * l.micro_batch) != 0)
     return "dp*mbs = " + s(l.dp * l.micro_batch) + " does not divide the global batch of " + s(global_batch) + " sequences";
   if (l.pp == 1 && l.schedule != Kind::one_f_one_b && l.schedule != Kind::dualpipev)
@@ -237,7 +225,8 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
                        ScheduleTimings& timings, bool only_if_fits) {
   Estimate e;
   e.layout = l;
-  const int pieces = pipeline_pieces(l), held = pieces_per_rank(l);
+  const pipeline::Placement placement = placement_of(l);
+  const int pieces = placement.stages, held = placement.chunks_per_rank;
   const int m_count = global_batch / (l.dp * l.micro_batch);
   e.microbatches = m_count;
   const double T = double(l.micro_batch) * m.seq_len;  // tokens per micro-batch
