@@ -42,7 +42,7 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
     return 0;
   }
   mt::TrainOptions opt;
-  opt.data_parallel = ranks > 1 ? world : nullptr;
+  opt.world = ranks > 1 ? world : nullptr;
   mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
   if (!s.losses.empty() && (!world || world->rank() == 0))

@@ -90,7 +90,13 @@ TEST_CASE("d_model not divisible by the number of heads") {
 TEST_CASE("other cross-field rules") {
   CHECK(contains(error_of("[training]\nglobal_batch = 10\nmicro_batch = 4\n"), "training.micro_batch = 4 must divide training.global_batch = 10"));
   CHECK(contains(error_of("[model]\nn_layers = 2\nn_dense_layers = 3\n"), "must be <= model.n_layers = 2"));
-  CHECK(contains(error_of("[parallel]\ntp = 2\n"), "parallel.tp = 2: this version lays a run over data-parallel ranks only"));
+  CHECK(contains(error_of("[parallel]\npp = 2\n"), "parallel.pp = 2: this version runs data-, tensor- and expert-parallel layouts"));
+  CHECK(contains(error_of("[parallel]\ntp = 3\n"), "parallel.tp = 3 must divide model.n_heads = 4 (each rank holds whole heads): use one of 1, 2, 4"));
+  CHECK(contains(error_of("[parallel]\ndp = 2\nep = 4\n[training]\nmicro_batch = 4\n"),
+                 "parallel.ep = 4 must divide parallel.dp * parallel.tp = 2 (experts spread over the ranks of a stage): use one of 1, 2"));
+  CHECK(contains(error_of("[parallel]\ndp = 2\ntp = 3\nep = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\n[training]\nmicro_batch = 4\n"),
+                 "parallel.ep = 3 must divide model.moe.n_routed_experts = 8"));
+  CHECK(contains(error_of("[parallel]\nvpp = 2\n"), "parallel.vpp = 2 applies to parallel.schedule = \"interleaved\" only"));
   CHECK(contains(error_of("[parallel]\ndp = 3\n"), "training.global_batch = 16 must be a multiple of parallel.dp * training.micro_batch = 24"));
   // A rule broken by a default names the default.
   CHECK(contains(error_of("[model]\nd_model = 90\n"), "exp.toml (default of model.n_heads): model.n_heads = 4 must divide"));

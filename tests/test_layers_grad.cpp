@@ -14,7 +14,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   const int batch = 2, rows = batch * cfg.seq_len, D = cfg.d_model;
   mt::Backend be = mt::cpu_backend();
   mt::ParamStore params;
-  mt::LayerEnv env{&be, mt::GemmInputs::fp32, &params};
+  mt::LayerEnv env{&be, mt::GemmInputs::fp32, &params, {}};
   const std::string prefix = "blocks." + std::to_string(index);
   const bool is_moe = index >= cfg.n_dense_layers;
   mt::Block block(env, cfg, prefix, is_moe, 1);

@@ -32,6 +32,9 @@ class Comm {
   // send_counts[r] values go to rank r from send (in rank order); recv_counts[r] arrive from r.
   virtual void all_to_all_v(std::span<const float> send, const std::vector<int>& send_counts, std::span<float> recv,
                             const std::vector<int>& recv_counts) = 0;
+  // Equal blocks of counts: send holds size() blocks, block r goes to rank r; recv block r came
+  // from rank r.
+  virtual void all_to_all(std::span<const int> send, std::span<int> recv) = 0;
   virtual void send(std::span<const float> data, int to, int tag) = 0;
   virtual void recv(std::span<float> data, int from, int tag) = 0;
   virtual std::unique_ptr<Request> isend(std::span<const float> data, int to, int tag) = 0;

@@ -66,6 +66,10 @@ class MpiComm final : public Comm {
                         rd.data(), MPI_FLOAT, comm_),
           "MPI_Alltoallv");
   }
+  void all_to_all(std::span<const int> send, std::span<int> recv) override {
+    const int block = int(send.size()) / size_;
+    check(MPI_Alltoall(send.data(), block, MPI_INT, recv.data(), block, MPI_INT, comm_), "MPI_Alltoall");
+  }
   void send(std::span<const float> d, int to, int tag) override {
     check(MPI_Send(d.data(), int(d.size()), MPI_FLOAT, to, tag, comm_), "MPI_Send");
   }

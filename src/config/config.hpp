@@ -90,6 +90,9 @@ struct LrScheduleConfig {
 
 struct ParallelConfig {
   int dp = 1, tp = 1, pp = 1, ep = 1;
+  int vpp = 1;                    // model chunks per pipeline rank (interleaved)
+  std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 | dualpipe | dualpipev
+  int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp
 };
 
 struct PrecisionConfig {

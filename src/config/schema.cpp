@@ -176,7 +176,11 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.dp", p.dp, 1, kInt, "data-parallel ranks");
   b.integer("parallel.tp", p.tp, 1, kInt, "tensor-parallel ranks");
   b.integer("parallel.pp", p.pp, 1, kInt, "pipeline-parallel ranks");
-  b.integer("parallel.ep", p.ep, 1, kInt, "expert-parallel ranks");
+  b.integer("parallel.ep", p.ep, 1, kInt, "expert-parallel ranks (among the dp*tp ranks of a stage)");
+  b.integer("parallel.vpp", p.vpp, 1, kInt, "model chunks per pipeline rank (interleaved schedule)");
+  b.choice("parallel.schedule", p.schedule, {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipev"},
+           "pipeline schedule");
+  b.integer("parallel.zero", p.zero, 0, 1, "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them");
 
   auto& pr = c.precision;
   b.choice("precision.device", pr.device, {"auto", "cpu", "cuda"}, "where the step runs");

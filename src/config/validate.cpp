@@ -9,6 +9,46 @@ void require(bool ok, const Config& c, const std::string& key, const std::string
   if (!ok) throw UserError(c.origin.at(key) + ": " + key + " " + message);
 }
 std::string s(long long v) { return std::to_string(v); }
+std::string divisors(long long n) {
+  std::string out;
+  for (long long d = 1; d <= n; ++d)
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+// The [parallel] table against the model and the batch: what each kind of rank splits must
+// split evenly.
+void validate_layout(const Config& c) {
+  const auto& m = c.model;
+  const auto& t = c.training;
+  const auto& p = c.parallel;
+  require(p.pp == 1, c, "parallel.pp",
+          "= " + s(p.pp) + ": this version runs data-, tensor- and expert-parallel layouts; pipeline stages are not "
+          "executed yet (set pp = 1; `moetrain schedule` and `moetrain plan` model pipelines)");
+  require(p.vpp == 1 || p.schedule == "interleaved", c, "parallel.vpp",
+          "= " + s(p.vpp) + " applies to parallel.schedule = \"interleaved\" only (now \"" + p.schedule + "\"); set it to 1");
+  require(m.n_heads % p.tp == 0, c, "parallel.tp",
+          "= " + s(p.tp) + " must divide model.n_heads = " + s(m.n_heads) + " (each rank holds whole heads): use one of " +
+              divisors(m.n_heads));
+  if (m.attention.kind == "mha") {
+    const int kv = m.attention.n_kv_heads == 0 ? m.n_heads : m.attention.n_kv_heads;
+    require(kv % p.tp == 0, c, "parallel.tp",
+            "= " + s(p.tp) + " must divide the key/value heads = " + s(kv) + ": use one of " + divisors(kv));
+  }
+  if (m.n_dense_layers > 0)
+    require(m.ffn_hidden % p.tp == 0, c, "parallel.tp",
+            "= " + s(p.tp) + " must divide model.ffn_hidden = " + s(m.ffn_hidden) + " (the dense FFN's hidden units split tp ways)");
+  require(p.dp * p.tp % p.ep == 0, c, "parallel.ep",
+          "= " + s(p.ep) + " must divide parallel.dp * parallel.tp = " + s(p.dp * p.tp) +
+              " (experts spread over the ranks of a stage): use one of " + divisors(p.dp * p.tp));
+  require(m.moe.n_routed_experts % p.ep == 0, c, "parallel.ep",
+          "= " + s(p.ep) + " must divide model.moe.n_routed_experts = " + s(m.moe.n_routed_experts) +
+              " (each rank holds n_routed_experts / ep experts): use one of " + divisors(m.moe.n_routed_experts));
+  require(t.global_batch % (p.dp * t.micro_batch) == 0, c, "training.global_batch",
+          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " +
+              s(p.dp * t.micro_batch) + " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
+}
+
 }  // namespace
 
 void validate_config(const Config& c) {
@@ -45,12 +85,7 @@ void validate_config(const Config& c) {
           "= " + s(m.mtp.depth) + " must be < model.seq_len = " + s(m.seq_len) + " (depth k predicts k+1 tokens ahead)");
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
-  const auto& p = c.parallel;
-  for (auto [key, v] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.ep", p.ep}})
-    require(v == 1, c, key, "= " + s(v) + ": this version lays a run over data-parallel ranks only; set it to 1 and use parallel.dp");
-  require(t.global_batch % (p.dp * t.micro_batch) == 0, c, "training.global_batch",
-          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " +
-              s(p.dp * t.micro_batch) + " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
+  validate_layout(c);
 }
 
 }  // namespace mt

@@ -8,6 +8,8 @@
 
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
+#include "io/param_slices.hpp"
+#include "comm/comm.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -15,7 +17,7 @@ namespace fs = std::filesystem;
 namespace mt {
 
 namespace {
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;  // 2: slices by global name and range
 
 std::string step_name(long long step) {
   char buf[32];
@@ -40,47 +42,70 @@ std::vector<fs::path> complete_checkpoints(const std::string& run_dir) {
 
 }  // namespace
 
-void save_checkpoint(const std::string& run_dir, const ParamStore& params, const TrainState& state,
-                     const std::string& config_toml, int keep) {
+std::string rank_file(int rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "rank_%05d.h5", rank);
+  return buf;
+}
+
+void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
+                     const std::string& config_toml, int keep, const ParallelGroups& groups) {
   h5::silence_errors();
+  Comm& world = *groups.world;
   const fs::path final_dir = fs::path(run_dir) / "ckpt" / step_name(state.step);
   const fs::path tmp_dir = final_dir.string() + ".tmp";
-  fs::remove_all(tmp_dir);
-  fs::create_directories(tmp_dir);
+  if (world.rank() == 0) {
+    fs::remove_all(tmp_dir);
+    fs::create_directories(tmp_dir);
+  }
+  world.barrier();
   {
-    h5::Handle f = h5::create_file((tmp_dir / "rank_00000.h5").string(), false);
+    const ParamStore& params = model.params;
+    h5::Handle f = h5::create_file((tmp_dir / rank_file(world.rank())).string(), false);
     h5::write_int_attr(f, "format_version", kFormatVersion);
     h5::write_int_attr(f, "step", state.step);
     h5::write_int_attr(f, "samples_seen", state.samples_seen);
     h5::write_int_attr(f, "rng_seed", state.seed);
-    h5::write_int_attr(f, "world_size", 1);
-    h5::write_int_attr(f, "rank", 0);
+    h5::write_int_attr(f, "world_size", world.size());
+    h5::write_int_attr(f, "rank", world.rank());
+    const ParallelLayout& l = groups.layout;
+    h5::write_string_attr(f, "layout", "dp=" + std::to_string(l.dp) + " tp=" + std::to_string(l.tp) + " pp=" +
+                                           std::to_string(l.pp) + " ep=" + std::to_string(l.ep));
     h5::write_string_attr(f, "config_toml", config_toml);
-    write_param_set(f, "/params", params, params.values);
-    write_param_set(f, "/optim/exp_avg", params, params.adam_m);
-    write_param_set(f, "/optim/exp_avg_sq", params, params.adam_v);
-    write_buffers(f, "/buffers", params);
+    std::vector<int> mine;
+    for (size_t i = 0; i < params.infos.size(); ++i)
+      if (first_copy(params.infos[i], groups)) mine.push_back(int(i));
+    write_param_slices(f, "/params", params, params.values, mine);
+    write_param_slices(f, "/optim/exp_avg", params, model.exp_avg, mine);
+    write_param_slices(f, "/optim/exp_avg_sq", params, model.exp_avg_sq, mine);
+    if (groups.me.dp == 0 && groups.me.tp == 0) write_buffers(f, "/buffers", params);
     h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing checkpoint");
   }
-  {
-    std::ofstream m(tmp_dir / "manifest.toml");
-    m << "step = " << state.step << "\nsamples_seen = " << state.samples_seen
-      << "\nworld_size = 1\nformat_version = " << kFormatVersion << "\nfiles = [\"rank_00000.h5\"]\n";
-    if (!m) throw UserError((tmp_dir / "manifest.toml").string() + ": cannot write (disk full?)");
+  world.barrier();
+  if (world.rank() == 0) {
+    {
+      std::ofstream m(tmp_dir / "manifest.toml");
+      m << "step = " << state.step << "\nsamples_seen = " << state.samples_seen << "\nworld_size = " << world.size()
+        << "\nformat_version = " << kFormatVersion << "\nfiles = [";
+      for (int r = 0; r < world.size(); ++r) m << (r ? ", " : "") << '"' << rank_file(r) << '"';
+      m << "]\n";
+      if (!m) throw UserError((tmp_dir / "manifest.toml").string() + ": cannot write (disk full?)");
+    }
+    fs::remove_all(final_dir);
+    fs::rename(tmp_dir, final_dir);
+    auto all = complete_checkpoints(run_dir);
+    for (size_t i = 0; i + keep < all.size(); ++i) fs::remove_all(all[i]);
   }
-  fs::remove_all(final_dir);
-  fs::rename(tmp_dir, final_dir);
-  auto all = complete_checkpoints(run_dir);
-  for (size_t i = 0; i + keep < all.size(); ++i) fs::remove_all(all[i]);
+  world.barrier();
 }
 
-TrainState load_checkpoint(const std::string& step_dir, ParamStore& params) {
+TrainState load_checkpoint(const std::string& step_dir, const ModelState& model) {
   h5::silence_errors();
   const fs::path dir(step_dir);
   if (!fs::exists(dir / "manifest.toml"))
     throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
                     "step_N.tmp/ behind, which is never resumed from)");
-  h5::Handle f = h5::open_file((dir / "rank_00000.h5").string(), false);
+  h5::Handle f = h5::open_file((dir / rank_file(0)).string(), false);
   if (h5::read_int_attr(f, "format_version") != kFormatVersion)
     throw UserError(step_dir + ": checkpoint format " + std::to_string(h5::read_int_attr(f, "format_version")) +
                     ", this moetrain reads format " + std::to_string(kFormatVersion));
@@ -88,11 +113,16 @@ TrainState load_checkpoint(const std::string& step_dir, ParamStore& params) {
   s.step = h5::read_int_attr(f, "step");
   s.samples_seen = h5::read_int_attr(f, "samples_seen");
   s.seed = h5::read_int_attr(f, "rng_seed");
+  std::vector<std::string> files;
+  for (long long r = 0; r < h5::read_int_attr(f, "world_size"); ++r) files.push_back((dir / rank_file(int(r))).string());
   try {
-    read_param_set(f, "/params", params, params.values);
-    read_param_set(f, "/optim/exp_avg", params, params.adam_m);
-    read_param_set(f, "/optim/exp_avg_sq", params, params.adam_v);
-    read_buffers(f, "/buffers", params);
+    const ParamSlices slices(files);
+    model.exp_avg.assign(model.params.total(), 0.0f);
+    model.exp_avg_sq.assign(model.params.total(), 0.0f);
+    slices.read("/params", model.params, model.params.values);
+    slices.read("/optim/exp_avg", model.params, model.exp_avg);
+    slices.read("/optim/exp_avg_sq", model.params, model.exp_avg_sq);
+    slices.read_buffers("/buffers", model.params);
   } catch (const UserError& e) {
     throw UserError(step_dir + ": does not fit this model (" + e.what() +
                     "); resume with the config the checkpoint was made with, or set checkpoint.resume = \"never\"");

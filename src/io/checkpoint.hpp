@@ -1,12 +1,18 @@
 #pragma once
-// Checkpoints: <run>/ckpt/step_<N>/ holds rank_00000.h5 (parameters, AdamW moments, model
-// buffers, step and data position) and manifest.toml. A checkpoint is written into
-// step_<N>.tmp/ and renamed when complete, so a crash mid-write never damages an older one and
-// a directory without manifest.toml is never resumed from.
+// Checkpoints: <run>/ckpt/step_<N>/ holds one rank_<R>.h5 per rank and manifest.toml. Each rank
+// writes the parameters (and their AdamW moments) whose first copy it holds, by global name
+// and index range (param_slices.hpp); rank 0 adds the model buffers, the step and the data
+// position. Any layout reads any checkpoint of the same model: each rank assembles its slices
+// from all files. A checkpoint is written into step_<N>.tmp/ and renamed when every rank is
+// done, so a crash mid-write never damages an older one and a directory without
+// manifest.toml is never resumed from.
 #include <optional>
 #include <string>
 
+#include <vector>
+
 #include "model/params.hpp"
+#include "parallel/groups.hpp"
 
 namespace mt {
 
@@ -16,10 +22,18 @@ struct TrainState {
   long long seed = 0;            // the run's seed; training draws no other random numbers
 };
 
-void save_checkpoint(const std::string& run_dir, const ParamStore& params, const TrainState& state,
-                     const std::string& config_toml, int keep);
-// Loads into `params` (shapes must match) and returns the saved state.
-TrainState load_checkpoint(const std::string& step_dir, ParamStore& params);
+// A rank's part of the model: its parameters and the AdamW moments in the same layout.
+struct ModelState {
+  ParamStore& params;
+  std::vector<float>& exp_avg;
+  std::vector<float>& exp_avg_sq;
+};
+
+// Collective over groups.world.
+void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
+                     const std::string& config_toml, int keep, const ParallelGroups& groups);
+// Fills this rank's slices (whole shapes must match) and returns the saved state.
+TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
 // Newest complete checkpoint directory of a run, if any.
 std::optional<std::string> newest_checkpoint(const std::string& run_dir);
 

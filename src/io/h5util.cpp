@@ -44,6 +44,21 @@ void write_int_attr(hid_t obj, const std::string& name, long long value) {
   check(H5Awrite(a, H5T_NATIVE_LLONG, &value), "writing attribute " + name);
 }
 
+void write_ints_attr(hid_t obj, const std::string& name, const std::vector<long long>& values) {
+  const hsize_t n = values.size();
+  Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name), H5Aclose);
+  check(H5Awrite(a, H5T_NATIVE_LLONG, values.data()), "writing attribute " + name);
+}
+
+std::vector<long long> read_ints_attr(hid_t obj, const std::string& name) {
+  Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "reading attribute " + name), H5Aclose);
+  Handle space(H5Aget_space(a), H5Sclose);
+  std::vector<long long> v(size_t(H5Sget_simple_extent_npoints(space)));
+  check(H5Aread(a, H5T_NATIVE_LLONG, v.data()), "reading attribute " + name);
+  return v;
+}
+
 std::string read_string_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "reading attribute " + name), H5Aclose);
   Handle type(H5Aget_type(a), H5Tclose);
@@ -84,11 +99,20 @@ bool exists(hid_t file, const std::string& path) {
   return H5Lexists(file, path.c_str(), H5P_DEFAULT) > 0;
 }
 
-std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
+static hssize_t dataset_size(hid_t file, const std::string& path) {
   if (!exists(file, path)) throw UserError("HDF5: dataset " + path + " is missing");
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   Handle space(H5Dget_space(d), H5Sclose);
-  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  return H5Sget_simple_extent_npoints(space);
+}
+
+std::vector<float> read_floats(hid_t file, const std::string& path) {
+  return read_floats(file, path, size_t(dataset_size(file, path)));
+}
+
+std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
+  const hssize_t n = dataset_size(file, path);
+  Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   if (n != hssize_t(expected))
     throw UserError("HDF5: dataset " + path + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
   std::vector<float> out(expected);

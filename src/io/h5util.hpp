@@ -36,12 +36,16 @@ Handle open_file(const std::string& path, bool swmr_read);
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value);
 void write_double_attr(hid_t obj, const std::string& name, double value);
 void write_int_attr(hid_t obj, const std::string& name, long long value);
+void write_ints_attr(hid_t obj, const std::string& name, const std::vector<long long>& values);
 std::string read_string_attr(hid_t obj, const std::string& name);
+std::vector<long long> read_ints_attr(hid_t obj, const std::string& name);
+
 long long read_int_attr(hid_t obj, const std::string& name);
 
 // Fixed-size float datasets (checkpoints). Intermediate groups are created as needed.
 void write_floats(hid_t file, const std::string& path, const float* data, const std::vector<hsize_t>& dims);
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected);
+std::vector<float> read_floats(hid_t file, const std::string& path);  // whatever its size
 void write_ints(hid_t file, const std::string& path, const int* data, const std::vector<hsize_t>& dims);
 bool exists(hid_t file, const std::string& path);
 

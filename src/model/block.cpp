@@ -12,10 +12,12 @@ Block::Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& pre
   norm1 = p.add(prefix + ".attn_norm", {d_}, I::ones, false);
   norm2 = p.add(prefix + ".ffn_norm", {d_}, I::ones, false);
   if (!moe) {
+    // Hidden units split over the tensor-parallel group: gate and up by rows, down by columns.
     const int64_t H = cfg.ffn_hidden, D = d_;
-    ffn_gate = p.add(prefix + ".ffn.w_gate", {H, D}, I::normal, true);
-    ffn_up = p.add(prefix + ".ffn.w_up", {H, D}, I::normal, true);
-    ffn_down = p.add(prefix + ".ffn.w_down", {D, H}, I::normal, true);
+    const Spread split = Spread::tensor_split;
+    ffn_gate = p.add(prefix + ".ffn.w_gate", {H, D}, I::normal, true, split, env.shard.tp_split(0));
+    ffn_up = p.add(prefix + ".ffn.w_up", {H, D}, I::normal, true, split, env.shard.tp_split(0));
+    ffn_down = p.add(prefix + ".ffn.w_down", {D, H}, I::normal, true, split, env.shard.tp_split(1));
   } else {
     moe_ = std::make_unique<MoE>(env, cfg, prefix + ".moe", max_in_flight);
   }
@@ -41,11 +43,15 @@ double Block::forward(int slot, Arena& arena, const float* x, int batch, float* 
   const Backend& be = env_.be();
   be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = p.value(norm1), .y = s.n1, .rstd = s.rstd1});
   attn_->forward(slot, arena, s.n1, batch, s.x1);
+  env_.tp_sum(s.x1, n);
   be.add({.n = n, .x = x, .y = s.x1});
   be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = s.x1, .weight = p.value(norm2), .y = s.n2, .rstd = s.rstd2});
   double aux = 0;
   if (moe_) aux = moe_->forward(slot, arena, s.n2, batch, y, aux_grad_scale);
-  else swiglu_forward(env_, arena, dense_weights(), s.n2, rows, y, false, s.ffn);
+  else {
+    swiglu_forward(env_, arena, dense_weights(), s.n2, rows, y, false, s.ffn);
+    env_.tp_sum(y, n);
+  }
   be.add({.n = n, .x = s.x1, .y = y});
   return aux;
 }
@@ -61,11 +67,15 @@ void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   s.dx1 = arena.floats(n);
   s.dn1 = arena.floats(n);
   if (moe_) moe_->backward_input(slot, arena, dy, s.dn2);
-  else swiglu_backward_input(env_, arena, dense_weights(), dy, s.dn2, false, s.ffn);
+  else {
+    swiglu_backward_input(env_, arena, dense_weights(), dy, s.dn2, false, s.ffn);
+    env_.tp_sum(s.dn2, n);
+  }
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn2, .x = s.x1, .weight = p.value(norm2),
                              .rstd = s.rstd2, .dx = s.dx1});
   be.add({.n = n, .x = dy, .y = s.dx1});
   attn_->backward_input(slot, arena, s.dx1, s.dn1);
+  env_.tp_sum(s.dn1, n);
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn1, .x = s.x, .weight = p.value(norm1),
                              .rstd = s.rstd1, .dx = dx});
   be.add({.n = n, .x = s.dx1, .y = dx});

@@ -1,18 +1,37 @@
 #pragma once
-// What every layer needs to run: the device, the GEMM input precision and the parameter store.
+// What every layer needs to run: the device, the GEMM input precision, the parameter store and
+// the rank's place in the tensor- and expert-parallel groups.
 // Linear maps follow the PyTorch convention: W is [out, in] and y = x W^T.
+#include "comm/comm.hpp"
 #include "model/params.hpp"
 #include "ops/ops.hpp"
 #include "tensor/arena.hpp"
 
 namespace mt {
 
+// The slice of every layer this rank holds: attention heads and dense-FFN hidden units split
+// tp ways (Megatron-style column- then row-parallel pairs), routed experts split ep ways.
+struct ShardPlace {
+  int tp_rank = 0, tp_size = 1;
+  int ep_rank = 0, ep_size = 1;
+  Comm* tp = nullptr;  // set when tp_size > 1
+  Comm* ep = nullptr;  // set when ep_size > 1
+  Split tp_split(int dim) const { return {dim, tp_size, tp_rank}; }
+};
+
 struct LayerEnv {
   const Backend* backend = nullptr;
   GemmInputs gemm_inputs = GemmInputs::fp32;
   ParamStore* params = nullptr;
+  ShardPlace shard;
 
   const Backend& be() const { return *backend; }
+
+  // Sums the partial results of a row-parallel product (or the input gradient of a column-
+  // parallel one) over the tensor-parallel group.
+  void tp_sum(float* x, size_t n) const {
+    if (shard.tp_size > 1) shard.tp->all_reduce_sum(std::span<float>(x, n));
+  }
 
   // y[rows,out] = x[rows,in] W^T  (accumulate: y += ...)
   void linear_forward(const float* x, const float* w, int rows, int in, int out, float* y,

@@ -5,15 +5,19 @@
 namespace mt {
 
 Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
-    : env_(env), d_(cfg.d_model), heads_(cfg.n_heads),
-      kv_heads_(cfg.attention.n_kv_heads == 0 ? cfg.n_heads : cfg.attention.n_kv_heads), head_dim_(cfg.head_dim),
-      seq_(cfg.seq_len), theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
+    : env_(env), d_(cfg.d_model), heads_(cfg.n_heads / env.shard.tp_size),
+      kv_heads_((cfg.attention.n_kv_heads == 0 ? cfg.n_heads : cfg.attention.n_kv_heads) / env.shard.tp_size),
+      head_dim_(cfg.head_dim), seq_(cfg.seq_len), theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
   using I = ParamStore::Init;
-  const int64_t hd = int64_t(heads_) * head_dim_, kvd = int64_t(kv_heads_) * head_dim_;
-  wq = env.params->add(prefix + ".wq", {hd, d_}, I::normal, true);
-  wk = env.params->add(prefix + ".wk", {kvd, d_}, I::normal, true);
-  wv = env.params->add(prefix + ".wv", {kvd, d_}, I::normal, true);
-  wo = env.params->add(prefix + ".wo", {d_, hd}, I::normal, true);
+  const ShardPlace& sh = env.shard;
+  // Whole shapes; each tensor-parallel rank holds its heads: rows of the projections in, columns
+  // of the projection out.
+  const int64_t hd = int64_t(heads_) * sh.tp_size * head_dim_, kvd = int64_t(kv_heads_) * sh.tp_size * head_dim_;
+  const Spread split = Spread::tensor_split;
+  wq = env.params->add(prefix + ".wq", {hd, d_}, I::normal, true, split, sh.tp_split(0));
+  wk = env.params->add(prefix + ".wk", {kvd, d_}, I::normal, true, split, sh.tp_split(0));
+  wv = env.params->add(prefix + ".wv", {kvd, d_}, I::normal, true, split, sh.tp_split(0));
+  wo = env.params->add(prefix + ".wo", {d_, hd}, I::normal, true, split, sh.tp_split(1));
 }
 
 RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse) const {

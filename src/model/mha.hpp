@@ -1,7 +1,8 @@
 #pragma once
 // Causal multi-head self-attention with rotary position embeddings on queries and keys, and
 // grouped-query attention: n_kv_heads key/value heads, each shared by n_heads / n_kv_heads
-// query heads.
+// query heads. With tensor parallelism a rank holds heads_ = n_heads / tp of them (and their
+// key/value heads); its output is a partial sum that the block adds up over the group.
 #include <vector>
 
 #include "model/attention.hpp"

@@ -5,25 +5,29 @@
 namespace mt {
 
 Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
-    : env_(env), d_(cfg.d_model), heads_(cfg.n_heads), seq_(cfg.seq_len), q_lora_(cfg.attention.q_lora_rank),
-      kv_lora_(cfg.attention.kv_lora_rank), nope_(cfg.attention.qk_nope_head_dim),
+    : env_(env), d_(cfg.d_model), heads_(cfg.n_heads / env.shard.tp_size), seq_(cfg.seq_len),
+      q_lora_(cfg.attention.q_lora_rank), kv_lora_(cfg.attention.kv_lora_rank), nope_(cfg.attention.qk_nope_head_dim),
       rope_(cfg.attention.qk_rope_head_dim), vdim_(cfg.attention.v_head_dim),
       qk_(cfg.attention.qk_nope_head_dim + cfg.attention.qk_rope_head_dim), eps_(float(cfg.norm_eps)),
       theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
   using I = ParamStore::Init;
   ParamStore& p = *env.params;
-  const int64_t D = d_, H = heads_;
+  const ShardPlace& sh = env.shard;
+  const int64_t D = d_, H = cfg.n_heads;
+  // Per-head projections split by heads over the tensor-parallel group; the latent projections
+  // and their norms are whole on every rank, and each rank's heads feed part of their gradient.
+  const Spread split = Spread::tensor_split, partial = Spread::tensor_partial;
   if (q_lora_ > 0) {
-    wq_a = p.add(prefix + ".wq_a", {q_lora_, D}, I::normal, true);
-    q_norm = p.add(prefix + ".q_norm", {q_lora_}, I::ones, false);
-    wq_b = p.add(prefix + ".wq_b", {H * qk_, q_lora_}, I::normal, true);
+    wq_a = p.add(prefix + ".wq_a", {q_lora_, D}, I::normal, true, partial);
+    q_norm = p.add(prefix + ".q_norm", {q_lora_}, I::ones, false, partial);
+    wq_b = p.add(prefix + ".wq_b", {H * qk_, q_lora_}, I::normal, true, split, sh.tp_split(0));
   } else {
-    wq = p.add(prefix + ".wq", {H * qk_, D}, I::normal, true);
+    wq = p.add(prefix + ".wq", {H * qk_, D}, I::normal, true, split, sh.tp_split(0));
   }
-  wkv_a = p.add(prefix + ".wkv_a", {kv_lora_ + rope_, D}, I::normal, true);
-  kv_norm = p.add(prefix + ".kv_norm", {kv_lora_}, I::ones, false);
-  wkv_b = p.add(prefix + ".wkv_b", {H * (nope_ + vdim_), kv_lora_}, I::normal, true);
-  wo = p.add(prefix + ".wo", {D, H * vdim_}, I::normal, true);
+  wkv_a = p.add(prefix + ".wkv_a", {kv_lora_ + rope_, D}, I::normal, true, partial);
+  kv_norm = p.add(prefix + ".kv_norm", {kv_lora_}, I::ones, false, partial);
+  wkv_b = p.add(prefix + ".wkv_b", {H * (nope_ + vdim_), kv_lora_}, I::normal, true, split, sh.tp_split(0));
+  wo = p.add(prefix + ".wo", {D, H * vdim_}, I::normal, true, split, sh.tp_split(1));
 }
 
 // The last rope_ features of each head of q rotate.

@@ -5,6 +5,8 @@
 //   keys/values: [c_kv; k_rope] = W_kv_a x; k_rope = RoPE(k_rope), one for all heads;
 //            [k_nope; v] per head = W_kv_b RMSNorm(c_kv); each head's k = [k_nope; k_rope]
 //   softmax scale 1/sqrt(qk_nope_head_dim + qk_rope_head_dim); output W_o [o_1; ...; o_H].
+// With tensor parallelism a rank holds heads_ = n_heads / tp heads; the latents are computed
+// whole on every rank.
 #include <vector>
 
 #include "model/attention.hpp"

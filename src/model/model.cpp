@@ -5,8 +5,8 @@
 namespace mt {
 
 Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs,
-             int max_in_flight)
-    : cfg_(cfg), env_{&backend, gemm_inputs, &params}, arenas_(max_in_flight), saved_(max_in_flight) {
+             int max_in_flight, const ShardPlace& shard)
+    : cfg_(cfg), env_{&backend, gemm_inputs, &params, shard}, arenas_(max_in_flight), saved_(max_in_flight) {
   using I = ParamStore::Init;
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   embedding = params.add("embedding", {V, D}, I::normal, true);

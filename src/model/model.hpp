@@ -40,7 +40,9 @@ struct ForwardResult {
 
 class Model {
  public:
-  Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs, int max_in_flight);
+  // `shard`: the slice of each layer this rank holds (the whole model by default).
+  Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs, int max_in_flight,
+        const ShardPlace& shard = {});
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 

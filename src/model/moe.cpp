@@ -8,7 +8,7 @@ namespace mt {
 
 MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
     : env_(env), d_(cfg.d_model), seq_(cfg.seq_len), n_experts_(cfg.moe.n_routed_experts),
-      top_k_(cfg.moe.top_k), hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
+      n_local_(cfg.moe.n_routed_experts / env.shard.ep_size), top_k_(cfg.moe.top_k), hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
       shared_hidden_(cfg.moe.n_shared_experts * cfg.moe.expert_hidden), n_groups_(cfg.moe.n_groups),
       topk_groups_(cfg.moe.topk_groups), route_scale_(float(cfg.moe.route_scale)),
       gamma_(float(cfg.moe.bias_update_speed)), alpha_(float(cfg.moe.aux_alpha)),
@@ -26,11 +26,13 @@ MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
     shared_up = p.add(prefix + ".shared.w_up", {shared_hidden_, D}, I::normal, true);
     shared_down = p.add(prefix + ".shared.w_down", {D, shared_hidden_}, I::normal, true);
   }
-  expert_gate = p.add(prefix + ".experts.w_gate", {E, H, D}, I::normal, true);
-  expert_up = p.add(prefix + ".experts.w_up", {E, H, D}, I::normal, true);
-  expert_down = p.add(prefix + ".experts.w_down", {E, D, H}, I::normal, true);
+  const Split mine{0, env.shard.ep_size, env.shard.ep_rank};
+  const Spread split = Spread::expert_split;
+  expert_gate = p.add(prefix + ".experts.w_gate", {E, H, D}, I::normal, true, split, mine);
+  expert_up = p.add(prefix + ".experts.w_up", {E, H, D}, I::normal, true, split, mine);
+  expert_down = p.add(prefix + ".experts.w_down", {E, D, H}, I::normal, true, split, mine);
   bias_ = p.add_buffer(prefix + ".router_bias", size_t(E));
-  for (auto& s : saved_) s.experts.resize(n_experts_);
+  for (auto& s : saved_) s.experts.resize(n_local_);
 }
 
 SwigluWeights MoE::expert_weights(int e) const {
@@ -46,6 +48,91 @@ SwigluGrads MoE::expert_grads(int e) const {
 SwigluWeights MoE::shared_weights() const {
   ParamStore& p = *env_.params;
   return {p.value(shared_gate), p.value(shared_up), p.value(shared_down), d_, shared_hidden_};
+}
+
+void MoE::plan_dispatch(const int* expert_begin, Dispatch& d) const {
+  const int peers = env_.shard.ep_size, L = n_local_;
+  std::vector<int> counts_out(n_experts_), counts_in(n_experts_);
+  for (int e = 0; e < n_experts_; ++e) counts_out[e] = expert_begin[e + 1] - expert_begin[e];
+  env_.shard.ep->all_to_all(counts_out, counts_in);  // counts_in[src * L + j]: rows from src for local expert j
+  d.send_values.assign(peers, 0);
+  d.recv_values.assign(peers, 0);
+  d.local_begin.assign(L + 1, 0);
+  for (int q = 0; q < peers; ++q)
+    for (int j = 0; j < L; ++j) {
+      d.send_values[q] += counts_out[q * L + j] * d_;
+      d.recv_values[q] += counts_in[q * L + j] * d_;
+      d.local_begin[j + 1] += counts_in[q * L + j];
+    }
+  for (int j = 0; j < L; ++j) d.local_begin[j + 1] += d.local_begin[j];
+  d.rows_in = d.local_begin[L];
+  d.local_of.resize(d.rows_in);
+  std::vector<int> fill(d.local_begin.begin(), d.local_begin.end() - 1);
+  int arriving = 0;
+  for (int q = 0; q < peers; ++q)
+    for (int j = 0; j < L; ++j)
+      for (int i = 0; i < counts_in[q * L + j]; ++i) d.local_of[arriving++] = fill[j]++;
+}
+
+float* MoE::dispatch_rows(Arena& arena, const Dispatch& d, const float* rows) const {
+  const size_t n_out = size_t(std::accumulate(d.send_values.begin(), d.send_values.end(), 0));
+  const size_t n_in = size_t(d.rows_in) * d_;
+  float* arrived = arena.floats(n_in);
+  env_.shard.ep->all_to_all_v({rows, n_out}, d.send_values, {arrived, n_in}, d.recv_values);
+  float* local = arena.floats(n_in);
+  for (int i = 0; i < d.rows_in; ++i)
+    std::copy(arrived + size_t(i) * d_, arrived + size_t(i + 1) * d_, local + size_t(d.local_of[i]) * d_);
+  return local;
+}
+
+void MoE::return_rows(Arena& arena, const Dispatch& d, const float* local, float* out) const {
+  const size_t n_out = size_t(std::accumulate(d.send_values.begin(), d.send_values.end(), 0));
+  const size_t n_in = size_t(d.rows_in) * d_;
+  float* leaving = arena.floats(n_in);
+  for (int i = 0; i < d.rows_in; ++i)
+    std::copy(local + size_t(d.local_of[i]) * d_, local + size_t(d.local_of[i] + 1) * d_, leaving + size_t(i) * d_);
+  env_.shard.ep->all_to_all_v({leaving, n_in}, d.recv_values, {out, n_out}, d.send_values);
+}
+
+void MoE::experts_forward(Saved& s, Arena& arena) {
+  if (env_.shard.ep_size == 1) {
+    for (int e = 0; e < n_experts_; ++e) {
+      const int begin = s.expert_begin[e], n = s.expert_begin[e + 1] - begin;
+      swiglu_forward(env_, arena, expert_weights(e), s.xe + size_t(begin) * d_, n, s.ye + size_t(begin) * d_,
+                     false, s.experts[e]);
+    }
+    return;
+  }
+  Dispatch& d = s.dispatch;
+  plan_dispatch(s.expert_begin, d);
+  const float* x_local = dispatch_rows(arena, d, s.xe);
+  float* y_local = arena.floats(size_t(d.rows_in) * d_);
+  for (int j = 0; j < n_local_; ++j) {
+    const int begin = d.local_begin[j], n = d.local_begin[j + 1] - begin;
+    swiglu_forward(env_, arena, expert_weights(j), x_local + size_t(begin) * d_, n, y_local + size_t(begin) * d_,
+                   false, s.experts[j]);
+  }
+  return_rows(arena, d, y_local, s.ye);
+}
+
+void MoE::experts_backward_input(Saved& s, Arena& arena, const float* dye, float* dxe) {
+  if (env_.shard.ep_size == 1) {
+    for (int e = 0; e < n_experts_; ++e) {
+      const int begin = s.expert_begin[e];
+      swiglu_backward_input(env_, arena, expert_weights(e), dye + size_t(begin) * d_, dxe + size_t(begin) * d_,
+                            false, s.experts[e]);
+    }
+    return;
+  }
+  const Dispatch& d = s.dispatch;
+  const float* dy_local = dispatch_rows(arena, d, dye);
+  float* dx_local = arena.floats(size_t(d.rows_in) * d_);
+  for (int j = 0; j < n_local_; ++j) {
+    const int begin = d.local_begin[j];
+    swiglu_backward_input(env_, arena, expert_weights(j), dy_local + size_t(begin) * d_, dx_local + size_t(begin) * d_,
+                          false, s.experts[j]);
+  }
+  return_rows(arena, d, dx_local, dxe);
 }
 
 void MoE::select(const float* scores, int rows, int* chosen, float* gates) const {
@@ -148,11 +235,7 @@ double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y,
   s.ye = arena.floats(size_t(rows) * K * d_);
   for (int r = 0; r < rows * K; ++r)
     std::copy(x + size_t(s.perm_token[r]) * d_, x + size_t(s.perm_token[r] + 1) * d_, s.xe + size_t(r) * d_);
-  for (int e = 0; e < E; ++e) {
-    const int begin = s.expert_begin[e], n = s.expert_begin[e + 1] - begin;
-    swiglu_forward(env_, arena, expert_weights(e), s.xe + size_t(begin) * d_, n, s.ye + size_t(begin) * d_,
-                   false, s.experts[e]);
-  }
+  experts_forward(s, arena);
 
   if (n_shared_ > 0) swiglu_forward(env_, arena, shared_weights(), x, rows, y, false, s.shared);
   else std::fill(y, y + size_t(rows) * d_, 0.0f);
@@ -210,11 +293,7 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       dgate[t * K + k] = float(dot);
     }
   float* dxe = arena.floats(size_t(rows) * K * d_);
-  for (int e = 0; e < E; ++e) {
-    const int begin = s.expert_begin[e];
-    swiglu_backward_input(env_, arena, expert_weights(e), dye + size_t(begin) * d_, dxe + size_t(begin) * d_,
-                          false, s.experts[e]);
-  }
+  experts_backward_input(s, arena, dye, dxe);
   for (int r = 0; r < rows * K; ++r) {
     float* out = dx + size_t(s.perm_token[r]) * d_;
     const float* in = dxe + size_t(r) * d_;
@@ -259,7 +338,7 @@ void MoE::backward_weight(int slot) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   env_.linear_backward_weight(s.dlogits, s.x, s.rows, d_, n_experts_, p.grad(router));
-  for (int e = 0; e < n_experts_; ++e) swiglu_backward_weight(env_, expert_weights(e), expert_grads(e), s.experts[e]);
+  for (int e = 0; e < n_local_; ++e) swiglu_backward_weight(env_, expert_weights(e), expert_grads(e), s.experts[e]);
   if (n_shared_ > 0)
     swiglu_backward_weight(env_, shared_weights(), {p.grad(shared_gate), p.grad(shared_up), p.grad(shared_down)},
                            s.shared);

@@ -14,6 +14,11 @@
 // (GShard-style). f_i counts the experts tokens were actually routed to and carries no gradient.
 // A global-batch group needs every micro-batch's routing before any backward pass: the trainer
 // runs all forwards, calls finish_global_balance(), then the backwards.
+// Expert parallelism: a rank holds experts [ep_rank * E/ep, (ep_rank+1) * E/ep). Routing runs on
+// the rank's own tokens; the (token, expert) rows go to the experts' ranks with an all-to-all-v
+// (the per-expert counts travel first), come back the same way, and are combined where the
+// tokens live. Every row is kept: no capacity limit, no dropping. Under tensor parallelism the
+// MoE runs whole on each tensor-parallel rank, so an expert sees a token once per such rank.
 #include <string>
 #include <vector>
 
@@ -50,6 +55,15 @@ class MoE {
   int router, shared_gate, shared_up, shared_down, expert_gate, expert_up, expert_down;
 
  private:
+  // Where the rows of an expert-parallel exchange go. Rows leave grouped by (peer, expert) and
+  // arrive grouped by (source, local expert); `local_of` maps an arriving row to its place among
+  // this rank's rows grouped by (local expert, source).
+  struct Dispatch {
+    std::vector<int> send_values, recv_values;  // per peer, floats (rows * d_model)
+    std::vector<int> local_begin;               // [local experts + 1] segments of the local rows
+    std::vector<int> local_of;                  // [arriving rows]
+    int rows_in = 0;
+  };
   struct Saved {
     int rows = 0, batch = 0;
     const float* x = nullptr;
@@ -61,11 +75,22 @@ class MoE {
     int* slot_row = nullptr;       // [rows*K] permuted row of (token, k)
     float* xe = nullptr;           // [rows*K, d] gathered inputs
     float* ye = nullptr;           // [rows*K, d] expert outputs (before gating)
-    std::vector<SwigluSaved> experts;
+    std::vector<SwigluSaved> experts;  // this rank's experts
+    Dispatch dispatch;
     SwigluSaved shared;
     float aux_weight = 0;
     float* dlogits = nullptr;      // [rows, E] gradient of the router pre-activations
   };
+  void plan_dispatch(const int* expert_begin, Dispatch& d) const;
+  // Sends `rows` (source order) to the experts' ranks; returns them in local order.
+  float* dispatch_rows(Arena& arena, const Dispatch& d, const float* rows) const;
+  // The reverse: rows in local order back to their sources, written to `out` in source order.
+  void return_rows(Arena& arena, const Dispatch& d, const float* local, float* out) const;
+  // ye = expert(xe) for every permuted row of the micro-batch, wherever its expert lives.
+  void experts_forward(Saved& s, Arena& arena);
+  // dxe from dye, the same way.
+  void experts_backward_input(Saved& s, Arena& arena, const float* dye, float* dxe);
+
   SwigluWeights expert_weights(int e) const;
   SwigluGrads expert_grads(int e) const;
   SwigluWeights shared_weights() const;
@@ -76,7 +101,7 @@ class MoE {
   void group_load(const Saved& s, int begin, int size, std::vector<double>& f) const;
 
   LayerEnv env_;
-  int d_, seq_, n_experts_, top_k_, hidden_, n_shared_, shared_hidden_, n_groups_, topk_groups_;
+  int d_, seq_, n_experts_, n_local_, top_k_, hidden_, n_shared_, shared_hidden_, n_groups_, topk_groups_;
   float route_scale_, gamma_, alpha_;
   std::string aux_kind_;
   int bias_;

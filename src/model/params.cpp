@@ -1,13 +1,36 @@
 #include "model/params.hpp"
 
-#include "util/error.hpp"
+#include <stdexcept>
+
 #include "util/init_rng.hpp"
 
 namespace mt {
 
-int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay) {
+size_t ParamInfo::global_index(size_t i) const {
+  if (split_dim < 0) return i;
+  size_t inner = 1;
+  for (size_t d = split_dim + 1; d < shape.size(); ++d) inner *= size_t(shape[d]);
+  const size_t local = size_t(shape[split_dim]), whole = size_t(global_shape[split_dim]);
+  const size_t outer = i / (inner * local), along = i / inner % local, within = i % inner;
+  return (outer * whole + along + size_t(split_start)) * inner + within;
+}
+
+int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay, Spread spread,
+                    Split split) {
   ParamInfo p;
   p.name = name;
+  p.global_shape = shape;
+  p.spread = spread;
+  if (split.parts > 1) {
+    const int64_t piece = shape[split.dim] / split.parts;
+    // The layout validator refuses splits that do not divide; reaching this is a bug.
+    if (piece * split.parts != shape[split.dim])
+      throw std::logic_error(name + ": dimension " + std::to_string(split.dim) + " of size " +
+                             std::to_string(shape[split.dim]) + " does not split " + std::to_string(split.parts) + " ways");
+    shape[split.dim] = piece;
+    p.split_dim = split.dim;
+    p.split_start = piece * split.index;
+  }
   p.shape = std::move(shape);
   p.numel = 1;
   for (auto d : p.shape) p.numel *= size_t(d);
@@ -28,14 +51,12 @@ int ParamStore::add_buffer(const std::string& name, size_t numel) {
 void ParamStore::finalize(uint64_t seed, double init_std) {
   values.assign(total_, 0.0f);
   grads.assign(total_, 0.0f);
-  adam_m.assign(total_, 0.0f);
-  adam_v.assign(total_, 0.0f);
   for (size_t i = 0; i < infos.size(); ++i) {
     float* v = values.data() + infos[i].offset;
     const uint64_t key = param_key(seed, infos[i].name);
     for (size_t j = 0; j < infos[i].numel; ++j) {
       switch (inits_[i]) {
-        case Init::normal: v[j] = float(init_std * counter_normal(key, j)); break;
+        case Init::normal: v[j] = float(init_std * counter_normal(key, infos[i].global_index(j))); break;
         case Init::ones: v[j] = 1.0f; break;
         case Init::zeros: v[j] = 0.0f; break;
       }

@@ -75,7 +75,6 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     reduce_moe();
   }
   if (ranks > 1) {
-    dp->all_reduce_sum(model.params.grads);
     std::vector<double> sums{totals.ce_sum, totals.aux, totals.mtp};
     dp->all_reduce_sum(sums);
     totals.ce_sum = sums[0], totals.aux = sums[1], totals.mtp = sums[2];

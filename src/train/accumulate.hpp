@@ -29,8 +29,8 @@ int slots_needed(const ModelConfig& m, int global_batch, int micro_batch, int dp
 using FillMicroBatch = std::function<void(int mb, std::vector<int>& inputs, std::vector<int>& targets)>;
 // after_forward(mb, slot), if given, runs after each forward (e.g. to read the slot's logits).
 // With a data-parallel group `dp` of n ranks, rank r runs the r-th n-th of the step's
-// micro-batches (mb numbers stay global), and the returned totals, the gradients and the MoE
-// load are sums over the group: every rank ends with the step a single rank would compute.
+// micro-batches (mb numbers stay global), and the returned totals and the MoE load are sums over
+// the group. The gradients stay this rank's: the optimizer sums them over their copies.
 StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
                                 const std::function<void(int mb, int slot)>& after_forward = {}, Comm* dp = nullptr);
 

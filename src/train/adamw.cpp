@@ -4,28 +4,20 @@
 
 namespace mt {
 
-double grad_norm(const ParamStore& p) {
-  double ss = 0;
-  for (float g : p.grads) ss += double(g) * g;
-  return std::sqrt(ss);
+AdamwCoefficients adamw_coefficients(const OptimizerConfig& cfg, double lr, long t, bool decay) {
+  return {.lr = lr, .bias_correction1 = 1.0 - std::pow(cfg.beta1, double(t)),
+          .bias_correction2 = 1.0 - std::pow(cfg.beta2, double(t)), .beta1 = float(cfg.beta1),
+          .beta2 = float(cfg.beta2), .eps = cfg.eps, .decay = decay ? float(lr * cfg.weight_decay) : 0.0f};
 }
 
-void scale_grads(ParamStore& p, float factor) {
-  for (float& g : p.grads) g *= factor;
-}
-
-void adamw_step(ParamStore& p, const OptimizerConfig& cfg, double lr, long t) {
-  const double bc1 = 1.0 - std::pow(cfg.beta1, double(t)), bc2 = 1.0 - std::pow(cfg.beta2, double(t));
-  const float b1 = float(cfg.beta1), b2 = float(cfg.beta2);
-  for (const ParamInfo& info : p.infos) {
-    const float decay = info.decay ? float(lr * cfg.weight_decay) : 0.0f;
-    for (size_t i = info.offset; i < info.offset + info.numel; ++i) {
-      const float g = p.grads[i];
-      p.adam_m[i] = b1 * p.adam_m[i] + (1 - b1) * g;
-      p.adam_v[i] = b2 * p.adam_v[i] + (1 - b2) * g * g;
-      const double mhat = p.adam_m[i] / bc1, vhat = p.adam_v[i] / bc2;
-      p.values[i] -= float(lr * mhat / (std::sqrt(vhat) + cfg.eps)) + decay * p.values[i];
-    }
+void adamw_update(const AdamwCoefficients& c, size_t n, const float* grad, float* value, float* m, float* v) {
+  const float b1 = c.beta1, b2 = c.beta2;
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    m[i] = b1 * m[i] + (1 - b1) * g;
+    v[i] = b2 * v[i] + (1 - b2) * g * g;
+    const double mhat = m[i] / c.bias_correction1, vhat = v[i] / c.bias_correction2;
+    value[i] -= float(c.lr * mhat / (std::sqrt(vhat) + c.eps)) + c.decay * value[i];
   }
 }
 

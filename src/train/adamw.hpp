@@ -1,12 +1,20 @@
 #pragma once
+// The AdamW update of one run of elements (decoupled weight decay, bias-corrected moments).
+#include <cstddef>
+
 #include "config/config.hpp"
-#include "model/params.hpp"
 
 namespace mt {
-// Global L2 norm of all gradients.
-double grad_norm(const ParamStore& p);
-// Multiplies all gradients by `factor`.
-void scale_grads(ParamStore& p, float factor);
-// One AdamW step (t is 1-based) with decoupled weight decay on the parameters marked `decay`.
-void adamw_step(ParamStore& p, const OptimizerConfig& cfg, double lr, long t);
+
+struct AdamwCoefficients {
+  double lr = 0, bias_correction1 = 1, bias_correction2 = 1;
+  float beta1 = 0.9f, beta2 = 0.95f;
+  double eps = 1e-8;
+  float decay = 0;  // lr * weight_decay where it applies, else 0
+};
+
+// Coefficients of step t (1-based); `decay` selects whether weight decay applies.
+AdamwCoefficients adamw_coefficients(const OptimizerConfig& cfg, double lr, long t, bool decay);
+void adamw_update(const AdamwCoefficients& c, size_t n, const float* grad, float* value, float* m, float* v);
+
 }  // namespace mt

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "comm/comm.hpp"
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
 #include "io/shards.hpp"
 #include "model/model.hpp"
+#include "parallel/groups.hpp"
 #include "train/accumulate.hpp"
 #include "train/batches.hpp"
 #include "train/device.hpp"
@@ -48,7 +50,10 @@ void dump_step(const Config& cfg, const std::string& path) {
   h5::write_double_attr(f, "aux_loss", totals.aux);
   h5::write_double_attr(f, "mtp_loss", totals.mtp);
 
-  const UpdateStats u = apply_update(model, cfg, 0);
+  const auto one_rank = make_local_comm();
+  const ParallelGroups groups = make_groups(*one_rank, {});
+  Optimizer optimizer(model.params, cfg.optimizer, groups, false);
+  const UpdateStats u = apply_update(model, optimizer, cfg, 0);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);
   h5::write_double_attr(f, "lr", u.lr);
   const hsize_t moe_layers = model.moe_layers().size();
@@ -56,8 +61,10 @@ void dump_step(const Config& cfg, const std::string& path) {
     h5::write_floats(f, "/expert_load", u.expert_load.data(), {moe_layers, hsize_t(m.moe.n_routed_experts)});
   write_param_set(f, "/after/params", model.params, model.params.values);
   write_buffers(f, "/after/buffers", model.params);
-  write_param_set(f, "/after/exp_avg", model.params, model.params.adam_m);
-  write_param_set(f, "/after/exp_avg_sq", model.params, model.params.adam_v);
+  std::vector<float> exp_avg, exp_avg_sq;
+  optimizer.export_moments(exp_avg, exp_avg_sq);
+  write_param_set(f, "/after/exp_avg", model.params, exp_avg);
+  write_param_set(f, "/after/exp_avg_sq", model.params, exp_avg_sq);
   h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing " + path);
 }
 

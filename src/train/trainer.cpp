@@ -39,16 +39,25 @@ std::string human_duration(double s) {
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
-  // Data-parallel ranks hold the same model and see the same step; the first one speaks for all.
-  lead_ = !opt_.data_parallel || opt_.data_parallel->rank() == 0;
+  if (!opt_.world) {
+    one_rank_ = make_local_comm();
+    opt_.world = one_rank_.get();
+  }
+  const auto& p = cfg.parallel;
+  groups_ = make_groups(*opt_.world, {.dp = p.dp, .tp = p.tp, .pp = p.pp, .ep = p.ep});
+  // Every rank computes the same losses and statistics; the first one speaks for all.
+  lead_ = opt_.world->rank() == 0;
   if (!lead_) opt_.quiet = true;
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
   device_ = choose_device(cfg);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
+  const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
+                         .tp = groups_.tp.get(), .ep = groups_.ep.get()};
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm_inputs(cfg.precision),
-                                   slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch,
-                                                cfg.parallel.dp));
+                                   slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch, p.dp),
+                                   shard);
+  optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
 }
 
 Trainer::~Trainer() {
@@ -61,9 +70,11 @@ void Trainer::print_header() const {
   std::printf("moetrain: run %s -> %s\n", cfg_.run.name.c_str(), run_dir_.c_str());
   std::printf("  device   %s\n", device_.description.c_str());
   const auto& p = cfg_.parallel;
-  if (p.dp > 1)
-    std::printf("  layout   dp=%d tp=%d pp=%d ep=%d: rank r runs micro-batches [r, r+1) x %d of each step\n", p.dp,
-                p.tp, p.pp, p.ep, cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
+  if (groups_.layout.world() > 1) {
+    std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s: each data-parallel rank runs %d micro-batches of each step\n",
+                p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "", cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
+    std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
+  }
   const auto& a = m.attention;
   char attention[96];
   if (a.kind == "mla")
@@ -114,7 +125,9 @@ TrainSummary Trainer::run() {
   if (cfg_.checkpoint.resume == "auto") resume_from = newest_checkpoint(run_dir_);
   else if (cfg_.checkpoint.resume != "never") resume_from = cfg_.checkpoint.resume;
   if (resume_from) {
-    state = load_checkpoint(*resume_from, params);
+    std::vector<float> exp_avg, exp_avg_sq;
+    state = load_checkpoint(*resume_from, {params, exp_avg, exp_avg_sq});
+    optimizer_->import_moments(exp_avg, exp_avg_sq);
     if (state.seed != cfg_.run.seed)
       throw UserError(cfg_.origin.at("run.seed") + ": run.seed = " + std::to_string(cfg_.run.seed) + " but " +
                       *resume_from + " was trained with seed " + std::to_string(state.seed) +
@@ -156,7 +169,7 @@ TrainSummary Trainer::run() {
     const StepTotals totals = accumulate_gradients(*model_, t.global_batch, t.micro_batch,
         [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
           batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
-        }, {}, opt_.data_parallel);
+        }, {}, groups_.dp.get());
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;
@@ -164,7 +177,7 @@ TrainSummary Trainer::run() {
     if (!std::isfinite(rec.loss))
       throw UserError("step " + std::to_string(state.step + 1) + ": the loss is " + std::to_string(rec.loss) +
                       "; lower optimizer.lr (now " + std::to_string(cfg_.optimizer.lr) + ") or training.grad_clip");
-    UpdateStats update = apply_update(*model_, cfg_, state.step);
+    UpdateStats update = apply_update(*model_, *optimizer_, cfg_, state.step);
     rec.grad_norm = update.grad_norm;
     rec.lr = update.lr;
     rec.expert_load = std::move(update.expert_load);
@@ -204,10 +217,12 @@ TrainSummary Trainer::run() {
     }
     // A signal may reach the ranks at different steps: they stop together.
     std::vector<double> stop_votes{double(g_stop_requested)};
-    if (opt_.data_parallel) opt_.data_parallel->all_reduce_sum(stop_votes);
+    opt_.world->all_reduce_sum(stop_votes);
     const bool stop = stop_votes[0] > 0;
-    if (lead_ && (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0))) {
-      save_checkpoint(run_dir_, params, state, cfg_.resolved_toml, cfg_.checkpoint.keep);
+    if (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0)) {
+      std::vector<float> exp_avg, exp_avg_sq;
+      optimizer_->export_moments(exp_avg, exp_avg_sq);
+      save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state, cfg_.resolved_toml, cfg_.checkpoint.keep, groups_);
       if (!opt_.quiet && (stop || final_step))
         std::printf("checkpoint: %s/ckpt/step_%08lld\n", run_dir_.c_str(), state.step);
     }

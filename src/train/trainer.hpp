@@ -8,6 +8,8 @@
 #include "config/config.hpp"
 #include "io/shards.hpp"
 #include "model/model.hpp"
+#include "parallel/groups.hpp"
+#include "train/optimizer.hpp"
 #include "train/device.hpp"
 
 namespace mt {
@@ -17,7 +19,7 @@ class Comm;
 struct TrainOptions {
   bool quiet = false;       // no step lines (tests)
   long long stop_after = 0; // stop (with a checkpoint) after this many steps in total; 0 = run to the end
-  Comm* data_parallel = nullptr;  // the group of parallel.dp ranks; null for one rank
+  Comm* world = nullptr;    // the ranks mpirun started, laid out as [parallel] says; null: one rank
 };
 
 struct TrainSummary {
@@ -35,6 +37,7 @@ class Trainer {
   ~Trainer();
   TrainSummary run();
   Model& model() { return *model_; }
+  Optimizer& optimizer() { return *optimizer_; }
   const std::string& run_dir() const { return run_dir_; }
 
  private:
@@ -43,11 +46,14 @@ class Trainer {
 
   Config cfg_;
   TrainOptions opt_;
-  bool lead_ = true;  // prints, logs and writes checkpoints
+  std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
+  ParallelGroups groups_;
+  bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;
   std::string run_dir_;
   std::unique_ptr<TokenStream> train_data_, val_data_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> optimizer_;
 };
 
 }  // namespace mt

@@ -1,10 +1,12 @@
 #pragma once
-// The end of an optimizer step, after the gradients are accumulated: global-norm clipping,
-// AdamW, and the auxiliary-loss-free bias update of every MoE layer from the step's load.
+// The end of an optimizer step, after the gradients are accumulated: the sum of gradients over
+// their copies, global-norm clipping, AdamW, and the auxiliary-loss-free bias update of every
+// MoE layer from the step's load.
 #include <vector>
 
 #include "config/config.hpp"
 #include "model/model.hpp"
+#include "train/optimizer.hpp"
 
 namespace mt {
 
@@ -16,6 +18,6 @@ struct UpdateStats {
 };
 
 // `step` is the 0-based index of the optimizer step being completed.
-UpdateStats apply_update(Model& model, const Config& cfg, long long step);
+UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, long long step);
 
 }  // namespace mt

@@ -68,6 +68,15 @@ int main(int argc, char** argv) {
     report(c, "all_to_all_v", ok);
   }
   {
+    // Rank r sends r*10+q (twice) to rank q: it receives q*10+r from each q.
+    std::vector<int> send(2 * n), recv(2 * n);
+    for (int q = 0; q < n; ++q) send[2 * q] = send[2 * q + 1] = r * 10 + q;
+    c.all_to_all(send, recv);
+    bool ok = true;
+    for (int q = 0; q < n; ++q) ok = ok && recv[2 * q] == q * 10 + r && recv[2 * q + 1] == q * 10 + r;
+    report(c, "all_to_all", ok);
+  }
+  {
     // A ring: blocking send to the right would deadlock, so even ranks send first.
     std::vector<float> out{float(r)}, in{-1};
     const int right = (r + 1) % n, left = (r + n - 1) % n;

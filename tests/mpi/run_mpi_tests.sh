@@ -45,23 +45,36 @@ TOML
 }
 base > "$tmp/exp.toml"
 
-# same NAME RANKS -- SETTINGS...: one rank against RANKS data-parallel ranks.
+# same NAME LAYOUT -- SETTINGS...: one rank against the layout LAYOUT ("dp=2,tp=2,zero=1": keys of
+# [parallel]), both with SETTINGS; mpirun starts dp*tp*pp ranks.
+case_number=0
 same() {
-  local name=$1 ranks=$2; shift 3
-  local sets=() s
+  local name=$1 layout=$2; shift 3
+  local run=case$((++case_number))
+  local sets=() layout_sets=() s kv ranks=1
   for s in "$@"; do sets+=(--set "$s"); done
-  if ! $bin train "$tmp/exp.toml" "${sets[@]}" --set run.name="$name-1" > "$tmp/$name-1.out" 2>&1; then
-    echo "FAIL $name: the one-rank run failed"; tail -n 3 "$tmp/$name-1.out"; return
+  for kv in ${layout//,/ }; do
+    layout_sets+=(--set "parallel.$kv")
+    case $kv in dp=*|tp=*|pp=*) ranks=$((ranks * ${kv#*=})) ;; esac
+  done
+  if ! $bin train "$tmp/exp.toml" "${sets[@]}" --set run.name="$run-1" > "$tmp/$run-1.out" 2>&1; then
+    echo "FAIL $name: the one-rank run failed"; tail -n 3 "$tmp/$run-1.out"; return
   fi
-  if ! mpi "$ranks" $bin train "$tmp/exp.toml" "${sets[@]}" --set run.name="$name-n" --set parallel.dp="$ranks" \
-      > "$tmp/$name-n.out" 2>&1; then
-    echo "FAIL $name: the $ranks-rank run failed"; tail -n 3 "$tmp/$name-n.out"; return
+  if ! mpi "$ranks" $bin train "$tmp/exp.toml" "${sets[@]}" "${layout_sets[@]}" --set run.name="$run-n" \
+      > "$tmp/$run-n.out" 2>&1; then
+    echo "FAIL $name: the $ranks-rank run failed"; tail -n 3 "$tmp/$run-n.out"; return
   fi
-  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$name-1" "$tmp/runs/$name-n" 4
+  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$run-1" "$tmp/runs/$run-n" 4
 }
-same "dp=2, aux-free bias, sequence balance loss" 2 -- model.moe.aux_loss=\"sequence\"
-same "dp=2, global-batch balance loss" 2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
-same "dp=4, MLA and MTP" 4 -- model.attention.kind=\"mla\" model.mtp.depth=1
+same "dp=2, aux-free bias, sequence balance loss" dp=2 -- model.moe.aux_loss=\"sequence\"
+same "dp=2, global-batch balance loss" dp=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
+same "dp=4, MLA and MTP" dp=4 -- model.attention.kind=\"mla\" model.mtp.depth=1
+same "dp=2 with ZeRO-1" dp=2,zero=1 -- model.moe.aux_loss=\"sequence\"
+same "tp=2, MHA with grouped key/value heads" tp=2 -- model.n_heads=4 model.head_dim=8 model.attention.n_kv_heads=2
+same "tp=2, MLA with query compression, MTP" tp=2 -- model.attention.kind=\"mla\" model.attention.q_lora_rank=16 model.mtp.depth=1
+same "ep=2" dp=2,ep=2 -- model.moe.aux_loss=\"sequence\"
+same "ep=4 with dp=4, ZeRO-1" dp=4,ep=4,zero=1 -- model.moe.aux_loss=\"micro_batch\"
+same "tp=2 x ep=2 x dp=2, global-batch balance loss" dp=2,tp=2,ep=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 
 expect_error() {
   local name=$1 pattern=$2; shift 2

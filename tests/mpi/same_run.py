@@ -1,5 +1,7 @@
 """Compares two moetrain runs: per-step losses (relative difference below a bound) and every
-array of their final checkpoints. Prints one PASS or FAIL line."""
+array of their final checkpoints, whatever layouts wrote them (slices are assembled by global
+name and range). Prints one PASS or FAIL line."""
+import glob
 import sys
 
 import h5py
@@ -9,10 +11,26 @@ name, run_a, run_b, step = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4
 bound = 1e-5
 
 
-def arrays(path):
+def arrays(step_dir):
+    """Every array of a checkpoint, whole: slices placed by their global_shape/split_dim/split_start."""
     out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda k, v: out.__setitem__(k, np.array(v)) if isinstance(v, h5py.Dataset) else None)
+
+    def place(name, d):
+        if not isinstance(d, h5py.Dataset):
+            return
+        if "global_shape" not in d.attrs:
+            out[name] = np.array(d)
+            return
+        whole = out.setdefault(name, np.full(tuple(d.attrs["global_shape"]), np.nan, dtype=np.float32))
+        dim, start = int(d.attrs["split_dim"]), int(d.attrs["split_start"])
+        index = [slice(None)] * whole.ndim
+        if dim >= 0:
+            index[dim] = slice(start, start + d.shape[dim])
+        whole[tuple(index)] = np.array(d)
+
+    for path in sorted(glob.glob(f"{step_dir}/rank_*.h5")):
+        with h5py.File(path, "r") as f:
+            f.visititems(place)
     return out
 
 
@@ -25,11 +43,14 @@ with h5py.File(f"{run_a}/log.h5", "r") as a, h5py.File(f"{run_b}/log.h5", "r") a
         rel = np.max(np.abs(la - lb) / np.abs(la))
         if rel >= bound:
             problems.append(f"losses differ by {rel:.1e} (relative)")
-ckpt = f"ckpt/step_{step:08d}/rank_00000.h5"
+ckpt = f"ckpt/step_{step:08d}"
 wa, wb = arrays(f"{run_a}/{ckpt}"), arrays(f"{run_b}/{ckpt}")
 if wa.keys() != wb.keys():
     problems.append("checkpoints hold different arrays")
 worst = 0.0
+for k in sorted(wa.keys() & wb.keys()):
+    if np.isnan(wa[k]).any() or np.isnan(wb[k].astype(np.float64)).any():
+        problems.append(f"{k} is not whole in one of the checkpoints")
 for k in wa.keys() & wb.keys():
     x, y = wa[k].astype(np.float64), wb[k].astype(np.float64)
     scale = max(np.max(np.abs(x)), 1e-30) if x.size else 1

@@ -1,0 +1,88 @@
+#include "io/param_slices.hpp"
+
+#include <algorithm>
+
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+void write_param_slices(hid_t f, const std::string& group, const ParamStore& p, const std::vector<float>& data,
+                        const std::vector<int>& ids) {
+  for (int id : ids) {
+    const ParamInfo& info = p.infos[id];
+    const std::string path = group + "/" + info.name;
+    h5::write_floats(f, path, data.data() + info.offset, std::vector<hsize_t>(info.shape.begin(), info.shape.end()));
+    h5::Handle d(h5::check(H5Dopen2(f, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+    h5::write_ints_attr(d, "global_shape", std::vector<long long>(info.global_shape.begin(), info.global_shape.end()));
+    h5::write_int_attr(d, "split_dim", info.split_dim);
+    h5::write_int_attr(d, "split_start", info.split_start);
+  }
+}
+
+ParamSlices::ParamSlices(const std::vector<std::string>& paths) : paths_(paths) {
+  for (auto& path : paths) files_.push_back(h5::open_file(path, false));
+}
+
+void ParamSlices::read(const std::string& group, const ParamStore& p, std::vector<float>& data) const {
+  for (const ParamInfo& info : p.infos) {
+    const std::string path = group + "/" + info.name;
+    size_t filled = 0;
+    for (size_t fi = 0; fi < files_.size(); ++fi) {
+      hid_t f = files_[fi];
+      if (!h5::exists(f, path)) continue;
+      h5::Handle d(h5::check(H5Dopen2(f, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+      const std::vector<long long> g = h5::read_ints_attr(d, "global_shape");
+      if (!std::equal(g.begin(), g.end(), info.global_shape.begin(), info.global_shape.end()))
+        throw UserError(paths_[fi] + ": " + path + " has shape " + shape_text({g.begin(), g.end()}) +
+                        ", this model's is " + shape_text(info.global_shape));
+      const int piece_dim = int(h5::read_int_attr(d, "split_dim"));
+      const int64_t piece_start = h5::read_int_attr(d, "split_start");
+      const int dim = piece_dim >= 0 ? piece_dim : info.split_dim;
+      if (piece_dim >= 0 && info.split_dim >= 0 && piece_dim != info.split_dim)
+        throw UserError(paths_[fi] + ": " + path + " is split along dimension " + std::to_string(piece_dim) +
+                        ", this moetrain splits it along " + std::to_string(info.split_dim));
+      size_t outer = 1, inner = 1;
+      int64_t piece_len = 1, my_len = 1, my_start = 0;
+      if (dim >= 0) {
+        for (int k = 0; k < dim; ++k) outer *= size_t(g[k]);
+        for (size_t k = dim + 1; k < g.size(); ++k) inner *= size_t(g[k]);
+        piece_len = piece_dim >= 0 ? 0 : g[dim];
+        my_len = info.shape[dim];
+        my_start = info.split_dim >= 0 ? info.split_start : 0;
+      } else {
+        inner = info.numel;
+      }
+      std::vector<float> piece = h5::read_floats(f, path);
+      if (piece_dim >= 0) piece_len = int64_t(piece.size() / (outer * inner));
+      const int64_t lo = std::max(piece_start, my_start), hi = std::min(piece_start + piece_len, my_start + my_len);
+      for (size_t o = 0; o < outer && lo < hi; ++o)
+        std::copy_n(piece.begin() + ((o * piece_len) + (lo - piece_start)) * inner, size_t(hi - lo) * inner,
+                    data.begin() + info.offset + ((o * my_len) + (lo - my_start)) * inner);
+      if (lo < hi) filled += outer * size_t(hi - lo) * inner;
+    }
+    if (filled != info.numel)
+      throw UserError(path + ": the checkpoint holds " + std::to_string(filled) + " of the " + std::to_string(info.numel) +
+                      " values this rank needs (files missing from the checkpoint directory?)");
+  }
+}
+
+void ParamSlices::read_buffers(const std::string& group, ParamStore& p) const {
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const std::string path = group + "/" + p.buffer_names[i];
+    auto holder = std::find_if(files_.begin(), files_.end(), [&](const h5::Handle& f) { return h5::exists(f, path); });
+    if (holder == files_.end()) throw UserError("HDF5: dataset " + path + " is missing");
+    p.buffers[i] = h5::read_floats(*holder, path, p.buffers[i].size());
+  }
+}
+
+}  // namespace mt

@@ -1,0 +1,25 @@
+#include "parallel/groups.hpp"
+
+namespace mt {
+
+ParallelGroups make_groups(Comm& world, const ParallelLayout& l) {
+  ParallelGroups g;
+  g.layout = l;
+  g.world = &world;
+  const RankCoords c = g.me = coords_of(l, world.rank());
+  const int groups_per_stage = l.stage_ranks() / l.ep;
+  // Every rank calls split in the same order: each call is collective over the world.
+  g.tp = world.split(c.dp + l.dp * c.pp, c.tp);
+  g.dp = world.split(c.tp + l.tp * c.pp, c.dp);
+  g.ep = world.split(c.ep_group + groups_per_stage * c.pp, c.ep);
+  g.expert_replicas = world.split(c.ep + l.ep * c.pp, c.ep_group);
+  g.pp = world.split(c.tp + l.tp * c.dp, c.pp);
+  return g;
+}
+
+bool first_copy(const ParamInfo& p, const ParallelGroups& g) {
+  if (p.spread == Spread::expert_split) return g.expert_replicas->rank() == 0;
+  return g.me.dp == 0 && (p.spread == Spread::tensor_split || g.me.tp == 0);
+}
+
+}  // namespace mt

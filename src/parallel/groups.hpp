@@ -1,0 +1,30 @@
+#pragma once
+// The communicators of one rank, cut from the world by its coordinates. A run without mpirun
+// gets one-rank groups, so every code path is the same for one rank and many.
+#include <memory>
+
+#include "comm/comm.hpp"
+#include "model/params.hpp"
+#include "parallel/layout.hpp"
+
+namespace mt {
+
+struct ParallelGroups {
+  ParallelLayout layout;
+  RankCoords me;
+  Comm* world = nullptr;
+  std::unique_ptr<Comm> tp;               // same dp and pp: heads and FFN units split here
+  std::unique_ptr<Comm> dp;               // same tp and pp: replicas of the dense weights
+  std::unique_ptr<Comm> ep;               // one expert-parallel group of a stage: tokens travel here
+  std::unique_ptr<Comm> expert_replicas;  // same pp and expert-parallel rank: replicas of the experts
+  std::unique_ptr<Comm> pp;               // same tp and dp: the stages of one pipeline
+};
+
+ParallelGroups make_groups(Comm& world, const ParallelLayout& layout);
+
+// Whether this rank holds the copy of a parameter that speaks for all its copies (in norms and
+// checkpoints): the first data-parallel rank, the first tensor-parallel rank unless the
+// parameter is split there, the first replica of routed experts.
+bool first_copy(const ParamInfo& p, const ParallelGroups& g);
+
+}  // namespace mt

@@ -1,0 +1,27 @@
+#pragma once
+// Where each rank of a run sits. World ranks fill tensor-parallel positions first, then data
+// parallel ones, then pipeline stages:  rank = tp + TP * (dp + DP * pp),  so a tensor-parallel
+// group is the nearest ranks (one node on a real cluster) and a stage is a contiguous block.
+// Routed experts spread over ep ranks among the DP*TP ranks of a stage (as in DeepSeek-V3):
+// the stage position s = tp + TP * dp gives expert-parallel rank s % EP in group s / EP; ranks
+// with the same expert-parallel rank in different groups hold the same experts (replicas).
+#include <string>
+
+namespace mt {
+
+struct ParallelLayout {
+  int dp = 1, tp = 1, pp = 1, ep = 1;
+  int world() const { return dp * tp * pp; }
+  int stage_ranks() const { return dp * tp; }
+};
+
+struct RankCoords {
+  int rank = 0, tp = 0, dp = 0, pp = 0;
+  int ep = 0, ep_group = 0;  // expert-parallel rank and which replica group of experts
+};
+
+RankCoords coords_of(const ParallelLayout& layout, int rank);
+// One line per rank: "rank 3: tp 1 dp 1 pp 0 ep 1 (experts 4-7)".
+std::string placement_text(const ParallelLayout& layout, int n_experts);
+
+}  // namespace mt

@@ -1,0 +1,62 @@
+#pragma once
+// The optimizer of one rank in any layout. After a step's gradients are accumulated it sums
+// every parameter's gradient over the ranks that hold a copy of it:
+//   tensor_partial parameters over the tensor-parallel group (each rank's heads gave a part);
+//   routed experts over their replicas (ranks of the stage with the same expert-parallel rank),
+//     divided by tp because every tensor-parallel rank sent each token to them;
+//   every other parameter over the data-parallel group.
+// Then it clips by the global norm and applies AdamW. With ZeRO-1 the dense parameters' AdamW
+// moments are sharded over the data-parallel group: gradients are reduce-scattered, each rank
+// updates its 1/dp of the dense weights, and the updated weights are all-gathered. Routed
+// experts keep whole moments on their ranks (they are already split ep ways).
+#include <cstddef>
+#include <vector>
+
+#include "config/config.hpp"
+#include "model/params.hpp"
+#include "parallel/groups.hpp"
+
+namespace mt {
+
+class Optimizer {
+ public:
+  Optimizer(ParamStore& params, const OptimizerConfig& cfg, const ParallelGroups& groups, bool zero1);
+
+  // Sums the gradients over their copies; returns the global L2 norm of the gradient.
+  double reduce_gradients();
+  void scale_gradients(float factor);
+  // AdamW step t (1-based) at learning rate lr.
+  void step(double lr, long t);
+
+  // The moments of every parameter this rank holds, in the ParamStore's layout (checkpoints).
+  // Collective over the data-parallel group under ZeRO-1.
+  void export_moments(std::vector<float>& m, std::vector<float>& v);
+  void import_moments(const std::vector<float>& m, const std::vector<float>& v);
+  size_t moment_floats() const { return m_.size(); }
+
+ private:
+  // A stretch of one parameter this rank updates; its gradient is at grad_offset in the ZeRO
+  // shard buffer (sharded) or at the parameter's own offset (not).
+  struct Run {
+    int param = 0;
+    size_t begin = 0, len = 0;  // elements of the parameter
+    size_t moment = 0;          // offset in m_ and v_
+    bool sharded = false;
+    size_t grad_offset = 0;
+  };
+  // Copies the listed parameters' parts of `from` (ParamStore layout) into a packed buffer and back.
+  void pack(const std::vector<int>& ids, const std::vector<float>& from, std::vector<float>& to) const;
+  void unpack(const std::vector<int>& ids, const std::vector<float>& from, std::vector<float>& to) const;
+
+  ParamStore& params_;
+  OptimizerConfig cfg_;
+  const ParallelGroups& g_;
+  bool zero1_;
+  std::vector<int> dense_, experts_, partial_;
+  size_t shard_ = 0;                // ZeRO-1: dense elements per data-parallel rank (padded)
+  std::vector<float> packed_, shard_grad_;
+  std::vector<Run> runs_;
+  std::vector<float> m_, v_;
+};
+
+}  // namespace mt
