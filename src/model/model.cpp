@@ -5,25 +5,44 @@
 namespace mt {
 
 Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs,
-             int max_in_flight, const ShardPlace& shard)
-    : cfg_(cfg), env_{&backend, gemm_inputs, &params, shard}, arenas_(max_in_flight), saved_(max_in_flight) {
+             int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
+    : cfg_(cfg), env_{&backend, gemm_inputs, &params, shard}, chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
+  if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
-  embedding = params.add("embedding", {V, D}, I::normal, true);
-  for (int i = 0; i < cfg.n_layers; ++i)
-    blocks_.push_back(std::make_unique<Block>(env_, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight));
-  final_norm = params.add("final_norm", {D}, I::ones, false);
-  head = params.add("head", {V, D}, I::normal, true);
-  for (int k = 0; k < cfg.mtp.depth; ++k) {
-    const std::string prefix = "mtp." + std::to_string(k);
-    MtpModule m;
-    m.hidden_norm = params.add(prefix + ".hidden_norm", {D}, I::ones, false);
-    m.embed_norm = params.add(prefix + ".embed_norm", {D}, I::ones, false);
-    m.proj = params.add(prefix + ".proj", {D, 2 * D}, I::normal, true);
-    // The MTP block has the kind of the model's deeper blocks: MoE if there are any.
-    m.block = std::make_unique<Block>(env_, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
-    m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
-    mtp.push_back(std::move(m));
+  arenas_.resize(chunks_.size());
+  saved_.resize(chunks_.size());
+  blocks_.resize(cfg.n_layers);
+  bool first = false, last = false;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    arenas_[c].resize(max_in_flight);
+    saved_[c].resize(max_in_flight);
+    first = first || chunks_[c].first;
+    last = last || chunks_[c].last;
+  }
+  // The embedding's first copy lives with the first stage; MTP's copy on a last stage elsewhere
+  // sums its gradient with it.
+  if (first || (last && cfg.mtp.depth > 0)) {
+    embedding = params.add("embedding", {V, D}, I::normal, true);
+    params.infos[embedding].pipeline_copy = !first;
+  }
+  for (const StageSpec& chunk : chunks_)
+    for (int i = chunk.first_block; i < chunk.end_block; ++i)
+      blocks_[i] = std::make_unique<Block>(env_, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
+  if (last) {
+    final_norm = params.add("final_norm", {D}, I::ones, false);
+    head = params.add("head", {V, D}, I::normal, true);
+    for (int k = 0; k < cfg.mtp.depth; ++k) {
+      const std::string prefix = "mtp." + std::to_string(k);
+      MtpModule m;
+      m.hidden_norm = params.add(prefix + ".hidden_norm", {D}, I::ones, false);
+      m.embed_norm = params.add(prefix + ".embed_norm", {D}, I::ones, false);
+      m.proj = params.add(prefix + ".proj", {D, 2 * D}, I::normal, true);
+      // The MTP block has the kind of the model's deeper blocks: MoE if there are any.
+      m.block = std::make_unique<Block>(env_, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
+      m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
+      mtp.push_back(std::move(m));
+    }
   }
   params.finalize(seed, cfg.init_std);
 }
@@ -31,23 +50,40 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, Gemm
 std::vector<MoE*> Model::moe_layers() {
   std::vector<MoE*> out;
   for (auto& b : blocks_)
-    if (b->moe()) out.push_back(b->moe());
+    if (b && b->moe()) out.push_back(b->moe());
   for (auto& m : mtp)
     if (m.block->moe()) out.push_back(m.block->moe());
   return out;
 }
 
+std::vector<int> Model::moe_layer_indices() const {
+  std::vector<int> out;
+  const int n_moe_blocks = cfg_.n_layers - cfg_.n_dense_layers;
+  for (int i = cfg_.n_dense_layers; i < cfg_.n_layers; ++i)
+    if (blocks_[i]) out.push_back(i - cfg_.n_dense_layers);
+  if (n_moe_blocks > 0)
+    for (size_t k = 0; k < mtp.size(); ++k) out.push_back(n_moe_blocks + int(k));
+  return out;
+}
+
+const float* Model::output(int chunk, int slot) const {
+  const Saved& s = saved_[chunk][slot];
+  return s.acts.back();
+}
+
 size_t Model::arena_bytes() const {
   size_t total = 0;
-  for (auto& a : arenas_) total += a.capacity();
+  for (auto& chunk : arenas_)
+    for (auto& a : chunk) total += a.capacity();
   return total;
 }
 
-ForwardResult Model::forward(int slot, const MicroBatch& mb, const LossScales& scales) {
-  Saved& s = saved_[slot];
-  Arena& arena = arenas_[slot];
+ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales) {
+  const StageSpec& stage = chunks_[chunk];
+  Saved& s = saved_[chunk][slot];
+  Arena& arena = arenas_[chunk][slot];
   const Backend& be = env_.be();
-  const int D = cfg_.d_model, V = cfg_.vocab_size, L = cfg_.n_layers;
+  const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
   const int rows = mb.batch * cfg_.seq_len;
   const size_t n = size_t(rows) * D;
   s.rows = rows;
@@ -55,18 +91,22 @@ ForwardResult Model::forward(int slot, const MicroBatch& mb, const LossScales& s
   int* inputs = arena.ints(rows);
   std::copy(mb.inputs, mb.inputs + rows, inputs);
   s.inputs = inputs;
-  s.acts.assign(L + 1, nullptr);
+  s.acts.assign(nb + 1, nullptr);
   ForwardResult r;
 
   s.acts[0] = arena.floats(n);
-  be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
-  for (int i = 0; i < L; ++i) {
+  if (stage.first)
+    be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
+  else
+    std::copy(input, input + n, s.acts[0]);
+  for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
-    r.aux_sum += blocks_[i]->forward(slot, arena, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
+    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, arena, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
   }
+  if (!stage.last) return r;
   s.normed = arena.floats(n);
   s.rstd = arena.floats(rows);
-  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[L],
+  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[nb],
                       .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
   s.logits = arena.floats(size_t(rows) * V);
   env_.linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
@@ -77,19 +117,19 @@ ForwardResult Model::forward(int slot, const MicroBatch& mb, const LossScales& s
   for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;
   s.mtp.resize(mtp.size());
   r.mtp_ce_sums.assign(mtp.size(), 0.0);
-  for (size_t k = 0; k < mtp.size(); ++k) r.mtp_ce_sums[k] = mtp_forward(slot, int(k), mb, scales, &r.aux_sum);
+  for (size_t k = 0; k < mtp.size(); ++k) r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), mb, scales, &r.aux_sum);
   return r;
 }
 
-double Model::mtp_forward(int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux) {
-  Saved& s = saved_[slot];
+double Model::mtp_forward(int chunk, int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux) {
+  Saved& s = saved_[chunk][slot];
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
-  Arena& arena = arenas_[slot];
+  Arena& arena = arenas_[chunk][slot];
   const Backend& be = env_.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, T = cfg_.seq_len, rows = s.rows, shift = k + 1;
   const float eps = float(cfg_.norm_eps);
-  m.h_prev = k == 0 ? s.acts[cfg_.n_layers] : s.mtp[k - 1].h;
+  m.h_prev = k == 0 ? s.acts.back() : s.mtp[k - 1].h;
   m.tokens = arena.ints(rows);
   int* targets = arena.ints(rows);
   for (int row = 0; row < rows; ++row) {
@@ -127,11 +167,11 @@ double Model::mtp_forward(int slot, int k, const MicroBatch& mb, const LossScale
                            .targets = targets, .losses = losses, .dlogits = m.dlogits});
 }
 
-float* Model::mtp_backward_input(int slot, int k, const float* dh_next) {
-  Saved& s = saved_[slot];
+float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_next) {
+  Saved& s = saved_[chunk][slot];
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
-  Arena& arena = arenas_[slot];
+  Arena& arena = arenas_[chunk][slot];
   const Backend& be = env_.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
   const size_t n = size_t(rows) * D;
@@ -158,8 +198,8 @@ float* Model::mtp_backward_input(int slot, int k, const float* dh_next) {
   return dh_prev;
 }
 
-void Model::mtp_backward_weight(int slot, int k) {
-  Saved& s = saved_[slot];
+void Model::mtp_backward_weight(int chunk, int slot, int k) {
+  Saved& s = saved_[chunk][slot];
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
   const Backend& be = env_.be();
@@ -175,39 +215,49 @@ void Model::mtp_backward_weight(int slot, int k) {
   be.embedding_backward({.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
 }
 
-void Model::backward_input(int slot) {
-  Saved& s = saved_[slot];
-  Arena& arena = arenas_[slot];
+void Model::backward_input(int chunk, int slot, const float* output_grad) {
+  const StageSpec& stage = chunks_[chunk];
+  Saved& s = saved_[chunk][slot];
+  Arena& arena = arenas_[chunk][slot];
   const Backend& be = env_.be();
-  const int D = cfg_.d_model, V = cfg_.vocab_size, L = cfg_.n_layers;
+  const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
   const size_t n = size_t(s.rows) * D;
-  s.grads.assign(L + 1, nullptr);
-  s.dnormed = arena.floats(n);
-  env_.linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
-  s.grads[L] = arena.floats(n);
-  be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[L],
-                             .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[L]});
-  // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
-  const float* dh = nullptr;
-  for (int k = int(mtp.size()) - 1; k >= 0; --k) dh = mtp_backward_input(slot, k, dh);
-  if (dh) be.add({.n = n, .x = dh, .y = s.grads[L]});
-  for (int i = L - 1; i >= 0; --i) {
+  s.grads.assign(nb + 1, nullptr);
+  s.grads[nb] = arena.floats(n);
+  if (stage.last) {
+    s.dnormed = arena.floats(n);
+    env_.linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
+    be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb],
+                               .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[nb]});
+    // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
+    const float* dh = nullptr;
+    for (int k = int(mtp.size()) - 1; k >= 0; --k) dh = mtp_backward_input(chunk, slot, k, dh);
+    if (dh) be.add({.n = n, .x = dh, .y = s.grads[nb]});
+  } else {
+    std::copy(output_grad, output_grad + n, s.grads[nb]);
+  }
+  for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);
-    blocks_[i]->backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
+    blocks_[stage.first_block + i]->backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
   }
 }
 
-void Model::backward_weight(int slot) {
-  Saved& s = saved_[slot];
+void Model::backward_weight(int chunk, int slot) {
+  const StageSpec& stage = chunks_[chunk];
+  Saved& s = saved_[chunk][slot];
   const Backend& be = env_.be();
-  const int D = cfg_.d_model, V = cfg_.vocab_size, L = cfg_.n_layers;
-  env_.linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
-  be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[L], .rstd = s.rstd,
-                              .dweight = params.grad(final_norm)});
-  for (int i = L - 1; i >= 0; --i) blocks_[i]->backward_weight(slot);
-  for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(slot, int(k));
-  be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
-                         .dtable = params.grad(embedding)});
+  const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
+  if (stage.last) {
+    env_.linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
+    be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
+                                .dweight = params.grad(final_norm)});
+  }
+  for (int i = nb - 1; i >= 0; --i) blocks_[stage.first_block + i]->backward_weight(slot);
+  if (stage.last)
+    for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(chunk, slot, int(k));
+  if (stage.first)
+    be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
+                           .dtable = params.grad(embedding)});
 }
 
 }  // namespace mt

@@ -9,6 +9,12 @@
 // and predicts token i+k+1 through its own final RMSNorm and the shared output head. Positions
 // i >= seq_len - k have no such token: they see token 0 and carry no loss. Slots are independent, so a schedule may
 // keep several micro-batches in flight and run weight gradients late.
+// Under pipeline parallelism a rank holds one or more chunks, each a stage of the model:
+// blocks [first_block, end_block), plus the embedding on the first stage and the final norm,
+// head, loss and MTP modules on the last (which also needs the embedding when MTP is on: a
+// second copy if the first stage lives elsewhere). A chunk's forward takes the previous
+// stage's output and its backward the next stage's input gradient; both are copied into the
+// chunk's arena, so the caller's buffers may go at once. Each chunk has its own slots.
 #include <memory>
 #include <vector>
 
@@ -38,27 +44,49 @@ struct ForwardResult {
   std::vector<double> mtp_ce_sums;  // per MTP depth, cross-entropy summed over its valid positions
 };
 
+struct StageSpec {
+  int first_block = 0, end_block = 0;
+  bool first = true, last = true;
+};
+
 class Model {
  public:
-  // `shard`: the slice of each layer this rank holds (the whole model by default).
+  // `shard`: the slice of each layer this rank holds; `chunks`: the stages it holds (the whole
+  // model by default). `max_in_flight`: slots per chunk.
   Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs, int max_in_flight,
-        const ShardPlace& shard = {});
+        const ShardPlace& shard = {}, std::vector<StageSpec> chunks = {});
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales);
-  void backward_input(int slot);
-  void backward_weight(int slot);
-  void retire(int slot) { arenas_[slot].reset(); }
-  // The output logits [batch*seq, vocab] of the slot's last forward (valid until retire).
-  const float* logits(int slot) const { return saved_[slot].logits; }
+  // A chunk's passes. `input`: the previous stage's output [batch*seq, d_model] (ignored on the
+  // first stage); `output_grad`: the next stage's input gradient (ignored on the last).
+  ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales);
+  void backward_input(int chunk, int slot, const float* output_grad);
+  void backward_weight(int chunk, int slot);
+  void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
+  // The chunk's output after forward (not on the last stage), its input gradient after
+  // backward_input (not on the first); valid until retire.
+  const float* output(int chunk, int slot) const;
+  const float* input_grad(int chunk, int slot) const { return saved_[chunk][slot].grads[0]; }
 
+  // The whole model (one chunk).
+  ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales) { return forward(0, slot, mb, nullptr, scales); }
+  void backward_input(int slot) { backward_input(0, slot, nullptr); }
+  void backward_weight(int slot) { backward_weight(0, slot); }
+  void retire(int slot) { retire(0, slot); }
+  // The output logits [batch*seq, vocab] of the slot's last forward (valid until retire).
+  const float* logits(int slot) const { return saved_[0][slot].logits; }
+
+  const std::vector<StageSpec>& chunks() const { return chunks_; }
+  // The MoE layers this rank holds, and their indices among all the model's MoE layers (blocks
+  // first, then MTP modules).
   std::vector<MoE*> moe_layers();
+  std::vector<int> moe_layer_indices() const;
   const ModelConfig& config() const { return cfg_; }
   size_t arena_bytes() const;
 
   ParamStore params;
-  int embedding, final_norm, head;
+  int embedding = -1, final_norm = -1, head = -1;  // -1: not on this rank
   struct MtpModule {
     int hidden_norm, embed_norm, proj, out_norm;  // [d], [d], [d, 2d], [d]
     std::unique_ptr<Block> block;
@@ -69,9 +97,9 @@ class Model {
   struct Saved {
     int rows = 0;
     const int* inputs = nullptr;
-    std::vector<float*> acts;  // block inputs; acts[n_layers] is the last block's output
+    std::vector<float*> acts;  // inputs of the chunk's blocks; the last entry is its output
     float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
-    std::vector<float*> grads;  // gradient w.r.t. each block input (grads[0] feeds the embedding)
+    std::vector<float*> grads;  // gradient w.r.t. each entry of acts (grads[0]: the chunk's input)
     struct Mtp {
       const float* h_prev = nullptr;
       int* tokens = nullptr;
@@ -82,16 +110,17 @@ class Model {
     std::vector<Mtp> mtp;
   };
   // Forward of MTP module k (0-based) of a micro-batch; returns its summed cross-entropy.
-  double mtp_forward(int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux);
+  double mtp_forward(int chunk, int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux);
   // Backward of module k; dh_next is the gradient w.r.t. its output from module k+1 (or null).
   // Returns the gradient w.r.t. its input hidden state.
-  float* mtp_backward_input(int slot, int k, const float* dh_next);
-  void mtp_backward_weight(int slot, int k);
+  float* mtp_backward_input(int chunk, int slot, int k, const float* dh_next);
+  void mtp_backward_weight(int chunk, int slot, int k);
   ModelConfig cfg_;
   LayerEnv env_;
-  std::vector<std::unique_ptr<Block>> blocks_;
-  std::vector<Arena> arenas_;
-  std::vector<Saved> saved_;
+  std::vector<StageSpec> chunks_;
+  std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
+  std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]
+  std::vector<std::vector<Saved>> saved_;
 };
 
 }  // namespace mt

@@ -36,6 +36,9 @@ struct ParamInfo {
   Spread spread = Spread::replicated;
   size_t offset = 0, numel = 0;
   bool decay = true;          // weight decay applies (matrices), not to norms and biases
+  // A second copy of a parameter whose first copy lives on another pipeline rank (the
+  // embedding that multi-token prediction needs on the last stage); their gradients sum.
+  bool pipeline_copy = false;
   // Flat index in the whole parameter of element i of this rank's slice.
   size_t global_index(size_t i) const;
 };
