@@ -90,7 +90,13 @@ TEST_CASE("d_model not divisible by the number of heads") {
 TEST_CASE("other cross-field rules") {
   CHECK(contains(error_of("[training]\nglobal_batch = 10\nmicro_batch = 4\n"), "training.micro_batch = 4 must divide training.global_batch = 10"));
   CHECK(contains(error_of("[model]\nn_layers = 2\nn_dense_layers = 3\n"), "must be <= model.n_layers = 2"));
-  CHECK(contains(error_of("[parallel]\npp = 2\n"), "parallel.pp = 2: this version runs data-, tensor- and expert-parallel layouts"));
+  CHECK(contains(error_of("[parallel]\npp = 3\n"), "model.n_layers = 4 does not split into the 3 pipeline stages of parallel.schedule = \"1f1b\" with pp = 3: use a multiple of 3 layers"));
+  CHECK(contains(error_of("[parallel]\npp = 3\nschedule = \"dualpipe\"\n"), "dualpipe needs an even pp"));
+  CHECK(contains(error_of("[parallel]\npp = 2\nschedule = \"dualpipe\"\n"),
+                 "dualpipe needs an even number of micro-batches, at least 2*pp = 4 (half enter at each end): use 4 "
+                 "(each pipeline runs training.global_batch / (micro_batch * dp) = 2 micro-batches per step)"));
+  CHECK(contains(error_of("[parallel]\npp = 2\n[model.moe]\naux_loss = \"global_batch\"\n"),
+                 "parallel.schedule = \"1f1b\" runs backward passes before the step's last forward"));
   CHECK(contains(error_of("[parallel]\ntp = 3\n"), "parallel.tp = 3 must divide model.n_heads = 4 (each rank holds whole heads): use one of 1, 2, 4"));
   CHECK(contains(error_of("[parallel]\ndp = 2\nep = 4\n[training]\nmicro_batch = 4\n"),
                  "parallel.ep = 4 must divide parallel.dp * parallel.tp = 2 (experts spread over the ranks of a stage): use one of 1, 2"));

@@ -1,5 +1,6 @@
 #include "config/validate.hpp"
 
+#include "pipeline/generators.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -16,15 +17,38 @@ std::string divisors(long long n) {
   return out;
 }
 
+// A pipeline: the schedule must fit the micro-batches each pipeline runs, the blocks must split
+// evenly into its stages, and a global-batch balance loss needs every forward before any backward.
+void validate_pipeline(const Config& c) {
+  const auto& m = c.model;
+  const auto& t = c.training;
+  const auto& p = c.parallel;
+  const int microbatches = t.global_batch / t.micro_batch / p.dp;
+  const pipeline::ScheduleRequest req{pipeline::parse_kind(p.schedule), p.pp, microbatches, p.vpp};
+  try {
+    pipeline::validate_request(req);
+  } catch (const UserError& e) {
+    throw UserError(c.origin.at("parallel.schedule") + ": parallel.schedule = \"" + p.schedule + "\": " + e.what() +
+                    " (each pipeline runs training.global_batch / (micro_batch * dp) = " + s(microbatches) +
+                    " micro-batches per step)");
+  }
+  const int stages = pipeline::placement_for(req).stages;
+  require(m.n_layers % stages == 0, c, "model.n_layers",
+          "= " + s(m.n_layers) + " does not split into the " + s(stages) + " pipeline stages of parallel.schedule = \"" +
+              p.schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
+              ": use a multiple of " + s(stages) + " layers");
+  require(m.moe.aux_loss != "global_batch" || p.schedule == "gpipe", c, "parallel.schedule",
+          "= \"" + p.schedule + "\" runs backward passes before the step's last forward, but model.moe.aux_loss = "
+          "\"global_batch\" needs the whole step's routing first: use schedule \"gpipe\" or aux_loss \"micro_batch\"");
+}
+
 // The [parallel] table against the model and the batch: what each kind of rank splits must
 // split evenly.
 void validate_layout(const Config& c) {
   const auto& m = c.model;
   const auto& t = c.training;
   const auto& p = c.parallel;
-  require(p.pp == 1, c, "parallel.pp",
-          "= " + s(p.pp) + ": this version runs data-, tensor- and expert-parallel layouts; pipeline stages are not "
-          "executed yet (set pp = 1; `moetrain schedule` and `moetrain plan` model pipelines)");
+  if (p.pp > 1) validate_pipeline(c);
   require(p.vpp == 1 || p.schedule == "interleaved", c, "parallel.vpp",
           "= " + s(p.vpp) + " applies to parallel.schedule = \"interleaved\" only (now \"" + p.schedule + "\"); set it to 1");
   require(m.n_heads % p.tp == 0, c, "parallel.tp",

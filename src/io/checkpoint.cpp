@@ -78,7 +78,7 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
     write_param_slices(f, "/params", params, params.values, mine);
     write_param_slices(f, "/optim/exp_avg", params, model.exp_avg, mine);
     write_param_slices(f, "/optim/exp_avg_sq", params, model.exp_avg_sq, mine);
-    if (groups.me.dp == 0 && groups.me.tp == 0) write_buffers(f, "/buffers", params);
+    if (groups.me.dp == 0 && groups.me.tp == 0 && groups.mirror->rank() == 0) write_buffers(f, "/buffers", params);
     h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing checkpoint");
   }
   world.barrier();

@@ -1,5 +1,7 @@
 #include "parallel/groups.hpp"
 
+#include <algorithm>
+
 namespace mt {
 
 ParallelGroups make_groups(Comm& world, const ParallelLayout& l) {
@@ -14,10 +16,15 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l) {
   g.ep = world.split(c.ep_group + groups_per_stage * c.pp, c.ep);
   g.expert_replicas = world.split(c.ep + l.ep * c.pp, c.ep_group);
   g.pp = world.split(c.tp + l.tp * c.dp, c.pp);
+  const int partner = l.pp - 1 - c.pp;
+  g.mirror = g.pp->split(l.mirrored ? std::min(c.pp, partner) : c.pp, c.pp);
+  const bool holds_embedding = c.pp == 0 || c.pp == l.pp - 1;
+  g.embedding = g.pp->split(l.tied_embedding && holds_embedding ? 0 : 1 + c.pp, c.pp);
   return g;
 }
 
 bool first_copy(const ParamInfo& p, const ParallelGroups& g) {
+  if (p.pipeline_copy || g.mirror->rank() != 0) return false;
   if (p.spread == Spread::expert_split) return g.expert_replicas->rank() == 0;
   return g.me.dp == 0 && (p.spread == Spread::tensor_split || g.me.tp == 0);
 }

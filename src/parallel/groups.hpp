@@ -18,13 +18,16 @@ struct ParallelGroups {
   std::unique_ptr<Comm> ep;               // one expert-parallel group of a stage: tokens travel here
   std::unique_ptr<Comm> expert_replicas;  // same pp and expert-parallel rank: replicas of the experts
   std::unique_ptr<Comm> pp;               // same tp and dp: the stages of one pipeline
+  std::unique_ptr<Comm> mirror;           // DualPipe: pipeline ranks r and pp-1-r; else this rank alone
+  std::unique_ptr<Comm> embedding;        // tied embedding: pipeline ranks 0 and pp-1; else this rank alone
 };
 
 ParallelGroups make_groups(Comm& world, const ParallelLayout& layout);
 
 // Whether this rank holds the copy of a parameter that speaks for all its copies (in norms and
 // checkpoints): the first data-parallel rank, the first tensor-parallel rank unless the
-// parameter is split there, the first replica of routed experts.
+// parameter is split there, the first replica of routed experts, the lower rank of a DualPipe
+// pair, and never the last stage's copy of the embedding.
 bool first_copy(const ParamInfo& p, const ParallelGroups& g);
 
 }  // namespace mt

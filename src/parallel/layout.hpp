@@ -11,6 +11,12 @@ namespace mt {
 
 struct ParallelLayout {
   int dp = 1, tp = 1, pp = 1, ep = 1;
+  // DualPipe: pipeline rank r holds the stages of rank pp-1-r too (the other direction), so the
+  // pair sums everything they hold.
+  bool mirrored = false;
+  // The first and last stages live on pipeline ranks 0 and pp-1 and both hold the embedding
+  // (the last for multi-token prediction): the two copies sum their gradients.
+  bool tied_embedding = false;
   int world() const { return dp * tp * pp; }
   int stage_ranks() const { return dp * tp; }
 };

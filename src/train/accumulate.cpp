@@ -24,21 +24,34 @@ int slots_needed(const ModelConfig& m, int global_batch, int micro_batch, int dp
   return global_balance(m) ? global_batch / micro_batch / dp : 1;
 }
 
+void add_forward_result(StepTotals& totals, const ForwardResult& r, const ModelConfig& m, int global_batch) {
+  totals.ce_sum += r.ce_sum;
+  totals.aux += r.aux_sum;
+  for (size_t k = 0; k < r.mtp_ce_sums.size(); ++k)
+    totals.mtp += r.mtp_ce_sums[k] / (double(m.mtp.depth) * global_batch * (m.seq_len - int(k) - 1));
+}
+
+void sum_moe_statistics(Model& model, Comm& group) {
+  if (group.size() == 1) return;
+  const bool global = global_balance(model.config());
+  for (MoE* moe : model.moe_layers()) {
+    group.all_reduce_sum(moe->step_load_sums());
+    if (global) group.all_reduce_sum(moe->step_prob_sums());
+  }
+}
+
+double finish_global_balance(Model& model, int global_batch) {
+  double loss = 0;
+  for (MoE* moe : model.moe_layers()) loss += moe->finish_global_balance(long(global_batch) * model.config().seq_len);
+  return loss;
+}
+
 StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
                                 const std::function<void(int mb, int slot)>& after_forward, Comm* dp) {
   const ModelConfig& m = model.config();
   const int ranks = dp ? dp->size() : 1;
   const int count = global_batch / micro_batch / ranks;
   const int first = (dp ? dp->rank() : 0) * count;
-  // Sums the MoE statistics over the group (the load, and for a global-batch loss the
-  // probability sums), once per step.
-  auto reduce_moe = [&] {
-    if (ranks == 1) return;
-    for (MoE* moe : model.moe_layers()) {
-      dp->all_reduce_sum(moe->step_load_sums());
-      if (global_balance(m)) dp->all_reduce_sum(moe->step_prob_sums());
-    }
-  };
   const bool global = global_balance(m);
   const LossScales scales = loss_scales(m, global_batch, micro_batch);
   StepTotals totals;
@@ -60,19 +73,14 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     ForwardResult r = model.forward(slot, {inputs.data(), targets.data(), micro_batch}, scales);
     totals.t_forward += seconds_since(t0);
     if (after_forward) after_forward(mb, slot);
-    totals.ce_sum += r.ce_sum;
-    totals.aux += r.aux_sum;
-    for (int k = 0; k < m.mtp.depth; ++k)
-      totals.mtp += r.mtp_ce_sums[k] / (double(m.mtp.depth) * global_batch * (m.seq_len - k - 1));
+    add_forward_result(totals, r, m, global_batch);
     if (!global) backward(slot);
   }
   double shared_aux = 0;  // the same on every rank: not summed over the group
+  if (dp) sum_moe_statistics(model, *dp);
   if (global) {  // f of the global batch is known only now
-    reduce_moe();
-    for (MoE* moe : model.moe_layers()) shared_aux += moe->finish_global_balance(long(global_batch) * m.seq_len);
+    shared_aux = finish_global_balance(model, global_batch);
     for (int i = 0; i < count; ++i) backward(i);
-  } else {
-    reduce_moe();
   }
   if (ranks > 1) {
     std::vector<double> sums{totals.ce_sum, totals.aux, totals.mtp};

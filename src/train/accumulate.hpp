@@ -17,6 +17,7 @@ struct StepTotals {
   double aux = 0;        // the balance-loss term of the objective
   double mtp = 0;        // mean over MTP depths of the cross-entropy (the objective adds weight * mtp)
   double t_forward = 0, t_backward = 0;  // seconds
+  double t_pipeline_wait = 0;            // seconds waiting for pipeline transfers
 };
 
 // The objective's weights for a step of `global_batch` sequences in micro-batches of `micro_batch`.
@@ -24,6 +25,15 @@ LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch);
 // Slots the model needs for this config (every micro-batch a rank runs in a step, for a
 // global-batch loss).
 int slots_needed(const ModelConfig& m, int global_batch, int micro_batch, int dp = 1);
+
+// Adds a micro-batch's forward to the step's totals.
+void add_forward_result(StepTotals& totals, const ForwardResult& r, const ModelConfig& m, int global_batch);
+// Sums the step's MoE statistics over `group`: the load, and for a global-batch balance loss the
+// routing-probability sums.
+void sum_moe_statistics(Model& model, Comm& group);
+// Fixes the global-batch balance loss of every MoE layer the rank holds, once the statistics
+// of the whole step are in; returns the loss.
+double finish_global_balance(Model& model, int global_batch);
 
 // fill(mb, inputs, targets) writes micro-batch mb's tokens ([micro_batch*seq_len] each).
 using FillMicroBatch = std::function<void(int mb, std::vector<int>& inputs, std::vector<int>& targets)>;

@@ -10,10 +10,14 @@ namespace mt {
 Optimizer::Optimizer(ParamStore& params, const OptimizerConfig& cfg, const ParallelGroups& groups, bool zero1)
     : params_(params), cfg_(cfg), g_(groups), zero1_(zero1 && groups.dp->size() > 1) {
   for (size_t i = 0; i < params.infos.size(); ++i) {
+    by_name_.push_back(int(i));
+    if (params.infos[i].name == "embedding") embedding_.push_back(int(i));
     const Spread s = params.infos[i].spread;
     (s == Spread::expert_split ? experts_ : dense_).push_back(int(i));
     if (s == Spread::tensor_partial) partial_.push_back(int(i));
   }
+  // A DualPipe pair declares the same parameters in different orders: they exchange by name.
+  std::sort(by_name_.begin(), by_name_.end(), [&](int a, int b) { return params.infos[a].name < params.infos[b].name; });
   size_t moments = 0;
   if (zero1_) {
     size_t total = 0;
@@ -68,6 +72,16 @@ double Optimizer::reduce_gradients() {
   std::vector<float>& grads = params_.grads;
   std::vector<float> buf;
   const int tp = g_.tp->size();
+  if (g_.mirror->size() > 1) {
+    pack(by_name_, grads, buf);
+    g_.mirror->all_reduce_sum(buf);
+    unpack(by_name_, buf, grads);
+  }
+  if (g_.embedding->size() > 1) {
+    pack(embedding_, grads, buf);
+    g_.embedding->all_reduce_sum(buf);
+    unpack(embedding_, buf, grads);
+  }
   if (tp > 1 && !partial_.empty()) {
     pack(partial_, grads, buf);
     g_.tp->all_reduce_sum(buf);
@@ -96,7 +110,9 @@ double Optimizer::reduce_gradients() {
   };
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
-    if (r.sharded && (p.spread == Spread::tensor_split || g_.me.tp == 0)) add(shard_grad_.data() + r.grad_offset, r.len);
+    const bool one_pipeline_copy = !p.pipeline_copy && g_.mirror->rank() == 0;
+    if (r.sharded && one_pipeline_copy && (p.spread == Spread::tensor_split || g_.me.tp == 0))
+      add(shard_grad_.data() + r.grad_offset, r.len);
     else if (!r.sharded && first_copy(p, g_)) add(grads.data() + p.offset + r.begin, r.len);
   }
   g_.world->all_reduce_sum(ss);

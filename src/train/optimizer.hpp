@@ -1,6 +1,8 @@
 #pragma once
 // The optimizer of one rank in any layout. After a step's gradients are accumulated it sums
 // every parameter's gradient over the ranks that hold a copy of it:
+//   everything over a DualPipe pair (both hold the same stages), the embedding over the first
+//     and last pipeline stages when both hold it;
 //   tensor_partial parameters over the tensor-parallel group (each rank's heads gave a part);
 //   routed experts over their replicas (ranks of the stage with the same expert-parallel rank),
 //     divided by tp because every tensor-parallel rank sent each token to them;
@@ -33,6 +35,7 @@ class Optimizer {
   void export_moments(std::vector<float>& m, std::vector<float>& v);
   void import_moments(const std::vector<float>& m, const std::vector<float>& v);
   size_t moment_floats() const { return m_.size(); }
+  const ParallelGroups& groups() const { return g_; }
 
  private:
   // A stretch of one parameter this rank updates; its gradient is at grad_offset in the ZeRO
@@ -52,7 +55,8 @@ class Optimizer {
   OptimizerConfig cfg_;
   const ParallelGroups& g_;
   bool zero1_;
-  std::vector<int> dense_, experts_, partial_;
+  std::vector<int> dense_, experts_, partial_, embedding_;
+  std::vector<int> by_name_;  // every parameter, ordered by name
   size_t shard_ = 0;                // ZeRO-1: dense elements per data-parallel rank (padded)
   std::vector<float> packed_, shard_grad_;
   std::vector<Run> runs_;

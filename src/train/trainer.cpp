@@ -12,7 +12,10 @@
 #include "io/run_log.hpp"
 #include "train/accumulate.hpp"
 #include "train/update.hpp"
+#include "parallel/stages.hpp"
+#include "pipeline/generators.hpp"
 #include "train/batches.hpp"
+#include "train/pipeline_step.hpp"
 #include "train/flops.hpp"
 #include "util/error.hpp"
 
@@ -44,7 +47,19 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     opt_.world = one_rank_.get();
   }
   const auto& p = cfg.parallel;
-  groups_ = make_groups(*opt_.world, {.dp = p.dp, .tp = p.tp, .pp = p.pp, .ep = p.ep});
+  const auto& t = cfg.training;
+  std::vector<StageSpec> stages;
+  int slots = slots_needed(cfg.model, t.global_batch, t.micro_batch, p.dp);
+  ParallelLayout layout{.dp = p.dp, .tp = p.tp, .pp = p.pp, .ep = p.ep};
+  if (p.pp > 1) {
+    const pipeline::Kind kind = pipeline::parse_kind(p.schedule);
+    schedule_ = pipeline::make_schedule({kind, p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
+    slots = schedule_->placement.microbatches_per_flow;
+    layout.mirrored = kind == pipeline::Kind::dualpipe;
+    layout.tied_embedding = cfg.model.mtp.depth > 0 && kind != pipeline::Kind::dualpipe && kind != pipeline::Kind::dualpipev;
+  }
+  groups_ = make_groups(*opt_.world, layout);
+  if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Every rank computes the same losses and statistics; the first one speaks for all.
   lead_ = opt_.world->rank() == 0;
   if (!lead_) opt_.quiet = true;
@@ -55,8 +70,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .tp = groups_.tp.get(), .ep = groups_.ep.get()};
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm_inputs(cfg.precision),
-                                   slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch, p.dp),
-                                   shard);
+                                   slots, shard, stages);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
 }
 
@@ -71,8 +85,10 @@ void Trainer::print_header() const {
   std::printf("  device   %s\n", device_.description.c_str());
   const auto& p = cfg_.parallel;
   if (groups_.layout.world() > 1) {
-    std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s: each data-parallel rank runs %d micro-batches of each step\n",
-                p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "", cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
+    std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s%s: each data-parallel rank runs %d micro-batches of each step\n",
+                p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "",
+                schedule_ ? (", schedule " + p.schedule + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : "")).c_str() : "",
+                cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
     std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
   const auto& a = m.attention;
@@ -96,6 +112,12 @@ void Trainer::print_header() const {
 
 double Trainer::evaluate() {
   Batches val(*val_data_, cfg_.model.seq_len, "data.val");
+  const int mb = cfg_.training.micro_batch;
+  if (schedule_) {
+    auto [sum, tokens] = pipeline_forward_only(*model_, schedule_->placement, groups_, cfg_.training.eval_batches, mb,
+        [&](int b, std::vector<int>& inputs, std::vector<int>& targets) { val.fill((long long)b * mb, mb, inputs, targets); });
+    return sum / double(tokens);
+  }
   std::vector<int> in, tg;
   double sum = 0;
   long tokens = 0;
@@ -146,7 +168,7 @@ TrainSummary Trainer::run() {
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
   facts.texts = {{"device", device_.description}};
-  facts.moe_layers = int(model_->moe_layers().size());
+  facts.moe_layers = moe_layer_count(m);
   facts.experts = m.moe.n_routed_experts;
   std::optional<RunLog> log;
   if (lead_) log.emplace(run_dir_ + "/log.h5", facts, state.step);
@@ -166,10 +188,11 @@ TrainSummary Trainer::run() {
   while (state.step < last) {
     const auto step_start = Clock::now();
     StepRecord rec;
-    const StepTotals totals = accumulate_gradients(*model_, t.global_batch, t.micro_batch,
-        [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
-          batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
-        }, {}, groups_.dp.get());
+    const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
+      batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+    };
+    const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill)
+                                        : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp.get());
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;

@@ -2,6 +2,7 @@
 // The training loop: gradient accumulation over micro-batches, clipping, AdamW, the balancing
 // bias update, evaluation, logging and checkpoints.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "io/shards.hpp"
 #include "model/model.hpp"
 #include "parallel/groups.hpp"
+#include "pipeline/schedule.hpp"
 #include "train/optimizer.hpp"
 #include "train/device.hpp"
 
@@ -48,6 +50,7 @@ class Trainer {
   TrainOptions opt_;
   std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
   ParallelGroups groups_;
+  std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;
   std::string run_dir_;

@@ -1,5 +1,6 @@
 #include "train/update.hpp"
 
+#include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace mt {
@@ -12,11 +13,27 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   u.lr = learning_rate(cfg, int(step));
   optimizer.step(u.lr, step + 1);
   const double routed = double(t.global_batch) * cfg.model.seq_len * cfg.model.moe.top_k;
-  for (MoE* moe : model.moe_layers()) {
-    for (double load : moe->step_load()) u.expert_load.push_back(float(load / routed));
+  // Every layer's row, wherever it lives: each pipeline rank fills its layers (one of a DualPipe
+  // pair speaks for both copies) and the pipeline group adds them up.
+  const int E = cfg.model.moe.n_routed_experts;
+  const size_t all = size_t(moe_layer_count(cfg.model)) * E;
+  std::vector<float> rows(2 * all, 0.0f);
+  const ParallelGroups& g = optimizer.groups();
+  const std::vector<int> index = model.moe_layer_indices();
+  const std::vector<MoE*> layers = model.moe_layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    MoE* moe = layers[i];
     moe->update_bias();
-    u.expert_bias.insert(u.expert_bias.end(), moe->bias(), moe->bias() + moe->n_experts());
+    if (g.mirror->rank() != 0) continue;
+    const size_t at = size_t(index[i]) * E;
+    for (int e = 0; e < E; ++e) {
+      rows[at + e] = float(moe->step_load()[e] / routed);
+      rows[all + at + e] = moe->bias()[e];
+    }
   }
+  g.pp->all_reduce_sum(rows);
+  u.expert_load.assign(rows.begin(), rows.begin() + all);
+  u.expert_bias.assign(rows.begin() + all, rows.end());
   return u;
 }
 

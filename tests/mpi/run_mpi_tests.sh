@@ -75,6 +75,13 @@ same "tp=2, MLA with query compression, MTP" tp=2 -- model.attention.kind=\"mla\
 same "ep=2" dp=2,ep=2 -- model.moe.aux_loss=\"sequence\"
 same "ep=4 with dp=4, ZeRO-1" dp=4,ep=4,zero=1 -- model.moe.aux_loss=\"micro_batch\"
 same "tp=2 x ep=2 x dp=2, global-batch balance loss" dp=2,tp=2,ep=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
+same "pp=2 1f1b, MTP (embedding on both ends)" 'pp=2,schedule="1f1b"' -- model.n_layers=4 model.mtp.depth=1
+same "pp=4 interleaved vpp=2" 'pp=4,vpp=2,schedule="interleaved"' -- model.n_layers=8
+same "pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 model.moe.aux_loss=\"sequence\"
+same "pp=4 dualpipe, MTP" 'pp=4,schedule="dualpipe"' -- model.n_layers=4 training.micro_batch=1 model.mtp.depth=1
+same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.attention.kind=\"mla\" model.mtp.depth=1
+same "pp=2 x ep=2 x dp=2 dualpipe" 'pp=2,ep=2,dp=2,schedule="dualpipe"' -- training.micro_batch=1
+same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 
 expect_error() {
   local name=$1 pattern=$2; shift 2

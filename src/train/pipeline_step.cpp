@@ -1,0 +1,226 @@
+#include "train/pipeline_step.hpp"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+
+#include "comm/comm.hpp"
+
+namespace mt {
+
+namespace {
+
+using pipeline::Pass;
+using pipeline::Payload;
+using pipeline::Transfer;
+using Key = std::tuple<int, int, int, int>;  // payload, flow, micro-batch, sending position
+
+Key key_of(const Transfer& t) { return {int(t.payload), t.flow, t.microbatch, t.position}; }
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The running state of one rank's step.
+class Executor {
+ public:
+  Executor(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, int global_batch,
+           int micro_batch, const FillMicroBatch& fill)
+      : model_(model), pl_(schedule.placement), g_(g), me_(g.me.pp), global_batch_(global_batch),
+        micro_batch_(micro_batch), fill_(fill), scales_(loss_scales(model.config(), global_batch, micro_batch)),
+        values_(size_t(micro_batch) * model.config().seq_len * model.config().d_model) {
+    const int count = global_batch / micro_batch / g.dp->size();
+    first_mb_ = g.dp->rank() * count;
+    for (int c = 0; c < pl_.chunks_per_rank; ++c) {
+      free_slots_.emplace_back();
+      for (int s = pl_.microbatches_per_flow - 1; s >= 0; --s) free_slots_.back().push_back(s);
+    }
+    slot_of_.assign(pl_.chunks_per_rank, std::vector<int>(pl_.microbatches_per_flow, -1));
+  }
+
+  void run(const std::vector<pipeline::Step>& program) {
+    for (const pipeline::Step& step : program) {
+      if (auto* c = std::get_if<pipeline::CommOp>(&step)) communicate(*c);
+      else pipeline::for_each_task(std::get<pipeline::ComputeOp>(step), [&](const pipeline::Task& t) { compute(t); });
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto& s : sends_) s.request->wait();
+    totals_.t_pipeline_wait += seconds_since(t0);
+    if (!mailbox_.empty() || !outbox_.empty() || !receiving_.empty())
+      throw std::logic_error("pipeline step ended with transfers left over (a schedule bug)");
+  }
+
+  StepTotals& totals() { return totals_; }
+  double shared_aux() const { return shared_aux_; }
+
+ private:
+  struct InFlight {
+    std::vector<float> data;
+    std::unique_ptr<Request> request;
+  };
+
+  int tag_of(const Transfer& t) const {
+    return ((int(t.payload) * pl_.flows + t.flow) * pl_.stages + t.position) * pl_.microbatches_per_flow + t.microbatch;
+  }
+
+  void communicate(const pipeline::CommOp& op) {
+    const Key key = key_of(op.transfer);
+    Comm& pp = *g_.pp;
+    switch (op.kind) {
+      case pipeline::CommKind::post_recv: {
+        InFlight& r = receiving_[key];
+        r.data.resize(values_);
+        r.request = pp.irecv(r.data, op.peer, tag_of(op.transfer));
+        break;
+      }
+      case pipeline::CommKind::wait_recv: {
+        auto it = receiving_.find(key);
+        const auto t0 = std::chrono::steady_clock::now();
+        it->second.request->wait();
+        totals_.t_pipeline_wait += seconds_since(t0);
+        mailbox_[key] = std::move(it->second.data);
+        receiving_.erase(it);
+        break;
+      }
+      case pipeline::CommKind::send: {
+        auto it = outbox_.find(key);
+        InFlight s{std::move(it->second), nullptr};
+        outbox_.erase(it);
+        s.request = pp.isend(s.data, op.peer, tag_of(op.transfer));
+        sends_.push_back(std::move(s));
+        break;
+      }
+    }
+  }
+
+  // Hands what a task produced to the position that needs it: in memory on this rank, or to
+  // the outbox for the schedule's send.
+  void deliver(const Transfer& t, const float* data) {
+    const int to = pl_.slot(t.flow, receiving_position(t)).rank;
+    (to == me_ ? mailbox_ : outbox_)[key_of(t)].assign(data, data + values_);
+  }
+
+  std::vector<float> take(const Transfer& t) {
+    auto it = mailbox_.find(key_of(t));
+    if (it == mailbox_.end()) throw std::logic_error("pipeline input missing (a schedule bug)");
+    std::vector<float> v = std::move(it->second);
+    mailbox_.erase(it);
+    return v;
+  }
+
+  void compute(const pipeline::Task& t) {
+    const pipeline::Location loc = *pl_.locate(me_, t.chunk);
+    const int pos = loc.position, last = pl_.stages - 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (t.pass == Pass::forward) {
+      const int slot = free_slots_[t.chunk].back();
+      free_slots_[t.chunk].pop_back();
+      slot_of_[t.chunk][t.microbatch] = slot;
+      fill_(first_mb_ + loc.flow * pl_.microbatches_per_flow + t.microbatch, inputs_, targets_);
+      std::vector<float> input;
+      if (pos > 0) input = take({Payload::activation, loc.flow, t.microbatch, pos - 1});
+      const ForwardResult r = model_.forward(t.chunk, slot, {inputs_.data(), targets_.data(), micro_batch_},
+                                             pos > 0 ? input.data() : nullptr, scales_);
+      add_forward_result(totals_, r, model_.config(), global_batch_);
+      if (pos < last) deliver({Payload::activation, loc.flow, t.microbatch, pos}, model_.output(t.chunk, slot));
+      totals_.t_forward += seconds_since(t0);
+      return;
+    }
+    const int slot = slot_of_[t.chunk][t.microbatch];
+    if (t.pass != Pass::weight_grad) {
+      finish_global_balance_once();
+      std::vector<float> output_grad;
+      if (pos < last) output_grad = take({Payload::gradient, loc.flow, t.microbatch, pos + 1});
+      model_.backward_input(t.chunk, slot, pos < last ? output_grad.data() : nullptr);
+      if (pos > 0) deliver({Payload::gradient, loc.flow, t.microbatch, pos}, model_.input_grad(t.chunk, slot));
+    }
+    if (t.pass != Pass::input_grad) {
+      model_.backward_weight(t.chunk, slot);
+      model_.retire(t.chunk, slot);
+      free_slots_[t.chunk].push_back(slot);
+    }
+    totals_.t_backward += seconds_since(t0);
+  }
+
+  // A global-batch balance loss needs the routing of every micro-batch of the step through a
+  // layer before any backward pass through it (only all-forward-all-backward schedules allow it).
+  void finish_global_balance_once() {
+    if (balance_done_ || model_.config().moe.aux_loss != "global_batch") return;
+    balance_done_ = true;
+    sum_moe_statistics(model_, *g_.dp);
+    shared_aux_ = finish_global_balance(model_, global_batch_);
+  }
+
+  Model& model_;
+  const pipeline::Placement& pl_;
+  const ParallelGroups& g_;
+  int me_, global_batch_, micro_batch_, first_mb_ = 0;
+  const FillMicroBatch& fill_;
+  LossScales scales_;
+  size_t values_;  // floats in one transfer
+  std::vector<std::vector<int>> free_slots_, slot_of_;
+  std::vector<int> inputs_, targets_;
+  std::map<Key, std::vector<float>> mailbox_, outbox_;
+  std::map<Key, InFlight> receiving_;
+  std::vector<InFlight> sends_;
+  StepTotals totals_;
+  bool balance_done_ = false;
+  double shared_aux_ = 0;
+};
+
+}  // namespace
+
+StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, int global_batch,
+                         int micro_batch, const FillMicroBatch& fill) {
+  std::fill(model.params.grads.begin(), model.params.grads.end(), 0.0f);
+  for (MoE* moe : model.moe_layers()) moe->reset_step_load();
+  Executor run(model, schedule, g, global_batch, micro_batch, fill);
+  run.run(schedule.ranks[g.me.pp]);
+  StepTotals totals = run.totals();
+  if (model.config().moe.aux_loss != "global_batch") sum_moe_statistics(model, *g.dp);
+  // DualPipe's two directions pass each layer on two ranks: the pair's loads add up.
+  sum_moe_statistics(model, *g.mirror);
+  std::vector<double> sums{totals.ce_sum, totals.aux, totals.mtp};
+  g.dp->all_reduce_sum(sums);
+  sums[1] += run.shared_aux();  // the same on every data-parallel rank
+  g.pp->all_reduce_sum(sums);
+  totals.ce_sum = sums[0], totals.aux = sums[1], totals.mtp = sums[2];
+  return totals;
+}
+
+std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Placement& pl, const ParallelGroups& g,
+                                              int count, int micro_batch, const FillMicroBatch& fill) {
+  const ModelConfig& m = model.config();
+  const int me = g.me.pp;
+  const size_t values = size_t(micro_batch) * m.seq_len * m.d_model;
+  std::vector<int> inputs, targets;
+  std::vector<double> sums{0.0, 0.0};  // cross-entropy, tokens
+  for (int b = 0; b < count; ++b) {
+    fill(b, inputs, targets);
+    std::vector<float> carried(values);
+    int used_chunk = -1;
+    for (int pos = 0; pos < pl.stages; ++pos) {
+      const pipeline::Slot here = pl.slot(0, pos);
+      const int before = pos > 0 ? pl.slot(0, pos - 1).rank : -1;
+      if (here.rank != me) {
+        if (before == me) g.pp->send(carried, here.rank, pos);
+        continue;
+      }
+      if (pos > 0 && before != me) g.pp->recv(carried, before, pos);
+      const ForwardResult r = model.forward(here.chunk, 0, {inputs.data(), targets.data(), micro_batch},
+                                            pos > 0 ? carried.data() : nullptr, {0.0f, 0.0f, 0.0f});
+      sums[0] += r.ce_sum;
+      sums[1] += double(r.tokens);
+      if (pos + 1 < pl.stages) std::copy_n(model.output(here.chunk, 0), values, carried.begin());
+      if (used_chunk >= 0) model.retire(used_chunk, 0);
+      used_chunk = here.chunk;
+    }
+    if (used_chunk >= 0) model.retire(used_chunk, 0);
+  }
+  g.pp->all_reduce_sum(sums);
+  return {sums[0], long(sums[1])};
+}
+
+}  // namespace mt
