@@ -24,7 +24,8 @@
 namespace {
 
 // world: the ranks mpirun started (null without mpirun).
-int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run, mt::Comm* world) {
+int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run, long long stop_after,
+              mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
   const auto& p = cfg.parallel;
   const int needed = p.dp * p.tp * p.pp, ranks = world ? world->size() : 1;
@@ -32,7 +33,7 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
     throw mt::UserError(cfg.origin.at("parallel.dp") + ": parallel.dp * tp * pp = " + std::to_string(needed) +
                         " ranks, but " + (world ? "mpirun started " + std::to_string(ranks) : std::string("this run has 1 (no mpirun)")) +
                         ": start it with `mpirun -np " + std::to_string(needed) + " moetrain train " + path +
-                        "` or set parallel.dp = " + std::to_string(ranks));
+                        "`" + (ranks % (p.tp * p.pp) == 0 ? " or set parallel.dp = " + std::to_string(ranks / (p.tp * p.pp)) : std::string()));
   if (dry_run) {
     std::printf("%s: valid\n", path.c_str());
     std::printf("params %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
@@ -43,6 +44,7 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
   }
   mt::TrainOptions opt;
   opt.world = ranks > 1 ? world : nullptr;
+  opt.stop_after = stop_after;
   mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
   if (!s.losses.empty() && (!world || world->rank() == 0))
@@ -161,10 +163,14 @@ int main(int argc, char** argv) {
   std::string exp_path;
   std::vector<std::string> sets;
   bool dry_run = false;
+  long long stop_after = 0;
   CLI::App* train = app.add_subcommand("train", "Train the experiment described by a TOML file");
   train->add_option("experiment", exp_path, "experiment file, e.g. configs/tiny.toml")->required();
   train->add_option("--set", sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   train->add_flag("--dry-run", dry_run, "validate the experiment and print the resolved config, then stop");
+  train->add_option("--stop-after", stop_after,
+                    "stop with a checkpoint once N steps are done in total; the same command resumes")
+      ->check(CLI::PositiveNumber);
 
   std::vector<std::string> inputs;
   std::string out_dir;
@@ -215,7 +221,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*train) return cmd_train(exp_path, sets, dry_run, world.get());
+    if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
     if (*dump) {
       mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out);

@@ -83,6 +83,22 @@ same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model
 same "pp=2 x ep=2 x dp=2 dualpipe" 'pp=2,ep=2,dp=2,schedule="dualpipe"' -- training.micro_batch=1
 same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 
+# A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
+# 2 steps, pp=2 x tp=2 runs steps 3 and 4; against 4 uninterrupted steps on one rank.
+resume_case() {
+  local name="dp=2 x ep=2 (ZeRO-1) for 2 steps, then pp=2 x tp=2"
+  $bin train "$tmp/exp.toml" --set run.name=resume-1 > "$tmp/resume-1.out" 2>&1 &&
+  mpi 2 $bin train "$tmp/exp.toml" --set run.name=resume-n --set parallel.dp=2 --set parallel.ep=2 --set parallel.zero=1 \
+    --stop-after 2 > "$tmp/resume-a.out" 2>&1 &&
+  mpi 4 $bin train "$tmp/exp.toml" --set run.name=resume-n --set parallel.pp=2 --set parallel.tp=2 \
+    > "$tmp/resume-b.out" 2>&1 || { echo "FAIL $name: a run failed"; tail -n 3 "$tmp"/resume-*.out; return; }
+  if ! grep -q "resume   from .*step_00000002 (step 2)" "$tmp/resume-b.out"; then
+    echo "FAIL $name: the second run did not resume from step 2"; return
+  fi
+  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/resume-1" "$tmp/runs/resume-n" 4
+}
+resume_case
+
 expect_error() {
   local name=$1 pattern=$2; shift 2
   local out
@@ -90,7 +106,7 @@ expect_error() {
   if [[ $? -ne 0 ]] && grep -qE -- "$pattern" <<<"$out"; then echo "PASS $name"
   else echo "FAIL $name (output must match /$pattern/)"; echo "$out" | tail -n 3; fi
 }
-expect_error "more ranks than the layout" "parallel.dp \* tp \* pp = 1 ranks, but mpirun started 2: start it with \`mpirun -np 1" \
+expect_error "more ranks than the layout" "parallel.dp \* tp \* pp = 1 ranks, but mpirun started 2: start it with \`mpirun -np 1 .*\` or set parallel.dp = 2" \
   mpi 2 $bin train "$tmp/exp.toml" --set run.name=wrong
 expect_error "a layout without mpirun" "parallel.dp \* tp \* pp = 2 ranks, but this run has 1 \(no mpirun\)" \
   $bin train "$tmp/exp.toml" --set parallel.dp=2 --set run.name=wrong
