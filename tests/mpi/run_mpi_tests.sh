@@ -99,6 +99,30 @@ resume_case() {
 }
 resume_case
 
+# Killing one rank ends the whole job, with mpirun naming the rank. Event-driven, no sleeping:
+# rank 1 records its pid, and rank 0 kills it with SIGKILL as soon as it prints its first step.
+kill_case() {
+  local name="kill -9 of rank 1 ends the job" out
+  cat > "$tmp/kill_wrapper.sh" <<'SH'
+#!/usr/bin/env bash
+if [[ $OMPI_COMM_WORLD_RANK == 1 ]]; then echo $$ > "$PIDFILE"; exec "$@"; fi
+"$@" | while IFS= read -r line; do
+  echo "$line"
+  if [[ $line == step* && ! -e $PIDFILE.done ]]; then touch "$PIDFILE.done"; kill -9 "$(cat "$PIDFILE")"; fi
+done
+SH
+  local start=$SECONDS
+  out=$(PIDFILE="$tmp/rank1.pid" timeout 120 mpirun --oversubscribe $run_as_root -x PIDFILE -np 2 \
+        bash "$tmp/kill_wrapper.sh" $bin train "$tmp/exp.toml" --set run.name=killed --set parallel.dp=2 \
+        --set training.steps=1000000 --set log.every=1 2>&1)
+  local status=$? elapsed=$((SECONDS - start))
+  if [[ $status -eq 124 ]]; then echo "FAIL $name: the job still ran after 120 s"
+  elif [[ $status -eq 0 ]]; then echo "FAIL $name: the job ended with status 0"
+  elif ! grep -q "process rank 1 .*exited on signal 9" <<<"$out"; then echo "FAIL $name: no message naming rank 1"; tail -n 5 <<<"$out"
+  else echo "PASS $name (status $status after ${elapsed}s)"; fi
+}
+kill_case
+
 expect_error() {
   local name=$1 pattern=$2; shift 2
   local out
