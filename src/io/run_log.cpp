@@ -1,5 +1,6 @@
 #include "io/run_log.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -28,7 +29,7 @@ const std::pair<const char*, Scalar> kScalars[] = {
 struct OldRows {
   std::vector<long long> steps, eval_steps;
   std::map<std::string, std::vector<double>> scalars;
-  std::vector<float> load, bias;
+  std::vector<float> load, bias, phases;
   std::vector<double> eval_loss;
 };
 
@@ -41,6 +42,7 @@ OldRows read_old(const std::string& path) {
     o.load = h5::read_all<float>(f, "/moe/expert_load", H5T_NATIVE_FLOAT);
     o.bias = h5::read_all<float>(f, "/moe/expert_bias", H5T_NATIVE_FLOAT);
   }
+  if (h5::exists(f, "/timing/rank_phases")) o.phases = h5::read_all<float>(f, "/timing/rank_phases", H5T_NATIVE_FLOAT);
   o.eval_steps = h5::read_all<long long>(f, "/eval/step", H5T_NATIVE_LLONG);
   o.eval_loss = h5::read_all<double>(f, "/eval/loss", H5T_NATIVE_DOUBLE);
   return o;
@@ -50,6 +52,7 @@ OldRows read_old(const std::string& path) {
 RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_step) : path_(path) {
   h5::silence_errors();
   row_floats_ = facts.moe_layers * facts.experts;
+  phase_floats_ = facts.ranks * kPhases;
   OldRows old;
   const bool keep = resume_step > 0 && std::filesystem::exists(path);
   if (keep) old = read_old(path);
@@ -63,6 +66,11 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
       for (auto& [name, member] : kScalars) r.*member = old.scalars[name][i];
       r.expert_load.assign(old.load.begin() + i * row_floats_, old.load.begin() + (i + 1) * row_floats_);
       r.expert_bias.assign(old.bias.begin() + i * row_floats_, old.bias.begin() + (i + 1) * row_floats_);
+      // Timings of a layout with another number of ranks do not fit the table: unknown.
+      if (old.phases.size() == old.steps.size() * phase_floats_)
+        r.rank_phases.assign(old.phases.begin() + i * phase_floats_, old.phases.begin() + (i + 1) * phase_floats_);
+      else
+        r.rank_phases.assign(phase_floats_, NAN);
       append(r);
     }
     for (size_t i = 0; i < old.eval_steps.size() && old.eval_steps[i] <= resume_step; ++i)
@@ -84,6 +92,9 @@ void RunLog::create(const std::string& path, const RunFacts& facts) {
     series_["expert_load"] = h5::create_series(file_, "/moe/expert_load", H5T_IEEE_F32LE, moe_shape);
     series_["expert_bias"] = h5::create_series(file_, "/moe/expert_bias", H5T_IEEE_F32LE, moe_shape);
   }
+  series_["rank_phases"] =
+      h5::create_series(file_, "/timing/rank_phases", H5T_IEEE_F32LE, {hsize_t(facts.ranks), hsize_t(kPhases)});
+  h5::write_string_attr(series_["rank_phases"], "phases", kPhaseNames);
   series_["eval_step"] = h5::create_series(file_, "/eval/step", H5T_STD_I64LE, {});
   series_["eval_loss"] = h5::create_series(file_, "/eval/loss", H5T_IEEE_F64LE, {});
   h5::check(H5Fstart_swmr_write(file_), "starting SWMR on " + path);
@@ -96,12 +107,14 @@ RunLog::~RunLog() {
 
 void RunLog::append(const StepRecord& r) {
   MT_CHECK(int(r.expert_load.size()) == row_floats_ && int(r.expert_bias.size()) == row_floats_);
+  MT_CHECK(int(r.rank_phases.size()) == phase_floats_);
   h5::append_rows(series_["step"], H5T_NATIVE_LLONG, &r.step, 1);
   for (auto& [name, member] : kScalars) h5::append_rows(series_[name], H5T_NATIVE_DOUBLE, &(r.*member), 1);
   if (row_floats_ > 0) {
     h5::append_rows(series_["expert_load"], H5T_NATIVE_FLOAT, r.expert_load.data(), 1);
     h5::append_rows(series_["expert_bias"], H5T_NATIVE_FLOAT, r.expert_bias.data(), 1);
   }
+  h5::append_rows(series_["rank_phases"], H5T_NATIVE_FLOAT, r.rank_phases.data(), 1);
   H5Fflush(file_, H5F_SCOPE_GLOBAL);
 }
 

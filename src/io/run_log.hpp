@@ -1,6 +1,8 @@
 #pragma once
 // runs/<name>/log.h5: the resolved config (TOML text) and run facts as attributes, one
-// extendible dataset per metric indexed by step, per-layer expert load and bias, and eval loss.
+// extendible dataset per metric indexed by step, per-layer expert load and bias, the time each
+// rank spent in each phase of the step (/timing/rank_phases [step, rank, phase], the phase names
+// in its attribute "phases"), and eval loss.
 // The file is written in SWMR mode, so `h5py.File(p, "r", libver="latest", swmr=True)` can
 // read it while training runs; every row is flushed as it is written.
 #include <map>
@@ -17,13 +19,20 @@ struct StepRecord {
   double time_forward = 0, time_backward = 0, time_optimizer = 0, time_step = 0;  // seconds
   std::vector<float> expert_load;  // [n_moe_layers * n_experts] fraction of routed tokens
   std::vector<float> expert_bias;  // [n_moe_layers * n_experts] bias after this step's update
+  std::vector<float> rank_phases;  // [ranks * kPhases] seconds, kPhaseNames order
 };
+
+// Where a rank's step time goes. compute excludes the communication inside the layers;
+// pipeline_wait is time blocked on pipeline transfers (the bubble, as measured).
+inline constexpr int kPhases = 7;
+inline constexpr const char* kPhaseNames = "compute,tp_comm,ep_comm,pipeline_wait,grad_sync,optimizer,step";
 
 struct RunFacts {
   std::string config_toml;
   std::map<std::string, double> numbers;  // e.g. total_params, flops_per_token
   std::map<std::string, std::string> texts;  // e.g. device
   int moe_layers = 0, experts = 0;
+  int ranks = 1;
 };
 
 class RunLog {
@@ -38,7 +47,7 @@ class RunLog {
  private:
   void create(const std::string& path, const RunFacts& facts);
   std::string path_;
-  int row_floats_ = 0;
+  int row_floats_ = 0, phase_floats_ = 0;
   h5::Handle file_;
   std::map<std::string, h5::Handle> series_;
 };

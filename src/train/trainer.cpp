@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "comm/comm.hpp"
+#include "comm/timed_comm.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_log.hpp"
 #include "train/accumulate.hpp"
@@ -59,6 +60,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     layout.tied_embedding = cfg.model.mtp.depth > 0 && kind != pipeline::Kind::dualpipe && kind != pipeline::Kind::dualpipev;
   }
   groups_ = make_groups(*opt_.world, layout);
+  groups_.tp = make_timed_comm(std::move(groups_.tp), &comm_seconds_.tp);
+  groups_.ep = make_timed_comm(std::move(groups_.ep), &comm_seconds_.ep);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Every rank computes the same losses and statistics; the first one speaks for all.
   lead_ = opt_.world->rank() == 0;
@@ -169,6 +172,7 @@ TrainSummary Trainer::run() {
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
   facts.texts = {{"device", device_.description}};
   facts.moe_layers = moe_layer_count(m);
+  facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
   std::optional<RunLog> log;
   if (lead_) log.emplace(run_dir_ + "/log.h5", facts, state.step);
@@ -187,12 +191,14 @@ TrainSummary Trainer::run() {
 
   while (state.step < last) {
     const auto step_start = Clock::now();
+    comm_seconds_ = {};
     StepRecord rec;
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
       batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
     };
     const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill)
                                         : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp.get());
+    const CommSeconds in_layers = comm_seconds_;
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;
@@ -214,6 +220,12 @@ TrainSummary Trainer::run() {
     rec.time_step = seconds_since(step_start);
     rec.tokens_per_s = tokens_per_step / rec.time_step;
     rec.flops_per_s = rec.tokens_per_s * flops_per_token;
+    const std::vector<float> phases{float(totals.t_forward + totals.t_backward - in_layers.tp - in_layers.ep),
+                                    float(in_layers.tp), float(in_layers.ep), float(totals.t_pipeline_wait),
+                                    float(update.time_grad_sync), float(rec.time_optimizer - update.time_grad_sync),
+                                    float(rec.time_step)};
+    rec.rank_phases.resize(size_t(kPhases) * opt_.world->size());
+    opt_.world->all_gather(phases, rec.rank_phases);
     rec.mfu = peak > 0 ? rec.flops_per_s / peak : NAN;
     if (log) log->append(rec);
     summary.losses.push_back(rec.loss);

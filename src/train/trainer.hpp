@@ -50,6 +50,7 @@ class Trainer {
   TrainOptions opt_;
   std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
   ParallelGroups groups_;
+  struct CommSeconds { double tp = 0, ep = 0; } comm_seconds_;  // this step's, from timed groups
   std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;

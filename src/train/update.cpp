@@ -1,5 +1,7 @@
 #include "train/update.hpp"
 
+#include <chrono>
+
 #include "train/flops.hpp"
 #include "train/lr_schedule.hpp"
 
@@ -8,7 +10,9 @@ namespace mt {
 UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, long long step) {
   const auto& t = cfg.training;
   UpdateStats u;
+  const auto t0 = std::chrono::steady_clock::now();
   u.grad_norm = optimizer.reduce_gradients();
+  u.time_grad_sync = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (t.grad_clip > 0 && u.grad_norm > t.grad_clip) optimizer.scale_gradients(float(t.grad_clip / u.grad_norm));
   u.lr = learning_rate(cfg, int(step));
   optimizer.step(u.lr, step + 1);

@@ -12,6 +12,7 @@ namespace mt {
 
 struct UpdateStats {
   double grad_norm = 0;             // before clipping
+  double time_grad_sync = 0;        // seconds summing gradients over their copies
   double lr = 0;
   std::vector<float> expert_load;   // [moe layers * experts] fraction of the step's routed tokens
   std::vector<float> expert_bias;   // [moe layers * experts] after the update
