@@ -21,6 +21,9 @@ class Comm {
   virtual ~Comm() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Whether two threads may each run calls on different communicators at once (DualPipe's
+  // overlapped pairs do): MPI_THREAD_MULTIPLE.
+  virtual bool concurrent_calls() const = 0;
 
   // Element-wise sums, in place, over every rank.
   virtual void all_reduce_sum(std::span<float> data) = 0;

@@ -40,6 +40,11 @@ class MpiComm final : public Comm {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool concurrent_calls() const override {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    return level >= MPI_THREAD_MULTIPLE;
+  }
 
   void all_reduce_sum(std::span<float> d) override {
     check(MPI_Allreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
@@ -105,7 +110,9 @@ bool started_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // DualPipe's overlapped pairs run their two passes on two threads; without MPI_THREAD_MULTIPLE
+  // (concurrent_calls() says) they run one after the other.
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   // Errors come back as codes (turned into exceptions) instead of aborting inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }

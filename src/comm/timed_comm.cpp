@@ -11,6 +11,7 @@ class TimedComm final : public Comm {
   TimedComm(std::unique_ptr<Comm> inner, double* seconds) : inner_(std::move(inner)), seconds_(seconds) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
+  bool concurrent_calls() const override { return inner_->concurrent_calls(); }
   void all_reduce_sum(std::span<float> d) override { timed([&] { inner_->all_reduce_sum(d); }); }
   void all_reduce_sum(std::span<double> d) override { timed([&] { inner_->all_reduce_sum(d); }); }
   void reduce_scatter_sum(std::span<const float> d, std::span<float> out) override {

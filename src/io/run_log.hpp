@@ -22,8 +22,10 @@ struct StepRecord {
   std::vector<float> rank_phases;  // [ranks * kPhases] seconds, kPhaseNames order
 };
 
-// Where a rank's step time goes. compute excludes the communication inside the layers;
-// pipeline_wait is time blocked on pipeline transfers (the bubble, as measured).
+// Where a rank's step time goes: compute (wall time in forward and backward passes, including
+// the communication inside the layers, which tp_comm and ep_comm count and DualPipe's pairs
+// may overlap with the other pass), pipeline_wait (blocked on pipeline transfers: the bubble as
+// measured), grad_sync, optimizer; step is the whole.
 inline constexpr int kPhases = 7;
 inline constexpr const char* kPhaseNames = "compute,tp_comm,ep_comm,pipeline_wait,grad_sync,optimizer,step";
 

@@ -26,9 +26,15 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, Gemm
     embedding = params.add("embedding", {V, D}, I::normal, true);
     params.infos[embedding].pipeline_copy = !first;
   }
-  for (const StageSpec& chunk : chunks_)
+  LayerEnv last_env = env_;
+  for (const StageSpec& chunk : chunks_) {
+    LayerEnv env = env_;
+    if (chunk.tp) env.shard.tp = chunk.tp;
+    if (chunk.ep) env.shard.ep = chunk.ep;
+    if (chunk.last) last_env = env;
     for (int i = chunk.first_block; i < chunk.end_block; ++i)
-      blocks_[i] = std::make_unique<Block>(env_, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
+      blocks_[i] = std::make_unique<Block>(env, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
+  }
   if (last) {
     final_norm = params.add("final_norm", {D}, I::ones, false);
     head = params.add("head", {V, D}, I::normal, true);
@@ -39,7 +45,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, Gemm
       m.embed_norm = params.add(prefix + ".embed_norm", {D}, I::ones, false);
       m.proj = params.add(prefix + ".proj", {D, 2 * D}, I::normal, true);
       // The MTP block has the kind of the model's deeper blocks: MoE if there are any.
-      m.block = std::make_unique<Block>(env_, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
+      m.block = std::make_unique<Block>(last_env, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
       m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
       mtp.push_back(std::move(m));
     }

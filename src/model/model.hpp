@@ -47,6 +47,10 @@ struct ForwardResult {
 struct StageSpec {
   int first_block = 0, end_block = 0;
   bool first = true, last = true;
+  // The chunk's own tensor- and expert-parallel communicators, if not the model's: chunks whose
+  // passes run at the same time (DualPipe's overlapped pairs) must not share one.
+  Comm* tp = nullptr;
+  Comm* ep = nullptr;
 };
 
 class Model {

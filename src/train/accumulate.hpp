@@ -17,6 +17,7 @@ struct StepTotals {
   double aux = 0;        // the balance-loss term of the objective
   double mtp = 0;        // mean over MTP depths of the cross-entropy (the objective adds weight * mtp)
   double t_forward = 0, t_backward = 0;  // seconds
+  double t_overlapped = 0;               // wall seconds of overlapped F&B pairs (DualPipe)
   double t_pipeline_wait = 0;            // seconds waiting for pipeline transfers
 };
 

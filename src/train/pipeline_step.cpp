@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include "comm/comm.hpp"
@@ -30,7 +31,8 @@ class Executor {
            int micro_batch, const FillMicroBatch& fill)
       : model_(model), pl_(schedule.placement), g_(g), me_(g.me.pp), global_batch_(global_batch),
         micro_batch_(micro_batch), fill_(fill), scales_(loss_scales(model.config(), global_batch, micro_batch)),
-        values_(size_t(micro_batch) * model.config().seq_len * model.config().d_model) {
+        values_(size_t(micro_batch) * model.config().seq_len * model.config().d_model),
+        concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
     const int count = global_batch / micro_batch / g.dp->size();
     first_mb_ = g.dp->rank() * count;
     for (int c = 0; c < pl_.chunks_per_rank; ++c) {
@@ -43,7 +45,7 @@ class Executor {
   void run(const std::vector<pipeline::Step>& program) {
     for (const pipeline::Step& step : program) {
       if (auto* c = std::get_if<pipeline::CommOp>(&step)) communicate(*c);
-      else pipeline::for_each_task(std::get<pipeline::ComputeOp>(step), [&](const pipeline::Task& t) { compute(t); });
+      else compute(std::get<pipeline::ComputeOp>(step));
     }
     const auto t0 = std::chrono::steady_clock::now();
     for (auto& s : sends_) s.request->wait();
@@ -110,38 +112,111 @@ class Executor {
     return v;
   }
 
-  void compute(const pipeline::Task& t) {
-    const pipeline::Location loc = *pl_.locate(me_, t.chunk);
-    const int pos = loc.position, last = pl_.stages - 1;
-    const auto t0 = std::chrono::steady_clock::now();
+  // A task between its bookkeeping (inputs taken, slot chosen) and its completion (outputs
+  // delivered, slot freed): only execute() touches the model, so two may run at once.
+  struct Pending {
+    pipeline::Task task;
+    pipeline::Location loc;
+    int slot = -1;
+    std::vector<int> tokens, targets;
+    std::vector<float> input;  // forward: the previous stage's output; backward: the next stage's input gradient
+    ForwardResult result;
+    double seconds = 0;
+  };
+
+  bool last_position(const Pending& p) const { return p.loc.position == pl_.stages - 1; }
+
+  Pending prepare(const pipeline::Task& t) {
+    Pending p;
+    p.task = t;
+    p.loc = *pl_.locate(me_, t.chunk);
+    const int pos = p.loc.position;
     if (t.pass == Pass::forward) {
-      const int slot = free_slots_[t.chunk].back();
+      p.slot = free_slots_[t.chunk].back();
       free_slots_[t.chunk].pop_back();
-      slot_of_[t.chunk][t.microbatch] = slot;
-      fill_(first_mb_ + loc.flow * pl_.microbatches_per_flow + t.microbatch, inputs_, targets_);
-      std::vector<float> input;
-      if (pos > 0) input = take({Payload::activation, loc.flow, t.microbatch, pos - 1});
-      const ForwardResult r = model_.forward(t.chunk, slot, {inputs_.data(), targets_.data(), micro_batch_},
-                                             pos > 0 ? input.data() : nullptr, scales_);
-      add_forward_result(totals_, r, model_.config(), global_batch_);
-      if (pos < last) deliver({Payload::activation, loc.flow, t.microbatch, pos}, model_.output(t.chunk, slot));
-      totals_.t_forward += seconds_since(t0);
-      return;
+      slot_of_[t.chunk][t.microbatch] = p.slot;
+      fill_(first_mb_ + p.loc.flow * pl_.microbatches_per_flow + t.microbatch, p.tokens, p.targets);
+      if (pos > 0) p.input = take({Payload::activation, p.loc.flow, t.microbatch, pos - 1});
+      return p;
     }
-    const int slot = slot_of_[t.chunk][t.microbatch];
+    p.slot = slot_of_[t.chunk][t.microbatch];
     if (t.pass != Pass::weight_grad) {
       finish_global_balance_once();
-      std::vector<float> output_grad;
-      if (pos < last) output_grad = take({Payload::gradient, loc.flow, t.microbatch, pos + 1});
-      model_.backward_input(t.chunk, slot, pos < last ? output_grad.data() : nullptr);
-      if (pos > 0) deliver({Payload::gradient, loc.flow, t.microbatch, pos}, model_.input_grad(t.chunk, slot));
+      if (!last_position(p)) p.input = take({Payload::gradient, p.loc.flow, t.microbatch, pos + 1});
     }
+    return p;
+  }
+
+  void execute(Pending& p) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const pipeline::Task& t = p.task;
+    const float* input = p.input.empty() ? nullptr : p.input.data();
+    if (t.pass == Pass::forward) {
+      p.result = model_.forward(t.chunk, p.slot, {p.tokens.data(), p.targets.data(), micro_batch_}, input, scales_);
+    } else {
+      if (t.pass != Pass::weight_grad) model_.backward_input(t.chunk, p.slot, input);
+      if (t.pass != Pass::input_grad) model_.backward_weight(t.chunk, p.slot);
+    }
+    p.seconds = seconds_since(t0);
+  }
+
+  // `timed`: add the task's time to the forward or backward total (not for overlapped pairs,
+  // whose wall time counts once).
+  void finish(Pending& p, bool timed) {
+    const pipeline::Task& t = p.task;
+    const int pos = p.loc.position;
+    if (t.pass == Pass::forward) {
+      add_forward_result(totals_, p.result, model_.config(), global_batch_);
+      if (!last_position(p)) deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output(t.chunk, p.slot));
+      if (timed) totals_.t_forward += p.seconds;
+      return;
+    }
+    if (t.pass != Pass::weight_grad && pos > 0)
+      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, model_.input_grad(t.chunk, p.slot));
     if (t.pass != Pass::input_grad) {
-      model_.backward_weight(t.chunk, slot);
-      model_.retire(t.chunk, slot);
-      free_slots_[t.chunk].push_back(slot);
+      model_.retire(t.chunk, p.slot);
+      free_slots_[t.chunk].push_back(p.slot);
     }
-    totals_.t_backward += seconds_since(t0);
+    if (timed) totals_.t_backward += p.seconds;
+  }
+
+  // One compute operation. An overlapped pair (DualPipe's F&B) runs its forward on a second
+  // thread while this one runs the backward, so either's communication inside the layers (the
+  // expert all-to-alls, tensor-parallel sums) proceeds while the other computes; when the
+  // communicators cannot take calls from two threads, one after the other.
+  void compute(const pipeline::ComputeOp& op) {
+    if (!op.overlapped_backward) {
+      Pending p = prepare(op.task);
+      execute(p);
+      finish(p, true);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    Pending f = prepare(op.task), b = prepare(*op.overlapped_backward);
+    if (concurrent_) {
+      std::exception_ptr failed;
+      std::thread forward([&] {
+        try {
+          execute(f);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+      });
+      try {
+        execute(b);
+      } catch (...) {
+        forward.join();
+        throw;
+      }
+      forward.join();
+      if (failed) std::rethrow_exception(failed);
+    } else {
+      execute(f);
+      execute(b);
+    }
+    finish(f, false);
+    finish(b, false);
+    totals_.t_overlapped += seconds_since(t0);
   }
 
   // A global-batch balance loss needs the routing of every micro-batch of the step through a
@@ -160,8 +235,8 @@ class Executor {
   const FillMicroBatch& fill_;
   LossScales scales_;
   size_t values_;  // floats in one transfer
+  bool concurrent_;
   std::vector<std::vector<int>> free_slots_, slot_of_;
-  std::vector<int> inputs_, targets_;
   std::map<Key, std::vector<float>> mailbox_, outbox_;
   std::map<Key, InFlight> receiving_;
   std::vector<InFlight> sends_;

@@ -60,9 +60,18 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     layout.tied_embedding = cfg.model.mtp.depth > 0 && kind != pipeline::Kind::dualpipe && kind != pipeline::Kind::dualpipev;
   }
   groups_ = make_groups(*opt_.world, layout);
-  groups_.tp = make_timed_comm(std::move(groups_.tp), &comm_seconds_.tp);
-  groups_.ep = make_timed_comm(std::move(groups_.ep), &comm_seconds_.ep);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
+  // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
+  // chunks' passes at once), each timed into its own counters.
+  comm_seconds_.resize(std::max<size_t>(1, stages.size()));
+  groups_.tp = make_timed_comm(std::move(groups_.tp), &comm_seconds_[0].tp);
+  groups_.ep = make_timed_comm(std::move(groups_.ep), &comm_seconds_[0].ep);
+  for (size_t c = 1; c < stages.size(); ++c) {
+    chunk_comms_.push_back(make_timed_comm(groups_.tp->split(0, groups_.tp->rank()), &comm_seconds_[c].tp));
+    stages[c].tp = chunk_comms_.back().get();
+    chunk_comms_.push_back(make_timed_comm(groups_.ep->split(0, groups_.ep->rank()), &comm_seconds_[c].ep));
+    stages[c].ep = chunk_comms_.back().get();
+  }
   // Every rank computes the same losses and statistics; the first one speaks for all.
   lead_ = opt_.world->rank() == 0;
   if (!lead_) opt_.quiet = true;
@@ -191,14 +200,15 @@ TrainSummary Trainer::run() {
 
   while (state.step < last) {
     const auto step_start = Clock::now();
-    comm_seconds_ = {};
+    for (CommSeconds& c : comm_seconds_) c = {};
     StepRecord rec;
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
       batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
     };
     const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill)
                                         : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp.get());
-    const CommSeconds in_layers = comm_seconds_;
+    CommSeconds in_layers;
+    for (const CommSeconds& c : comm_seconds_) in_layers.tp += c.tp, in_layers.ep += c.ep;
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;
@@ -220,7 +230,7 @@ TrainSummary Trainer::run() {
     rec.time_step = seconds_since(step_start);
     rec.tokens_per_s = tokens_per_step / rec.time_step;
     rec.flops_per_s = rec.tokens_per_s * flops_per_token;
-    const std::vector<float> phases{float(totals.t_forward + totals.t_backward - in_layers.tp - in_layers.ep),
+    const std::vector<float> phases{float(totals.t_forward + totals.t_backward + totals.t_overlapped),
                                     float(in_layers.tp), float(in_layers.ep), float(totals.t_pipeline_wait),
                                     float(update.time_grad_sync), float(rec.time_optimizer - update.time_grad_sync),
                                     float(rec.time_step)};

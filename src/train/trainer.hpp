@@ -50,7 +50,9 @@ class Trainer {
   TrainOptions opt_;
   std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
   ParallelGroups groups_;
-  struct CommSeconds { double tp = 0, ep = 0; } comm_seconds_;  // this step's, from timed groups
+  struct CommSeconds { double tp = 0, ep = 0; };
+  std::vector<CommSeconds> comm_seconds_;         // this step's, per model chunk, from timed groups
+  std::vector<std::unique_ptr<Comm>> chunk_comms_;  // the tp and ep groups of chunks after the first
   std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;
