@@ -37,7 +37,8 @@ bias_update_speed = 0.01
 steps = 4
 global_batch = 8
 micro_batch = 2
-eval_every = 0
+eval_every = 2
+eval_batches = 2
 [data]
 train = "$tmp/data/train_*.bin"
 val = "$tmp/data/val_*.bin"

@@ -1,4 +1,4 @@
-"""Compares two moetrain runs: per-step losses (relative difference below a bound) and every
+"""Compares two moetrain runs: per-step and eval losses (relative difference below a bound) and every
 array of their final checkpoints, whatever layouts wrote them (slices are assembled by global
 name and range). Prints one PASS or FAIL line."""
 import glob
@@ -43,6 +43,11 @@ with h5py.File(f"{run_a}/log.h5", "r") as a, h5py.File(f"{run_b}/log.h5", "r") a
         rel = np.max(np.abs(la - lb) / np.abs(la))
         if rel >= bound:
             problems.append(f"losses differ by {rel:.1e} (relative)")
+    ea, eb = np.array(a["eval/loss"]), np.array(b["eval/loss"])
+    if ea.shape != eb.shape:
+        problems.append(f"eval rows {ea.size} and {eb.size}")
+    elif ea.size and np.max(np.abs(ea - eb) / np.abs(ea)) >= bound:
+        problems.append(f"eval losses differ by {np.max(np.abs(ea - eb) / np.abs(ea)):.1e} (relative)")
 ckpt = f"ckpt/step_{step:08d}"
 wa, wb = arrays(f"{run_a}/{ckpt}"), arrays(f"{run_b}/{ckpt}")
 if wa.keys() != wb.keys():
