@@ -193,7 +193,8 @@ class Executor {
     }
     const auto t0 = std::chrono::steady_clock::now();
     Pending f = prepare(op.task), b = prepare(*op.overlapped_backward);
-    if (concurrent_) {
+    // Two chunks share no layer, so their passes touch disjoint saved state and statistics.
+    if (concurrent_ && f.task.chunk != b.task.chunk) {
       std::exception_ptr failed;
       std::thread forward([&] {
         try {
