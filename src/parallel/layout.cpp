@@ -4,6 +4,15 @@
 
 namespace mt {
 
+ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
+  ParallelLayout l{.dp = p.dp, .tp = p.tp, .pp = p.pp, .ep = p.ep};
+  const bool dual = p.schedule == "dualpipe", v_shape = p.schedule == "dualpipev";
+  l.mirrored = p.pp > 1 && dual;
+  // DualPipeV's first and last stages share rank 0; DualPipe's pairs hold both ends.
+  l.tied_embedding = p.pp > 1 && m.mtp.depth > 0 && !dual && !v_shape;
+  return l;
+}
+
 RankCoords coords_of(const ParallelLayout& l, int rank) {
   RankCoords c;
   c.rank = rank;

@@ -7,6 +7,8 @@
 // with the same expert-parallel rank in different groups hold the same experts (replicas).
 #include <string>
 
+#include "config/config.hpp"
+
 namespace mt {
 
 struct ParallelLayout {
@@ -26,6 +28,8 @@ struct RankCoords {
   int ep = 0, ep_group = 0;  // expert-parallel rank and which replica group of experts
 };
 
+// The layout an experiment's [parallel] table describes.
+ParallelLayout layout_of(const ParallelConfig& parallel, const ModelConfig& model);
 RankCoords coords_of(const ParallelLayout& layout, int rank);
 // One line per rank: "rank 3: tp 1 dp 1 pp 0 ep 1 (experts 4-7)".
 std::string placement_text(const ParallelLayout& layout, int n_experts);

@@ -51,15 +51,11 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const auto& t = cfg.training;
   std::vector<StageSpec> stages;
   int slots = slots_needed(cfg.model, t.global_batch, t.micro_batch, p.dp);
-  ParallelLayout layout{.dp = p.dp, .tp = p.tp, .pp = p.pp, .ep = p.ep};
   if (p.pp > 1) {
-    const pipeline::Kind kind = pipeline::parse_kind(p.schedule);
-    schedule_ = pipeline::make_schedule({kind, p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
+    schedule_ = pipeline::make_schedule({pipeline::parse_kind(p.schedule), p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
     slots = schedule_->placement.microbatches_per_flow;
-    layout.mirrored = kind == pipeline::Kind::dualpipe;
-    layout.tied_embedding = cfg.model.mtp.depth > 0 && kind != pipeline::Kind::dualpipe && kind != pipeline::Kind::dualpipev;
   }
-  groups_ = make_groups(*opt_.world, layout);
+  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model));
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
   // chunks' passes at once), each timed into its own counters.
