@@ -5,6 +5,7 @@
 // simulate.hpp times it and draw_svg.hpp draws it. The executor runs the same data.
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -79,6 +80,10 @@ enum class CommKind { send, post_recv, wait_recv };
 inline int receiving_position(const Transfer& t) {
   return t.payload == Payload::activation ? t.position + 1 : t.position - 1;
 }
+
+// A transfer as an ordered key (maps of transfers in flight).
+using TransferKey = std::tuple<int, int, int, int>;  // payload, flow, micro-batch, sending position
+inline TransferKey key_of(const Transfer& t) { return {static_cast<int>(t.payload), t.flow, t.microbatch, t.position}; }
 
 struct CommOp {
   CommKind kind;

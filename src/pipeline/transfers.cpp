@@ -1,7 +1,6 @@
 #include "pipeline/transfers.hpp"
 
 #include <map>
-#include <tuple>
 
 #include "util/error.hpp"
 
@@ -13,10 +12,6 @@ struct Consumer {
   int rank;
   size_t op;
 };
-
-using TransferKey = std::tuple<int, int, int, int>;  // payload, flow, micro-batch, sending position
-
-TransferKey key_of(const Transfer& t) { return {static_cast<int>(t.payload), t.flow, t.microbatch, t.position}; }
 
 // The transfer a task needs (inputs) or produces (outputs) across positions, if any.
 std::optional<Transfer> neighbour_transfer(const Placement& pl, int rank, const Task& t, bool inputs, int& peer) {

@@ -5,7 +5,6 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
-#include <tuple>
 
 #include "comm/comm.hpp"
 
@@ -16,10 +15,8 @@ namespace {
 using pipeline::Pass;
 using pipeline::Payload;
 using pipeline::Transfer;
-using Key = std::tuple<int, int, int, int>;  // payload, flow, micro-batch, sending position
-
-Key key_of(const Transfer& t) { return {int(t.payload), t.flow, t.microbatch, t.position}; }
-
+using Key = pipeline::TransferKey;
+using pipeline::key_of;
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
