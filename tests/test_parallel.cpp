@@ -54,6 +54,10 @@ TEST_CASE("ranks fill tensor-parallel positions first, then data-parallel ones, 
   CHECK(r6.ep_group == 1);
   const std::string text = mt::placement_text(l, 8);
   CHECK(text.find("rank   5: tp 1 dp 0 pp 1 ep 1 (experts 4-7)") != std::string::npos);
+  const std::string big = mt::placement_text({.dp = 64, .tp = 8, .pp = 4, .ep = 64}, 256);
+  CHECK(big.find("rank  15:") != std::string::npos);
+  CHECK(big.find("rank  16:") == std::string::npos);
+  CHECK(big.find("... 2032 more") != std::string::npos);
 }
 
 TEST_CASE("a slice's elements map to their places in the whole parameter") {

@@ -28,13 +28,17 @@ RankCoords coords_of(const ParallelLayout& l, int rank) {
 std::string placement_text(const ParallelLayout& l, int n_experts) {
   std::string out;
   const int per = n_experts / l.ep;
-  for (int r = 0; r < l.world(); ++r) {
+  // A big job lists its first ranks; the formula gives the rest.
+  const int shown = l.world() <= 64 ? l.world() : 16;
+  for (int r = 0; r < shown; ++r) {
     const RankCoords c = coords_of(l, r);
     char line[160];
     std::snprintf(line, sizeof line, "  rank %3d: tp %d dp %d pp %d ep %d (experts %d-%d)\n", r, c.tp, c.dp, c.pp, c.ep,
                   c.ep * per, (c.ep + 1) * per - 1);
     out += line;
   }
+  if (shown < l.world())
+    out += "  ... " + std::to_string(l.world() - shown) + " more: rank = tp + tp_size * (dp + dp_size * pp)\n";
   return out;
 }
 

@@ -31,7 +31,8 @@ struct RankCoords {
 // The layout an experiment's [parallel] table describes.
 ParallelLayout layout_of(const ParallelConfig& parallel, const ModelConfig& model);
 RankCoords coords_of(const ParallelLayout& layout, int rank);
-// One line per rank: "rank 3: tp 1 dp 1 pp 0 ep 1 (experts 4-7)".
+// One line per rank: "rank 3: tp 1 dp 1 pp 0 ep 1 (experts 4-7)" (the first 16 of a job of
+// more than 64).
 std::string placement_text(const ParallelLayout& layout, int n_experts);
 
 }  // namespace mt
