@@ -35,6 +35,10 @@ class Comm {
   // send_counts[r] values go to rank r from send (in rank order); recv_counts[r] arrive from r.
   virtual void all_to_all_v(std::span<const float> send, const std::vector<int>& send_counts, std::span<float> recv,
                             const std::vector<int>& recv_counts) = 0;
+  // Non-blocking forms: the buffers must stay untouched until wait() returns.
+  virtual std::unique_ptr<Request> iall_reduce_sum(std::span<float> data) = 0;
+  virtual std::unique_ptr<Request> iall_to_all_v(std::span<const float> send, const std::vector<int>& send_counts,
+                                                 std::span<float> recv, const std::vector<int>& recv_counts) = 0;
   // Equal blocks of counts: send holds size() blocks, block r goes to rank r; recv block r came
   // from rank r.
   virtual void all_to_all(std::span<const int> send, std::span<int> recv) = 0;

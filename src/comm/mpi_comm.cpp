@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mt {
 
@@ -24,10 +25,19 @@ class MpiRequest final : public Request {
  public:
   void wait() override { check(MPI_Wait(&req_, MPI_STATUS_IGNORE), "MPI_Wait"); }
   MPI_Request* handle() { return &req_; }
+  // Arrays MPI reads until the operation completes (all-to-all-v counts and offsets).
+  std::vector<int> keep[4];
 
  private:
   MPI_Request req_ = MPI_REQUEST_NULL;
 };
+
+// Element offsets of consecutive blocks of the given sizes.
+std::vector<int> offsets(const std::vector<int>& counts) {
+  std::vector<int> out(counts.size(), 0);
+  for (size_t r = 1; r < counts.size(); ++r) out[r] = out[r - 1] + counts[r - 1];
+  return out;
+}
 
 class MpiComm final : public Comm {
  public:
@@ -62,14 +72,27 @@ class MpiComm final : public Comm {
   }
   void all_to_all_v(std::span<const float> send, const std::vector<int>& send_counts, std::span<float> recv,
                     const std::vector<int>& recv_counts) override {
-    std::vector<int> sd(size_, 0), rd(size_, 0);
-    for (int r = 1; r < size_; ++r) {
-      sd[r] = sd[r - 1] + send_counts[r - 1];
-      rd[r] = rd[r - 1] + recv_counts[r - 1];
-    }
+    const std::vector<int> sd = offsets(send_counts), rd = offsets(recv_counts);
     check(MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), MPI_FLOAT, recv.data(), recv_counts.data(),
                         rd.data(), MPI_FLOAT, comm_),
           "MPI_Alltoallv");
+  }
+  std::unique_ptr<Request> iall_reduce_sum(std::span<float> d) override {
+    auto r = std::make_unique<MpiRequest>();
+    check(MPI_Iallreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_, r->handle()), "MPI_Iallreduce");
+    return r;
+  }
+  std::unique_ptr<Request> iall_to_all_v(std::span<const float> send, const std::vector<int>& send_counts,
+                                         std::span<float> recv, const std::vector<int>& recv_counts) override {
+    auto r = std::make_unique<MpiRequest>();
+    r->keep[0] = send_counts;
+    r->keep[1] = offsets(send_counts);
+    r->keep[2] = recv_counts;
+    r->keep[3] = offsets(recv_counts);
+    check(MPI_Ialltoallv(send.data(), r->keep[0].data(), r->keep[1].data(), MPI_FLOAT, recv.data(), r->keep[2].data(),
+                         r->keep[3].data(), MPI_FLOAT, comm_, r->handle()),
+          "MPI_Ialltoallv");
+    return r;
   }
   void all_to_all(std::span<const int> send, std::span<int> recv) override {
     const int block = int(send.size()) / size_;

@@ -74,14 +74,19 @@ void MoE::plan_dispatch(const int* expert_begin, Dispatch& d) const {
       for (int i = 0; i < counts_in[q * L + j]; ++i) d.local_of[arriving++] = fill[j]++;
 }
 
-float* MoE::dispatch_rows(Arena& arena, const Dispatch& d, const float* rows) const {
+MoE::Arrival MoE::start_dispatch(Arena& arena, const Dispatch& d, const float* rows) const {
   const size_t n_out = size_t(std::accumulate(d.send_values.begin(), d.send_values.end(), 0));
   const size_t n_in = size_t(d.rows_in) * d_;
-  float* arrived = arena.floats(n_in);
-  env_.shard.ep->all_to_all_v({rows, n_out}, d.send_values, {arrived, n_in}, d.recv_values);
-  float* local = arena.floats(n_in);
+  Arrival a{arena.floats(n_in), nullptr};
+  a.request = env_.shard.ep->iall_to_all_v({rows, n_out}, d.send_values, {a.rows, n_in}, d.recv_values);
+  return a;
+}
+
+float* MoE::finish_dispatch(Arena& arena, const Dispatch& d, Arrival& a) const {
+  a.request->wait();
+  float* local = arena.floats(size_t(d.rows_in) * d_);
   for (int i = 0; i < d.rows_in; ++i)
-    std::copy(arrived + size_t(i) * d_, arrived + size_t(i + 1) * d_, local + size_t(d.local_of[i]) * d_);
+    std::copy(a.rows + size_t(i) * d_, a.rows + size_t(i + 1) * d_, local + size_t(d.local_of[i]) * d_);
   return local;
 }
 
@@ -94,8 +99,9 @@ void MoE::return_rows(Arena& arena, const Dispatch& d, const float* local, float
   env_.shard.ep->all_to_all_v({leaving, n_in}, d.recv_values, {out, n_out}, d.send_values);
 }
 
-void MoE::experts_forward(Saved& s, Arena& arena) {
+void MoE::experts_forward(Saved& s, Arena& arena, const std::function<void()>& meanwhile) {
   if (env_.shard.ep_size == 1) {
+    meanwhile();
     for (int e = 0; e < n_experts_; ++e) {
       const int begin = s.expert_begin[e], n = s.expert_begin[e + 1] - begin;
       swiglu_forward(env_, arena, expert_weights(e), s.xe + size_t(begin) * d_, n, s.ye + size_t(begin) * d_,
@@ -105,7 +111,9 @@ void MoE::experts_forward(Saved& s, Arena& arena) {
   }
   Dispatch& d = s.dispatch;
   plan_dispatch(s.expert_begin, d);
-  const float* x_local = dispatch_rows(arena, d, s.xe);
+  Arrival arrival = start_dispatch(arena, d, s.xe);
+  meanwhile();
+  const float* x_local = finish_dispatch(arena, d, arrival);
   float* y_local = arena.floats(size_t(d.rows_in) * d_);
   for (int j = 0; j < n_local_; ++j) {
     const int begin = d.local_begin[j], n = d.local_begin[j + 1] - begin;
@@ -115,8 +123,10 @@ void MoE::experts_forward(Saved& s, Arena& arena) {
   return_rows(arena, d, y_local, s.ye);
 }
 
-void MoE::experts_backward_input(Saved& s, Arena& arena, const float* dye, float* dxe) {
+void MoE::experts_backward_input(Saved& s, Arena& arena, const float* dye, float* dxe,
+                                 const std::function<void()>& meanwhile) {
   if (env_.shard.ep_size == 1) {
+    meanwhile();
     for (int e = 0; e < n_experts_; ++e) {
       const int begin = s.expert_begin[e];
       swiglu_backward_input(env_, arena, expert_weights(e), dye + size_t(begin) * d_, dxe + size_t(begin) * d_,
@@ -125,7 +135,9 @@ void MoE::experts_backward_input(Saved& s, Arena& arena, const float* dye, float
     return;
   }
   const Dispatch& d = s.dispatch;
-  const float* dy_local = dispatch_rows(arena, d, dye);
+  Arrival arrival = start_dispatch(arena, d, dye);
+  meanwhile();
+  const float* dy_local = finish_dispatch(arena, d, arrival);
   float* dx_local = arena.floats(size_t(d.rows_in) * d_);
   for (int j = 0; j < n_local_; ++j) {
     const int begin = d.local_begin[j];
@@ -235,10 +247,11 @@ double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y,
   s.ye = arena.floats(size_t(rows) * K * d_);
   for (int r = 0; r < rows * K; ++r)
     std::copy(x + size_t(s.perm_token[r]) * d_, x + size_t(s.perm_token[r] + 1) * d_, s.xe + size_t(r) * d_);
-  experts_forward(s, arena);
-
-  if (n_shared_ > 0) swiglu_forward(env_, arena, shared_weights(), x, rows, y, false, s.shared);
-  else std::fill(y, y + size_t(rows) * d_, 0.0f);
+  // The shared experts compute while the routed rows travel to their experts.
+  experts_forward(s, arena, [&] {
+    if (n_shared_ > 0) swiglu_forward(env_, arena, shared_weights(), x, rows, y, false, s.shared);
+    else std::fill(y, y + size_t(rows) * d_, 0.0f);
+  });
   for (int t = 0; t < rows; ++t)
     for (int k = 0; k < K; ++k) {
       const float g = s.gates[t * K + k];
@@ -275,9 +288,6 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   ParamStore& p = *env_.params;
   const int rows = s.rows, E = n_experts_, K = top_k_;
 
-  if (n_shared_ > 0) swiglu_backward_input(env_, arena, shared_weights(), dy, dx, false, s.shared);
-  else std::fill(dx, dx + size_t(rows) * d_, 0.0f);
-
   // Through the gating product: d(expert output) = g dy, d(gate) = dy . expert output.
   float* dye = arena.floats(size_t(rows) * K * d_);
   float* dgate = arena.floats(size_t(rows) * K);
@@ -293,7 +303,10 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       dgate[t * K + k] = float(dot);
     }
   float* dxe = arena.floats(size_t(rows) * K * d_);
-  experts_backward_input(s, arena, dye, dxe);
+  experts_backward_input(s, arena, dye, dxe, [&] {
+    if (n_shared_ > 0) swiglu_backward_input(env_, arena, shared_weights(), dy, dx, false, s.shared);
+    else std::fill(dx, dx + size_t(rows) * d_, 0.0f);
+  });
   for (int r = 0; r < rows * K; ++r) {
     float* out = dx + size_t(s.perm_token[r]) * d_;
     const float* in = dxe + size_t(r) * d_;

@@ -16,9 +16,11 @@
 // runs all forwards, calls finish_global_balance(), then the backwards.
 // Expert parallelism: a rank holds experts [ep_rank * E/ep, (ep_rank+1) * E/ep). Routing runs on
 // the rank's own tokens; the (token, expert) rows go to the experts' ranks with an all-to-all-v
-// (the per-expert counts travel first), come back the same way, and are combined where the
-// tokens live. Every row is kept: no capacity limit, no dropping. Under tensor parallelism the
+// (the per-expert counts travel first; the shared experts compute while the rows are on their
+// way), come back the same way, and are combined where the tokens live. Every row is kept: no capacity limit, no dropping. Under tensor parallelism the
 // MoE runs whole on each tensor-parallel rank, so an expert sees a token once per such rank.
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,14 +84,22 @@ class MoE {
     float* dlogits = nullptr;      // [rows, E] gradient of the router pre-activations
   };
   void plan_dispatch(const int* expert_begin, Dispatch& d) const;
-  // Sends `rows` (source order) to the experts' ranks; returns them in local order.
-  float* dispatch_rows(Arena& arena, const Dispatch& d, const float* rows) const;
+  // Sends `rows` (source order) to the experts' ranks without waiting; finish_dispatch() waits
+  // and returns them in local order.
+  struct Arrival {
+    float* rows = nullptr;
+    std::unique_ptr<Request> request;
+  };
+  Arrival start_dispatch(Arena& arena, const Dispatch& d, const float* rows) const;
+  float* finish_dispatch(Arena& arena, const Dispatch& d, Arrival& arrival) const;
   // The reverse: rows in local order back to their sources, written to `out` in source order.
   void return_rows(Arena& arena, const Dispatch& d, const float* local, float* out) const;
-  // ye = expert(xe) for every permuted row of the micro-batch, wherever its expert lives.
-  void experts_forward(Saved& s, Arena& arena);
+  // ye = expert(xe) for every permuted row of the micro-batch, wherever its expert lives;
+  // `meanwhile` runs while the rows travel.
+  void experts_forward(Saved& s, Arena& arena, const std::function<void()>& meanwhile);
   // dxe from dye, the same way.
-  void experts_backward_input(Saved& s, Arena& arena, const float* dye, float* dxe);
+  void experts_backward_input(Saved& s, Arena& arena, const float* dye, float* dxe,
+                              const std::function<void()>& meanwhile);
 
   SwigluWeights expert_weights(int e) const;
   SwigluGrads expert_grads(int e) const;

@@ -87,12 +87,13 @@ double Optimizer::reduce_gradients() {
     g_.tp->all_reduce_sum(buf);
     unpack(partial_, buf, grads);
   }
-  if (!experts_.empty() && (g_.expert_replicas->size() > 1 || tp > 1)) {
-    pack(experts_, grads, buf);
-    g_.expert_replicas->all_reduce_sum(buf);
-    if (tp > 1)
-      for (float& x : buf) x /= float(tp);
-    unpack(experts_, buf, grads);
+  // The experts' sum travels while the dense parameters are summed.
+  std::vector<float> expert_buf;
+  std::unique_ptr<Request> experts_summed;
+  const bool sum_experts = !experts_.empty() && (g_.expert_replicas->size() > 1 || tp > 1);
+  if (sum_experts) {
+    pack(experts_, grads, expert_buf);
+    experts_summed = g_.expert_replicas->iall_reduce_sum(expert_buf);
   }
   if (zero1_) {
     pack(dense_, grads, packed_);
@@ -101,6 +102,12 @@ double Optimizer::reduce_gradients() {
     pack(dense_, grads, buf);
     g_.dp->all_reduce_sum(buf);
     unpack(dense_, buf, grads);
+  }
+  if (sum_experts) {
+    experts_summed->wait();
+    if (tp > 1)
+      for (float& x : expert_buf) x /= float(tp);
+    unpack(experts_, expert_buf, grads);
   }
   // Each element's gradient counts once: on its first copy, or under ZeRO-1 on the data-parallel
   // rank whose shard holds it (and the first tensor-parallel rank unless split there).
