@@ -23,10 +23,10 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l) {
   return g;
 }
 
-bool first_copy(const ParamInfo& p, const ParallelGroups& g) {
+bool first_copy(const ParamInfo& p, const ParallelGroups& g, bool any_data_parallel_rank) {
   if (p.pipeline_copy || g.mirror->rank() != 0) return false;
   if (p.spread == Spread::expert_split) return g.expert_replicas->rank() == 0;
-  return g.me.dp == 0 && (p.spread == Spread::tensor_split || g.me.tp == 0);
+  return (any_data_parallel_rank || g.me.dp == 0) && (p.spread == Spread::tensor_split || g.me.tp == 0);
 }
 
 }  // namespace mt

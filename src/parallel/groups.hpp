@@ -27,7 +27,8 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& layout);
 // Whether this rank holds the copy of a parameter that speaks for all its copies (in norms and
 // checkpoints): the first data-parallel rank, the first tensor-parallel rank unless the
 // parameter is split there, the first replica of routed experts, the lower rank of a DualPipe
-// pair, and never the last stage's copy of the embedding.
-bool first_copy(const ParamInfo& p, const ParallelGroups& g);
+// pair, and never the last stage's copy of the embedding. `any_data_parallel_rank`: leave the
+// data-parallel position out (ZeRO-1: the rank whose shard holds the element speaks for it).
+bool first_copy(const ParamInfo& p, const ParallelGroups& g, bool any_data_parallel_rank = false);
 
 }  // namespace mt

@@ -117,10 +117,8 @@ double Optimizer::reduce_gradients() {
   };
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
-    const bool one_pipeline_copy = !p.pipeline_copy && g_.mirror->rank() == 0;
-    if (r.sharded && one_pipeline_copy && (p.spread == Spread::tensor_split || g_.me.tp == 0))
-      add(shard_grad_.data() + r.grad_offset, r.len);
-    else if (!r.sharded && first_copy(p, g_)) add(grads.data() + p.offset + r.begin, r.len);
+    if (!first_copy(p, g_, r.sharded)) continue;
+    add(r.sharded ? shard_grad_.data() + r.grad_offset : grads.data() + p.offset + r.begin, r.len);
   }
   g_.world->all_reduce_sum(ss);
   return std::sqrt(ss[0]);

@@ -81,7 +81,7 @@ same "pp=4 interleaved vpp=2" 'pp=4,vpp=2,schedule="interleaved"' -- model.n_lay
 same "pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 model.moe.aux_loss=\"sequence\"
 same "pp=4 dualpipe, MTP" 'pp=4,schedule="dualpipe"' -- model.n_layers=4 training.micro_batch=1 model.mtp.depth=1
 same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.attention.kind=\"mla\" model.mtp.depth=1
-same "pp=2 x ep=2 x dp=2 dualpipe" 'pp=2,ep=2,dp=2,schedule="dualpipe"' -- training.micro_batch=1
+same "pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1
 same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
