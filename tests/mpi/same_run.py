@@ -8,6 +8,7 @@ import h5py
 import numpy as np
 
 name, run_a, run_b, step = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ranks_b = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 bound = 1e-5
 
 
@@ -43,6 +44,17 @@ with h5py.File(f"{run_a}/log.h5", "r") as a, h5py.File(f"{run_b}/log.h5", "r") a
         rel = np.max(np.abs(la - lb) / np.abs(la))
         if rel >= bound:
             problems.append(f"losses differ by {rel:.1e} (relative)")
+    # Run b's log times every phase of every rank's step.
+    phases = np.array(b["timing/rank_phases"])
+    names = b["timing/rank_phases"].attrs["phases"].decode().split(",")
+    if phases.shape != (step, ranks_b, len(names)):
+        problems.append(f"timing/rank_phases has shape {phases.shape}, wanted {(step, ranks_b, len(names))}")
+    else:
+        # A resumed run keeps earlier steps of another layout as all-NaN rows (unknown timings).
+        known = phases[~np.all(np.isnan(phases), axis=(1, 2))]
+        if known.shape[0] == 0 or not np.all(np.isfinite(known)) or np.any(known < 0) or \
+                np.any(known[:, :, names.index("compute")] <= 0):
+            problems.append("timing/rank_phases holds negative, missing or zero compute times")
     ea, eb = np.array(a["eval/loss"]), np.array(b["eval/loss"])
     if ea.shape != eb.shape:
         problems.append(f"eval rows {ea.size} and {eb.size}")
