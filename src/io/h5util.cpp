@@ -106,10 +106,6 @@ static hssize_t dataset_size(hid_t file, const std::string& path) {
   return H5Sget_simple_extent_npoints(space);
 }
 
-std::vector<float> read_floats(hid_t file, const std::string& path) {
-  return read_floats(file, path, size_t(dataset_size(file, path)));
-}
-
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
   const hssize_t n = dataset_size(file, path);
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
@@ -117,6 +113,26 @@ std::vector<float> read_floats(hid_t file, const std::string& path, size_t expec
     throw UserError("HDF5: dataset " + path + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
   std::vector<float> out(expected);
   check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "reading " + path);
+  return out;
+}
+
+std::vector<float> read_floats_along(hid_t file, const std::string& path, int dim, hsize_t begin, hsize_t count) {
+  Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+  Handle space(H5Dget_space(d), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(rank), start(rank, 0);
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  if (dim < 0 || dim >= rank || begin + count > dims[dim])
+    throw UserError("HDF5: dataset " + path + " has no elements [" + std::to_string(begin) + ", " +
+                    std::to_string(begin + count) + ") along dimension " + std::to_string(dim));
+  start[dim] = begin;
+  dims[dim] = count;
+  check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr), "selecting in " + path);
+  Handle memory(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
+  size_t n = 1;
+  for (hsize_t x : dims) n *= size_t(x);
+  std::vector<float> out(n);
+  check(H5Dread(d, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, out.data()), "reading " + path);
   return out;
 }
 

@@ -45,7 +45,9 @@ long long read_int_attr(hid_t obj, const std::string& name);
 // Fixed-size float datasets (checkpoints). Intermediate groups are created as needed.
 void write_floats(hid_t file, const std::string& path, const float* data, const std::vector<hsize_t>& dims);
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected);
-std::vector<float> read_floats(hid_t file, const std::string& path);  // whatever its size
+// Elements [begin, begin+count) along dimension `dim` of a dataset (all of every other
+// dimension), in the dataset's order.
+std::vector<float> read_floats_along(hid_t file, const std::string& path, int dim, hsize_t begin, hsize_t count);
 void write_ints(hid_t file, const std::string& path, const int* data, const std::vector<hsize_t>& dims);
 bool exists(hid_t file, const std::string& path);
 

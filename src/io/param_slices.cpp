@@ -14,6 +14,14 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
+// The extent along `dim` of a stored slice.
+int64_t extent_along(hid_t dataset, int dim) {
+  h5::Handle space(H5Dget_space(dataset), H5Sclose);
+  std::vector<hsize_t> dims(size_t(H5Sget_simple_extent_ndims(space)));
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  return int64_t(dims.at(size_t(dim)));
+}
+
 }  // namespace
 
 void write_param_slices(hid_t f, const std::string& group, const ParamStore& p, const std::vector<float>& data,
@@ -51,24 +59,25 @@ void ParamSlices::read(const std::string& group, const ParamStore& p, std::vecto
       if (piece_dim >= 0 && info.split_dim >= 0 && piece_dim != info.split_dim)
         throw UserError(paths_[fi] + ": " + path + " is split along dimension " + std::to_string(piece_dim) +
                         ", this moetrain splits it along " + std::to_string(info.split_dim));
-      size_t outer = 1, inner = 1;
-      int64_t piece_len = 1, my_len = 1, my_start = 0;
-      if (dim >= 0) {
-        for (int k = 0; k < dim; ++k) outer *= size_t(g[k]);
-        for (size_t k = dim + 1; k < g.size(); ++k) inner *= size_t(g[k]);
-        piece_len = piece_dim >= 0 ? 0 : g[dim];
-        my_len = info.shape[dim];
-        my_start = info.split_dim >= 0 ? info.split_start : 0;
-      } else {
-        inner = info.numel;
+      if (dim < 0) {  // whole on both sides
+        const std::vector<float> piece = h5::read_floats(f, path, info.numel);
+        std::copy(piece.begin(), piece.end(), data.begin() + info.offset);
+        filled += info.numel;
+        continue;
       }
-      std::vector<float> piece = h5::read_floats(f, path);
-      if (piece_dim >= 0) piece_len = int64_t(piece.size() / (outer * inner));
+      size_t outer = 1, inner = 1;
+      for (int k = 0; k < dim; ++k) outer *= size_t(g[k]);
+      for (size_t k = dim + 1; k < g.size(); ++k) inner *= size_t(g[k]);
+      const int64_t piece_len = piece_dim >= 0 ? extent_along(d, dim) : g[dim];
+      const int64_t my_len = info.shape[dim], my_start = info.split_dim >= 0 ? info.split_start : 0;
       const int64_t lo = std::max(piece_start, my_start), hi = std::min(piece_start + piece_len, my_start + my_len);
-      for (size_t o = 0; o < outer && lo < hi; ++o)
-        std::copy_n(piece.begin() + ((o * piece_len) + (lo - piece_start)) * inner, size_t(hi - lo) * inner,
-                    data.begin() + info.offset + ((o * my_len) + (lo - my_start)) * inner);
-      if (lo < hi) filled += outer * size_t(hi - lo) * inner;
+      if (lo >= hi) continue;
+      // Only the overlap is read: a rank reads its share of the checkpoint, not all of it.
+      const std::vector<float> part = h5::read_floats_along(f, path, dim, hsize_t(lo - piece_start), hsize_t(hi - lo));
+      const size_t block = size_t(hi - lo) * inner;
+      for (size_t o = 0; o < outer; ++o)
+        std::copy_n(part.begin() + o * block, block, data.begin() + info.offset + (o * my_len + (lo - my_start)) * inner);
+      filled += outer * block;
     }
     if (filled != info.numel)
       throw UserError(path + ": the checkpoint holds " + std::to_string(filled) + " of the " + std::to_string(info.numel) +
