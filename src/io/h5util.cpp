@@ -99,16 +99,11 @@ bool exists(hid_t file, const std::string& path) {
   return H5Lexists(file, path.c_str(), H5P_DEFAULT) > 0;
 }
 
-static hssize_t dataset_size(hid_t file, const std::string& path) {
+std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
   if (!exists(file, path)) throw UserError("HDF5: dataset " + path + " is missing");
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   Handle space(H5Dget_space(d), H5Sclose);
-  return H5Sget_simple_extent_npoints(space);
-}
-
-std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
-  const hssize_t n = dataset_size(file, path);
-  Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
   if (n != hssize_t(expected))
     throw UserError("HDF5: dataset " + path + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
   std::vector<float> out(expected);
