@@ -175,7 +175,11 @@ TrainSummary Trainer::run() {
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
-  facts.texts = {{"device", device_.description}};
+  const auto& p = cfg_.parallel;
+  facts.texts = {{"device", device_.description},
+                 {"layout", "dp=" + std::to_string(p.dp) + " tp=" + std::to_string(p.tp) + " pp=" + std::to_string(p.pp) +
+                                " ep=" + std::to_string(p.ep) + " vpp=" + std::to_string(p.vpp) + " schedule=" + p.schedule +
+                                " zero=" + std::to_string(p.zero)}};
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;

@@ -65,7 +65,7 @@ same() {
       > "$tmp/$run-n.out" 2>&1; then
     echo "FAIL $name: the $ranks-rank run failed"; tail -n 3 "$tmp/$run-n.out"; return
   fi
-  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$run-1" "$tmp/runs/$run-n" 4 "$ranks"
+  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$run-1" "$tmp/runs/$run-n" 4 "$ranks" "$layout"
 }
 same "dp=2, aux-free bias, sequence balance loss" dp=2 -- model.moe.aux_loss=\"sequence\"
 same "dp=2, global-batch balance loss" dp=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01

@@ -9,6 +9,7 @@ import numpy as np
 
 name, run_a, run_b, step = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 ranks_b = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+layout_b = sys.argv[6].split(",") if len(sys.argv) > 6 else []  # keys of [parallel] run b set, "dp=2"
 bound = 1e-5
 
 
@@ -44,6 +45,10 @@ with h5py.File(f"{run_a}/log.h5", "r") as a, h5py.File(f"{run_b}/log.h5", "r") a
         rel = np.max(np.abs(la - lb) / np.abs(la))
         if rel >= bound:
             problems.append(f"losses differ by {rel:.1e} (relative)")
+    written = b.attrs["layout"].decode() if isinstance(b.attrs["layout"], bytes) else b.attrs["layout"]
+    for kv in layout_b:
+        if kv.replace('"', "") not in written.split():
+            problems.append(f"log.h5 layout attribute '{written}' lacks {kv}")
     # Run b's log times every phase of every rank's step.
     phases = np.array(b["timing/rank_phases"])
     names = b["timing/rank_phases"].attrs["phases"].decode().split(",")
