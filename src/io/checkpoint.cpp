@@ -6,10 +6,10 @@
 #include <fstream>
 #include <vector>
 
+#include "comm/comm.hpp"
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
 #include "io/param_slices.hpp"
-#include "comm/comm.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -40,16 +40,16 @@ std::vector<fs::path> complete_checkpoints(const std::string& run_dir) {
   return out;
 }
 
-}  // namespace
-
 std::string rank_file(int rank) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "rank_%05d.h5", rank);
   return buf;
 }
 
+}  // namespace
+
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
-                     const std::string& config_toml, int keep, const ParallelGroups& groups) {
+                     const CheckpointFacts& facts, const ParallelGroups& groups) {
   h5::silence_errors();
   Comm& world = *groups.world;
   const fs::path final_dir = fs::path(run_dir) / "ckpt" / step_name(state.step);
@@ -68,17 +68,15 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
     h5::write_int_attr(f, "rng_seed", state.seed);
     h5::write_int_attr(f, "world_size", world.size());
     h5::write_int_attr(f, "rank", world.rank());
-    const ParallelLayout& l = groups.layout;
-    h5::write_string_attr(f, "layout", "dp=" + std::to_string(l.dp) + " tp=" + std::to_string(l.tp) + " pp=" +
-                                           std::to_string(l.pp) + " ep=" + std::to_string(l.ep));
-    h5::write_string_attr(f, "config_toml", config_toml);
+    h5::write_string_attr(f, "layout", facts.layout);
+    h5::write_string_attr(f, "config_toml", facts.config_toml);
     std::vector<int> mine;
     for (size_t i = 0; i < params.infos.size(); ++i)
       if (first_copy(params.infos[i], groups)) mine.push_back(int(i));
     write_param_slices(f, "/params", params, params.values, mine);
     write_param_slices(f, "/optim/exp_avg", params, model.exp_avg, mine);
     write_param_slices(f, "/optim/exp_avg_sq", params, model.exp_avg_sq, mine);
-    if (groups.me.dp == 0 && groups.me.tp == 0 && groups.mirror->rank() == 0) write_buffers(f, "/buffers", params);
+    if (first_replica(groups)) write_buffers(f, "/buffers", params);
     h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing checkpoint");
   }
   world.barrier();
@@ -94,7 +92,7 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
     fs::remove_all(final_dir);
     fs::rename(tmp_dir, final_dir);
     auto all = complete_checkpoints(run_dir);
-    for (size_t i = 0; i + keep < all.size(); ++i) fs::remove_all(all[i]);
+    for (size_t i = 0; i + facts.keep < all.size(); ++i) fs::remove_all(all[i]);
   }
   world.barrier();
 }

@@ -29,9 +29,16 @@ struct ModelState {
   std::vector<float>& exp_avg_sq;
 };
 
+// What a checkpoint records about the run besides the model.
+struct CheckpointFacts {
+  std::string config_toml;
+  std::string layout;  // layout_text() of the run that writes it
+  int keep = 2;        // newest checkpoints kept
+};
+
 // Collective over groups.world.
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
-                     const std::string& config_toml, int keep, const ParallelGroups& groups);
+                     const CheckpointFacts& facts, const ParallelGroups& groups);
 // Fills this rank's slices (whole shapes must match) and returns the saved state.
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
 // Newest complete checkpoint directory of a run, if any.

@@ -29,4 +29,6 @@ bool first_copy(const ParamInfo& p, const ParallelGroups& g, bool any_data_paral
   return (any_data_parallel_rank || g.me.dp == 0) && (p.spread == Spread::tensor_split || g.me.tp == 0);
 }
 
+bool first_replica(const ParallelGroups& g) { return g.mirror->rank() == 0 && g.me.dp == 0 && g.me.tp == 0; }
+
 }  // namespace mt

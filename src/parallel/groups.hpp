@@ -30,5 +30,8 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& layout);
 // pair, and never the last stage's copy of the embedding. `any_data_parallel_rank`: leave the
 // data-parallel position out (ZeRO-1: the rank whose shard holds the element speaks for it).
 bool first_copy(const ParamInfo& p, const ParallelGroups& g, bool any_data_parallel_rank = false);
+// Whether this rank speaks for state that every rank of its pipeline stage holds whole (a
+// replicated parameter, the router biases).
+bool first_replica(const ParallelGroups& g);
 
 }  // namespace mt

@@ -13,6 +13,12 @@ ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
   return l;
 }
 
+std::string layout_text(const ParallelConfig& p) {
+  return "dp=" + std::to_string(p.dp) + " tp=" + std::to_string(p.tp) + " pp=" + std::to_string(p.pp) +
+         " ep=" + std::to_string(p.ep) + " vpp=" + std::to_string(p.vpp) + " schedule=" + p.schedule +
+         " zero=" + std::to_string(p.zero);
+}
+
 RankCoords coords_of(const ParallelLayout& l, int rank) {
   RankCoords c;
   c.rank = rank;

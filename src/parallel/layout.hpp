@@ -31,6 +31,8 @@ struct RankCoords {
 // The layout an experiment's [parallel] table describes.
 ParallelLayout layout_of(const ParallelConfig& parallel, const ModelConfig& model);
 RankCoords coords_of(const ParallelLayout& layout, int rank);
+// "dp=2 tp=1 pp=4 ep=2 vpp=1 schedule=dualpipe zero=1": the layout as checkpoints and logs record it.
+std::string layout_text(const ParallelConfig& parallel);
 // One line per rank: "rank 3: tp 1 dp 1 pp 0 ep 1 (experts 4-7)" (the first 16 of a job of
 // more than 64).
 std::string placement_text(const ParallelLayout& layout, int n_experts);

@@ -175,11 +175,7 @@ TrainSummary Trainer::run() {
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
-  const auto& p = cfg_.parallel;
-  facts.texts = {{"device", device_.description},
-                 {"layout", "dp=" + std::to_string(p.dp) + " tp=" + std::to_string(p.tp) + " pp=" + std::to_string(p.pp) +
-                                " ep=" + std::to_string(p.ep) + " vpp=" + std::to_string(p.vpp) + " schedule=" + p.schedule +
-                                " zero=" + std::to_string(p.zero)}};
+  facts.texts = {{"device", device_.description}, {"layout", layout_text(cfg_.parallel)}};
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
@@ -267,7 +263,8 @@ TrainSummary Trainer::run() {
     if (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0)) {
       std::vector<float> exp_avg, exp_avg_sq;
       optimizer_->export_moments(exp_avg, exp_avg_sq);
-      save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state, cfg_.resolved_toml, cfg_.checkpoint.keep, groups_);
+      save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state,
+                      {cfg_.resolved_toml, layout_text(cfg_.parallel), cfg_.checkpoint.keep}, groups_);
       if (!opt_.quiet && (stop || final_step))
         std::printf("checkpoint: %s/ckpt/step_%08lld\n", run_dir_.c_str(), state.step);
     }
