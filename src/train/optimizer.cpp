@@ -137,8 +137,11 @@ void Optimizer::step(double lr, long t) {
                  m_.data() + r.moment, v_.data() + r.moment);
   }
   if (zero1_) {
-    pack(dense_, params_.values, packed_);
-    const std::vector<float> mine(packed_.begin() + shard_ * g_.dp->rank(), packed_.begin() + shard_ * (g_.dp->rank() + 1));
+    // Only this rank's shard is new: it goes out, every shard comes back.
+    std::vector<float> mine(shard_, 0.0f);
+    for (const Run& r : runs_)
+      if (r.sharded)
+        std::copy_n(params_.values.begin() + params_.infos[r.param].offset + r.begin, r.len, mine.begin() + r.grad_offset);
     g_.dp->all_gather(mine, packed_);
     unpack(dense_, packed_, params_.values);
   }
