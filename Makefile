@@ -11,7 +11,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
 PKGS := tomlplusplus hdf5 ompi
 CXXFLAGS ?= -O3 -g
-CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -Isrc -Ikernels -pthread
+CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -Isrc -pthread
 CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lopenblas -pthread
 

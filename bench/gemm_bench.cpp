@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "ops/cuda_backend.hpp"
 #include "ops/ops.hpp"
 
 namespace {

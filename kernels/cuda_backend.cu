@@ -2,7 +2,7 @@
 // Ops that have no CUDA kernel yet stay nullptr in the table; missing_ops() names them.
 #include <string>
 
-#include "cuda_backend.hpp"
+#include "ops/cuda_backend.hpp"
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"

@@ -2,7 +2,7 @@
 // CUDA is unavailable, so callers link and behave the same in both builds.
 #ifndef MOETRAIN_CUDA
 
-#include "cuda_backend.hpp"
+#include "ops/cuda_backend.hpp"
 #include "util/error.hpp"
 
 namespace mt {

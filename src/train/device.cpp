@@ -1,6 +1,6 @@
 #include "train/device.hpp"
 
-#include "cuda_backend.hpp"
+#include "ops/cuda_backend.hpp"
 #include "util/error.hpp"
 
 namespace mt {
