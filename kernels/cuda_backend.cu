@@ -55,6 +55,19 @@ void device_copy(DeviceState* s, void* dst, const void* src, size_t bytes) {
   MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
+// Device to device: stream-ordered like an op, so it needs no wait.
+void device_copy_on_stream(DeviceState* s, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  activate(s);
+  MT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s->stream));
+}
+
+void device_zero(DeviceState* s, void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  activate(s);
+  MT_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s->stream));
+}
+
 void device_sync(DeviceState* s) {
   activate(s);
   MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
@@ -68,6 +81,8 @@ const OpTable& cuda_ops() {
       .upload = device_copy,
       .download = device_copy,
       .synchronize = device_sync,
+      .copy = device_copy_on_stream,
+      .zero = device_zero,
       .gemm = cuda::gemm,
       .rmsnorm_forward = cuda::rmsnorm_forward,
       .rmsnorm_backward_input = cuda::rmsnorm_backward_input,
@@ -82,6 +97,22 @@ const OpTable& cuda_ops() {
       .embedding_backward = nullptr,
       .add = nullptr,
       .copy_columns = nullptr,
+      .grouped_gemm = cuda::grouped_gemm,
+      .sigmoid = cuda::sigmoid,
+      .router_select = cuda::router_select,
+      .moe_permute = cuda::moe_permute,
+      .gather_rows = cuda::gather_rows,
+      .moe_combine = cuda::moe_combine,
+      .moe_combine_backward = cuda::moe_combine_backward,
+      .balance_loss = cuda::balance_loss,
+      .balance_prob_sums = cuda::balance_prob_sums,
+      .global_balance = cuda::global_balance,
+      .router_backward = cuda::router_backward,
+      .bias_update = cuda::bias_update,
+      .shift_tokens = cuda::shift_tokens,
+      .scale = cuda::scale,
+      .sum_squares = cuda::sum_squares,
+      .adamw = cuda::adamw,
   };
   return table;
 }

@@ -64,6 +64,13 @@ expect "top_k > experts" 2 "model.moe.top_k = 9 must be <= model.moe.n_routed_ex
 expect "d_model not divisible by heads" 2 "model.n_heads = 3 must divide model.d_model = 16" -- $bin train "$tmp/exp.toml" --set model.n_heads=3
 expect "missing data file" 2 "data.train = \"$tmp/none.bin\": no shard matches" -- $bin train "$tmp/exp.toml" --set data.train="$tmp/none.bin"
 expect "missing experiment file" 2 "nothere.toml: cannot open" -- $bin train "$tmp/nothere.toml"
+# The strict backend runs the same ops on protected memory: a host access would crash the run.
+loss_of() { h5dump -m '%.17g' -d /loss -y -o "$tmp/$1.txt" "$tmp/runs/$1/log.h5" >/dev/null && tr -d ' \n' < "$tmp/$1.txt"; }
+expect "cpu-strict trains (device memory unreadable outside ops)" 0 "done: 6 steps" -- $bin train "$tmp/exp.toml" \
+  --set run.name=strict --set training.steps=6 --set precision.device=cpu-strict
+$bin train "$tmp/exp.toml" --set run.name=plain --set training.steps=6 --set precision.device=cpu >/dev/null 2>&1
+expect "cpu-strict and cpu give the same losses, bit for bit" 0 "^same$" -- bash -c \
+  "[[ -n \"$(loss_of strict)\" && \"$(loss_of strict)\" == \"$(loss_of plain)\" ]] && echo same"
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
 expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run

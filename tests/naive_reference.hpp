@@ -24,8 +24,12 @@ struct Weights {
 
 inline Weights from_store(const mt::ParamStore& s) {
   Weights w;
-  for (auto& info : s.infos) w.p[info.name] = Vec(s.values.begin() + info.offset, s.values.begin() + info.offset + info.numel);
-  for (size_t i = 0; i < s.buffers.size(); ++i) w.buffers[s.buffer_names[i]] = Vec(s.buffers[i].begin(), s.buffers[i].end());
+  const std::vector<float> values = s.host_values();
+  for (auto& info : s.infos) w.p[info.name] = Vec(values.begin() + info.offset, values.begin() + info.offset + info.numel);
+  for (size_t i = 0; i < s.buffer_names.size(); ++i) {
+    const std::vector<float> b = s.host_buffer(int(i));
+    w.buffers[s.buffer_names[i]] = Vec(b.begin(), b.end());
+  }
   return w;
 }
 

@@ -8,7 +8,7 @@
 #include "train/flops.hpp"
 
 TEST_CASE("total_params equals the parameters a built model holds, for every attention kind") {
-  mt::Backend be = mt::cpu_backend();
+  const mt::Backend be = mt::cpu_backend();
   for (auto& [name, cfg] : testing::attention_variants()) {
     for (int depth : {0, 2}) {
       CAPTURE(name);

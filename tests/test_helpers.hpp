@@ -8,10 +8,29 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "ops/ops.hpp"
+#include "tensor/buffer.hpp"
 #include "util/error.hpp"
 #include "util/init_rng.hpp"
 
 namespace testing {
+
+// The strict CPU backend for a test's lifetime: the layers under test run with their device
+// memory unreadable outside op calls, so a host access fails the test with SIGSEGV. Declare it
+// before anything that allocates on it.
+struct StrictDevice {
+  mt::Backend be = mt::cpu_strict_backend_create();
+  StrictDevice() = default;
+  StrictDevice(const StrictDevice&) = delete;
+  StrictDevice& operator=(const StrictDevice&) = delete;
+  ~StrictDevice() { mt::cpu_strict_backend_destroy(be); }
+  mt::Buffer upload(const std::vector<float>& host) const {
+    mt::Buffer b(be, mt::DType::f32, host.size());
+    b.from_host(host);
+    return b;
+  }
+  mt::Buffer floats(size_t n) const { return mt::Buffer(be, mt::DType::f32, n); }
+};
 
 // A model small enough for float64 finite differences over every parameter tensor, with every
 // feature switched on: dense and MoE blocks, shared experts, group-limited routing, balance loss.

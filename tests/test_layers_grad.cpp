@@ -12,25 +12,25 @@ namespace {
 
 void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) {
   const int batch = 2, rows = batch * cfg.seq_len, D = cfg.d_model;
-  mt::Backend be = mt::cpu_backend();
+  testing::StrictDevice dev;
+  const mt::Backend& be = dev.be;
   mt::ParamStore params;
   mt::LayerEnv env{&be, mt::GemmInputs::fp32, &params, {}};
   const std::string prefix = "blocks." + std::to_string(index);
   const bool is_moe = index >= cfg.n_dense_layers;
   mt::Block block(env, cfg, prefix, is_moe, 1);
-  params.finalize(9, cfg.init_std);
-  for (size_t i = 0; i < params.buffers.size(); ++i) {
-    auto b = testing::random_floats(params.buffers[i].size(), 40 + i, 0.2);
-    params.buffers[i].assign(b.begin(), b.end());
-  }
+  params.finalize(be, 9, cfg.init_std);
+  for (size_t i = 0; i < params.buffer_names.size(); ++i)
+    params.set_buffer(int(i), testing::random_floats(params.buffer_size(int(i)), 40 + i, 0.2));
   std::vector<float> x = testing::random_floats(size_t(rows) * D, 21), r = testing::random_floats(size_t(rows) * D, 22);
-  std::vector<float> y(x.size()), dx(x.size());
-  mt::Arena arena;
+  const mt::Buffer x_dev = dev.upload(x), r_dev = dev.upload(r), y_dev = dev.floats(x.size()), dx_dev = dev.floats(x.size());
+  mt::Arena arena(be);
   // The balance loss's own gradient is scaled by aux_grad_scale; with scale 1 the objective is
   // sum(y r) + aux.
-  const double aux = block.forward(0, arena, x.data(), batch, y.data(), 1.0f);
-  block.backward_input(0, arena, r.data(), dx.data());
+  const double aux = block.forward(0, arena, x_dev.f32(), batch, y_dev.f32(), 1.0f);
+  block.backward_input(0, arena, r_dev.f32(), dx_dev.f32());
   block.backward_weight(0);
+  const std::vector<float> y = y_dev.to_host_f32(), dx = dx_dev.to_host_f32(), grads = params.host_grads();
 
   naive::Weights w = naive::from_store(params);
   // Per-sequence groups with weight 1, as passed to forward above.
@@ -84,7 +84,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
     REQUIRE(max_g > 0);
     for (size_t j = 0; j < info.numel; ++j) {
       CAPTURE(j);
-      CHECK(std::abs(params.grads[info.offset + j] - fd[j]) <= 2e-4 * max_g);
+      CHECK(std::abs(grads[info.offset + j] - fd[j]) <= 2e-4 * max_g);
     }
   }
 }

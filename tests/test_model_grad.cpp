@@ -25,10 +25,8 @@ struct Case {
 
 // Router biases that change which experts are selected, so the bias path is exercised.
 void set_biases(mt::Model& model) {
-  for (size_t i = 0; i < model.params.buffers.size(); ++i) {
-    auto b = testing::random_floats(model.params.buffers[i].size(), 100 + i, 0.3);
-    model.params.buffers[i].assign(b.begin(), b.end());
-  }
+  for (size_t i = 0; i < model.params.buffer_names.size(); ++i)
+    model.params.set_buffer(int(i), testing::random_floats(model.params.buffer_size(int(i)), 100 + i, 0.3));
 }
 
 double run_model(mt::Model& model, const Case& c) {
@@ -45,10 +43,11 @@ double run_model(mt::Model& model, const Case& c) {
 
 static void check_model(const mt::ModelConfig& cfg) {
   Case c(cfg);
-  mt::Backend be = mt::cpu_backend();
-  mt::Model model(c.cfg, 7, be, mt::GemmInputs::fp32, mt::slots_needed(c.cfg, c.batch, c.micro_batch));
+  testing::StrictDevice dev;
+  mt::Model model(c.cfg, 7, dev.be, mt::GemmInputs::fp32, mt::slots_needed(c.cfg, c.batch, c.micro_batch));
   set_biases(model);
   const double loss = run_model(model, c);
+  const std::vector<float> grads = model.params.host_grads();
 
   naive::Weights w = naive::from_store(model.params);
   auto reference = [&] { return naive::loss(w, c.cfg, c.inputs, c.targets, c.batch, c.micro_batch); };
@@ -68,7 +67,7 @@ static void check_model(const mt::ModelConfig& cfg) {
       const double down = reference();
       v = keep;
       fd[j] = (up - down) / (2 * h);
-      an[j] = model.params.grads[info.offset + j];
+      an[j] = grads[info.offset + j];
       max_abs = std::max(max_abs, std::abs(fd[j]));
     }
     REQUIRE(max_abs > 0);  // every parameter must influence the loss
@@ -113,7 +112,8 @@ TEST_CASE("multi-token prediction (depth 2, sharing embedding and head): loss an
 
 TEST_CASE("micro-batches in flight together give the same gradients as one after another") {
   Case c;
-  mt::Backend be = mt::cpu_backend();
+  testing::StrictDevice dev;
+  const mt::Backend& be = dev.be;
   // Two micro-batches: the second uses shifted tokens.
   std::vector<int> in2(c.inputs.rbegin(), c.inputs.rend()), tg2(c.targets.rbegin(), c.targets.rend());
   const float ce = 1.0f / (2 * c.batch * c.cfg.seq_len), aux = 1.0f / (2 * c.batch);  // 2 micro-batches of c.batch
@@ -135,23 +135,25 @@ TEST_CASE("micro-batches in flight together give the same gradients as one after
   flight.backward_input(0);
   flight.backward_weight(0);
   flight.backward_weight(1);
-  for (size_t i = 0; i < seq_model.params.grads.size(); ++i) {
+  const std::vector<float> seq_grads = seq_model.params.host_grads(), flight_grads = flight.params.host_grads();
+  for (size_t i = 0; i < seq_grads.size(); ++i) {
     CAPTURE(i);
-    REQUIRE(flight.params.grads[i] == doctest::Approx(seq_model.params.grads[i]).epsilon(1e-5).scale(1e-6));
+    REQUIRE(flight_grads[i] == doctest::Approx(seq_grads[i]).epsilon(1e-5).scale(1e-6));
   }
 }
 
 TEST_CASE("initial weights depend only on seed, name and element index") {
-  mt::Backend be = mt::cpu_backend();
+  testing::StrictDevice dev;
+  const mt::Backend& be = dev.be;
   mt::ModelConfig a = testing::tiny_model(), b = a;
   b.n_layers = 4;  // more blocks: the parameters both models share must be identical
   mt::Model ma(a, 5, be, mt::GemmInputs::fp32, 1), mb(b, 5, be, mt::GemmInputs::fp32, 1), mc(a, 6, be, mt::GemmInputs::fp32, 1);
+  const std::vector<float> va = ma.params.host_values(), vb = mb.params.host_values(), vc = mc.params.host_values();
   for (auto& info : ma.params.infos) {
     auto it = std::find_if(mb.params.infos.begin(), mb.params.infos.end(), [&](auto& x) { return x.name == info.name; });
     REQUIRE(it != mb.params.infos.end());
     CAPTURE(info.name);
-    CHECK(std::equal(ma.params.values.begin() + info.offset, ma.params.values.begin() + info.offset + info.numel,
-                     mb.params.values.begin() + it->offset));
+    CHECK(std::equal(va.begin() + info.offset, va.begin() + info.offset + info.numel, vb.begin() + it->offset));
   }
-  CHECK(ma.params.values != mc.params.values);
+  CHECK(va != vc);
 }

@@ -180,7 +180,7 @@ TEST_CASE("embedding backward adds the gradient of every occurrence of a token")
 }
 
 TEST_CASE("arena: after the first use, the same allocations need no new memory") {
-  mt::Arena arena;
+  mt::Arena arena(mt::cpu_backend());
   for (int i = 0; i < 5; ++i) arena.floats(300000);  // 1.2 MB each: forces several blocks
   const size_t high = arena.high_water();
   arena.reset();

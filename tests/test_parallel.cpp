@@ -16,8 +16,10 @@ namespace {
 mt::ParamStore sliced(const std::vector<int64_t>& shape, int dim, int parts, int index) {
   mt::ParamStore p;
   p.add("w", shape, mt::ParamStore::Init::zeros, true, mt::Spread::tensor_split, {dim, parts, index});
-  p.finalize(1, 1.0);
-  for (size_t i = 0; i < p.infos[0].numel; ++i) p.values[i] = float(p.infos[0].global_index(i));
+  p.finalize(mt::cpu_backend(), 1, 1.0);
+  std::vector<float> values(p.total());
+  for (size_t i = 0; i < p.infos[0].numel; ++i) values[i] = float(p.infos[0].global_index(i));
+  p.set_values(values);
   return p;
 }
 
@@ -34,7 +36,7 @@ std::vector<std::string> write_pieces(const std::string& dir, const std::vector<
   for (size_t i = 0; i < pieces.size(); ++i) {
     paths.push_back(dir + "/rank_" + std::to_string(i) + ".h5");
     mt::h5::Handle f = mt::h5::create_file(paths.back(), false);
-    mt::write_param_slices(f, "/params", pieces[i], pieces[i].values, {0});
+    mt::write_param_slices(f, "/params", pieces[i], pieces[i].host_values(), {0});
   }
   return paths;
 }
@@ -73,9 +75,10 @@ TEST_CASE("a slice's elements map to their places in the whole parameter") {
   mt::ParamStore whole, part;
   whole.add("x", {4, 6}, mt::ParamStore::Init::normal, true);
   part.add("x", {4, 6}, mt::ParamStore::Init::normal, true, mt::Spread::tensor_split, {1, 2, 1});
-  whole.finalize(7, 0.5);
-  part.finalize(7, 0.5);
-  for (size_t i = 0; i < part.infos[0].numel; ++i) CHECK(part.values[i] == whole.values[part.infos[0].global_index(i)]);
+  whole.finalize(mt::cpu_backend(), 7, 0.5);
+  part.finalize(mt::cpu_backend(), 7, 0.5);
+  const std::vector<float> w_values = whole.host_values(), p_values = part.host_values();
+  for (size_t i = 0; i < part.infos[0].numel; ++i) CHECK(p_values[i] == w_values[part.infos[0].global_index(i)]);
 }
 
 TEST_CASE("checkpoint pieces of one layout assemble into the slices of another") {
@@ -89,14 +92,14 @@ TEST_CASE("checkpoint pieces of one layout assemble into the slices of another")
       mt::ParamStore mine = sliced(shape, 1, 2, half);
       std::vector<float> read(mine.total(), -1.0f);
       slices.read("/params", mine, read);
-      CHECK(read == mine.values);
+      CHECK(read == mine.host_values());
     }
   }
   SUBCASE("into the whole") {
     mt::ParamStore mine = sliced(shape, -1, 1, 0);
     std::vector<float> read(mine.total(), -1.0f);
     slices.read("/params", mine, read);
-    CHECK(read == mine.values);
+    CHECK(read == mine.host_values());
   }
   SUBCASE("a missing piece is named") {
     const mt::ParamSlices three({files[0], files[1], files[3]});
@@ -115,9 +118,11 @@ TEST_CASE("checkpoint pieces of one layout assemble into the slices of another")
 }
 
 TEST_CASE("a whole checkpoint parameter fills a rank's slice") {
-  const std::vector<std::string> files = write_pieces(temp_dir("whole"), {sliced({4, 6}, -1, 1, 0)});
+  std::vector<mt::ParamStore> whole;
+  whole.push_back(sliced({4, 6}, -1, 1, 0));
+  const std::vector<std::string> files = write_pieces(temp_dir("whole"), whole);
   mt::ParamStore mine = sliced({4, 6}, 0, 2, 1);
   std::vector<float> read(mine.total(), -1.0f);
   mt::ParamSlices(files).read("/params", mine, read);
-  CHECK(read == mine.values);
+  CHECK(read == mine.host_values());
 }

@@ -37,7 +37,8 @@ mt::Config small_config(const std::string& name, int steps, std::vector<std::str
       "model.n_heads=2", "model.head_dim=16", "model.ffn_hidden=64", "model.seq_len=16", "model.moe.expert_hidden=32",
       "model.moe.n_routed_experts=4", "model.moe.aux_loss=sequence", "model.moe.aux_alpha=0.01", "model.moe.bias_update_speed=0.01",
       "training.steps=" + std::to_string(steps), "training.global_batch=4", "training.micro_batch=2",
-      "training.eval_every=4", "training.eval_batches=2", "lr_schedule.warmup_steps=2", "checkpoint.every=3"};
+      "training.eval_every=4", "training.eval_batches=2", "lr_schedule.warmup_steps=2", "checkpoint.every=3",
+      "precision.device=cpu-strict"};  // every training test proves the trainer keeps off device memory
   sets.insert(sets.end(), extra.begin(), extra.end());
   return mt::parse_config("", "test.toml", sets);
 }
@@ -68,7 +69,7 @@ TEST_CASE("every balance option trains, and the global-batch loss resumes exactl
   const auto rest = second.run().losses;
   REQUIRE(rest.size() == 3);
   for (int i = 0; i < 3; ++i) CHECK(rest[i] == all[3 + i]);
-  CHECK(second.model().params.values == whole.model().params.values);
+  CHECK(second.model().params.host_values() == whole.model().params.host_values());
 }
 
 TEST_CASE("multi-token prediction trains, and its loss is logged apart from the main loss") {
@@ -102,21 +103,21 @@ TEST_CASE("N steps, or N/2 steps + resume + N/2 steps: identical losses and weig
     mt::TrainSummary s = second.run();
     CHECK(s.first_step == N / 2);
     losses.insert(losses.end(), s.losses.begin(), s.losses.end());
-    resumed_weights = second.model().params.values;
+    resumed_weights = second.model().params.host_values();
     std::vector<float> m_resumed, v_resumed, m_whole, v_whole;
     second.optimizer().export_moments(m_resumed, v_resumed);
     whole.optimizer().export_moments(m_whole, v_whole);
     CHECK(m_resumed == m_whole);
     CHECK(v_resumed == v_whole);
-    for (size_t i = 0; i < second.model().params.buffers.size(); ++i)
-      CHECK(second.model().params.buffers[i] == whole.model().params.buffers[i]);
+    for (size_t i = 0; i < second.model().params.buffer_names.size(); ++i)
+      CHECK(second.model().params.host_buffer(int(i)) == whole.model().params.host_buffer(int(i)));
   }
   REQUIRE(losses.size() == a.losses.size());
   for (size_t i = 0; i < losses.size(); ++i) {
     CAPTURE(i);
     CHECK(losses[i] == a.losses[i]);  // exact: bit for bit
   }
-  CHECK(resumed_weights == whole.model().params.values);
+  CHECK(resumed_weights == whole.model().params.host_values());
 
   // The resumed run's log has one row per step, in order, none lost or repeated.
   mt::h5::Handle f = mt::h5::open_file(half.run.out_dir + "/halves/log.h5", true);
@@ -164,24 +165,25 @@ TEST_CASE("auxiliary-loss-free bias: +gamma below the mean load, -gamma above") 
   m.moe.bias_update_speed = 0.25;
   m.moe.n_groups = 1;
   m.moe.topk_groups = 1;
-  mt::Backend be = mt::cpu_backend();
+  testing::StrictDevice dev;
   mt::ParamStore params;
-  mt::LayerEnv env{&be, mt::GemmInputs::fp32, &params, {}};
+  mt::LayerEnv env{&dev.be, mt::GemmInputs::fp32, &params, {}};
   mt::MoE moe(env, m, "moe", 1);
-  params.finalize(1, 0.3);
-  auto x = testing::random_floats(size_t(2) * m.seq_len * m.d_model, 3);
-  std::vector<float> y(x.size());
-  mt::Arena arena;
-  moe.forward(0, arena, x.data(), 2, y.data(), 0.0f);
-  const auto load = moe.step_load();
+  params.finalize(dev.be, 1, 0.3);
+  const mt::Buffer x = dev.upload(testing::random_floats(size_t(2) * m.seq_len * m.d_model, 3));
+  const mt::Buffer y = dev.floats(x.count());
+  mt::Arena arena(dev.be);
+  moe.forward(0, arena, x.f32(), 2, y.f32(), 0.0f);
+  const std::vector<double> load = moe.router().step_load().to_host_f64();
   double total = 0;
   for (double l : load) total += l;
   CHECK(total == 2 * m.seq_len * m.moe.top_k);
-  moe.update_bias();
+  moe.router().update_bias();
+  const std::vector<float> bias = params.host_buffer(moe.router().bias);
   for (int e = 0; e < m.moe.n_routed_experts; ++e) {
     const double mean = total / m.moe.n_routed_experts;
     CAPTURE(e);
-    CHECK(moe.bias()[e] == (load[e] < mean ? 0.25f : load[e] > mean ? -0.25f : 0.0f));
+    CHECK(bias[e] == (load[e] < mean ? 0.25f : load[e] > mean ? -0.25f : 0.0f));
   }
 }
 

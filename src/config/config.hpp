@@ -96,7 +96,7 @@ struct ParallelConfig {
 };
 
 struct PrecisionConfig {
-  std::string device = "auto";  // auto | cpu | cuda
+  std::string device = "auto";  // auto | cpu | cuda | cpu-strict
   std::string matmul = "fp32";  // fp32 | bf16 (bf16 inputs, fp32 accumulation)
   double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
 };

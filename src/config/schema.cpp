@@ -183,7 +183,8 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.zero", p.zero, 0, 1, "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them");
 
   auto& pr = c.precision;
-  b.choice("precision.device", pr.device, {"auto", "cpu", "cuda"}, "where the step runs");
+  b.choice("precision.device", pr.device, {"auto", "cpu", "cuda", "cpu-strict"},
+           "where the step runs (cpu-strict: the CPU with device memory unreadable outside ops, for tests)");
   b.choice("precision.matmul", pr.matmul, {"fp32", "bf16"}, "GEMM input precision (fp32 accumulation always)");
   b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
          "device peak TFLOP/s for MFU (0 = known GPUs only)");

@@ -14,8 +14,10 @@ void write_param_set(hid_t f, const std::string& group, const ParamStore& p, con
 }
 
 void write_buffers(hid_t f, const std::string& group, const ParamStore& p) {
-  for (size_t i = 0; i < p.buffers.size(); ++i)
-    h5::write_floats(f, group + "/" + p.buffer_names[i], p.buffers[i].data(), {p.buffers[i].size()});
+  for (size_t i = 0; i < p.buffer_names.size(); ++i) {
+    const std::vector<float> values = p.host_buffer(int(i));
+    h5::write_floats(f, group + "/" + p.buffer_names[i], values.data(), {values.size()});
+  }
 }
 
 

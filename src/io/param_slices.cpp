@@ -85,12 +85,12 @@ void ParamSlices::read(const std::string& group, const ParamStore& p, std::vecto
   }
 }
 
-void ParamSlices::read_buffers(const std::string& group, ParamStore& p) const {
-  for (size_t i = 0; i < p.buffers.size(); ++i) {
+void ParamSlices::read_buffers(const std::string& group, const ParamStore& p) const {
+  for (size_t i = 0; i < p.buffer_names.size(); ++i) {
     const std::string path = group + "/" + p.buffer_names[i];
     auto holder = std::find_if(files_.begin(), files_.end(), [&](const h5::Handle& f) { return h5::exists(f, path); });
     if (holder == files_.end()) throw UserError("HDF5: dataset " + path + " is missing");
-    p.buffers[i] = h5::read_floats(*holder, path, p.buffers[i].size());
+    p.set_buffer(int(i), h5::read_floats(*holder, path, p.buffer_size(int(i))));
   }
 }
 

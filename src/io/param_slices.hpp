@@ -23,7 +23,7 @@ class ParamSlices {
   // Fills `data` (ParamStore layout) with each parameter's slice, wherever the pieces are.
   // Throws UserError naming the parameter when a shape differs or a piece is missing.
   void read(const std::string& group, const ParamStore& p, std::vector<float>& data) const;
-  void read_buffers(const std::string& group, ParamStore& p) const;
+  void read_buffers(const std::string& group, const ParamStore& p) const;
 
  private:
   std::vector<std::string> paths_;

@@ -15,7 +15,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, Gemm
   blocks_.resize(cfg.n_layers);
   bool first = false, last = false;
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    arenas_[c].resize(max_in_flight);
+    for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(backend);
     saved_[c].resize(max_in_flight);
     first = first || chunks_[c].first;
     last = last || chunks_[c].last;
@@ -50,7 +50,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, Gemm
       mtp.push_back(std::move(m));
     }
   }
-  params.finalize(seed, cfg.init_std);
+  params.finalize(backend, seed, cfg.init_std);
 }
 
 std::vector<MoE*> Model::moe_layers() {
@@ -72,9 +72,25 @@ std::vector<int> Model::moe_layer_indices() const {
   return out;
 }
 
-const float* Model::output(int chunk, int slot) const {
+std::vector<float> Model::to_host(const float* device, size_t n) const {
+  std::vector<float> v(n);
+  env_.be().download(v.data(), device, n * sizeof(float));
+  return v;
+}
+
+std::vector<float> Model::output_to_host(int chunk, int slot) const {
   const Saved& s = saved_[chunk][slot];
-  return s.acts.back();
+  return to_host(s.acts.back(), size_t(s.rows) * cfg_.d_model);
+}
+
+std::vector<float> Model::input_grad_to_host(int chunk, int slot) const {
+  const Saved& s = saved_[chunk][slot];
+  return to_host(s.grads[0], size_t(s.rows) * cfg_.d_model);
+}
+
+std::vector<float> Model::logits_to_host(int slot) const {
+  const Saved& s = saved_[0][slot];
+  return to_host(s.logits, size_t(s.rows) * cfg_.vocab_size);
 }
 
 size_t Model::arena_bytes() const {
@@ -95,8 +111,11 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.rows = rows;
   // The caller's token buffers may be reused before backward_weight runs: keep a copy.
   int* inputs = arena.ints(rows);
-  std::copy(mb.inputs, mb.inputs + rows, inputs);
+  int* targets = arena.ints(rows);
+  be.upload(inputs, mb.inputs, size_t(rows) * sizeof(int));
+  be.upload(targets, mb.targets, size_t(rows) * sizeof(int));
   s.inputs = inputs;
+  s.targets = targets;
   s.acts.assign(nb + 1, nullptr);
   ForwardResult r;
 
@@ -104,7 +123,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   if (stage.first)
     be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
   else
-    std::copy(input, input + n, s.acts[0]);
+    be.upload(s.acts[0], input, n * sizeof(float));
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
     r.aux_sum += blocks_[stage.first_block + i]->forward(slot, arena, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
@@ -119,15 +138,15 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.dlogits = arena.floats(size_t(rows) * V);
   float* losses = arena.floats(rows);
   r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
-                               .targets = mb.targets, .losses = losses, .dlogits = s.dlogits});
-  for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;
+                               .targets = s.targets, .losses = losses, .dlogits = s.dlogits});
+  for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;  // the host's own copy
   s.mtp.resize(mtp.size());
   r.mtp_ce_sums.assign(mtp.size(), 0.0);
-  for (size_t k = 0; k < mtp.size(); ++k) r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), mb, scales, &r.aux_sum);
+  for (size_t k = 0; k < mtp.size(); ++k) r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), scales, &r.aux_sum);
   return r;
 }
 
-double Model::mtp_forward(int chunk, int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux) {
+double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, double* aux) {
   Saved& s = saved_[chunk][slot];
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
@@ -138,11 +157,8 @@ double Model::mtp_forward(int chunk, int slot, int k, const MicroBatch& mb, cons
   m.h_prev = k == 0 ? s.acts.back() : s.mtp[k - 1].h;
   m.tokens = arena.ints(rows);
   int* targets = arena.ints(rows);
-  for (int row = 0; row < rows; ++row) {
-    const bool inside = row % T + shift < T;
-    m.tokens[row] = inside ? s.inputs[row + shift] : 0;
-    targets[row] = inside ? mb.targets[row + shift] : -1;
-  }
+  be.shift_tokens({.rows = rows, .seq = T, .shift = shift, .tokens = s.inputs, .targets = s.targets,
+                   .tokens_out = m.tokens, .targets_out = targets});
   const size_t n = size_t(rows) * D;
   m.emb = arena.floats(n);
   be.embedding_forward({.rows = rows, .dim = D, .tokens = m.tokens, .table = params.value(embedding), .out = m.emb});
@@ -240,7 +256,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
     for (int k = int(mtp.size()) - 1; k >= 0; --k) dh = mtp_backward_input(chunk, slot, k, dh);
     if (dh) be.add({.n = n, .x = dh, .y = s.grads[nb]});
   } else {
-    std::copy(output_grad, output_grad + n, s.grads[nb]);
+    be.upload(s.grads[nb], output_grad, n * sizeof(float));
   }
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);

@@ -13,8 +13,9 @@
 // blocks [first_block, end_block), plus the embedding on the first stage and the final norm,
 // head, loss and MTP modules on the last (which also needs the embedding when MTP is on: a
 // second copy if the first stage lives elsewhere). A chunk's forward takes the previous
-// stage's output and its backward the next stage's input gradient; both are copied into the
-// chunk's arena, so the caller's buffers may go at once. Each chunk has its own slots.
+// stage's output and its backward the next stage's input gradient, both in host memory; they are
+// uploaded into the chunk's arena, so the caller's buffers may go at once. Each chunk has its own
+// slots. Everything else the model holds is device memory of its backend.
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,7 @@
 
 namespace mt {
 
+// Host memory: forward() uploads the tokens into the slot's arena.
 struct MicroBatch {
   const int* inputs = nullptr;   // [batch*seq] token ids
   const int* targets = nullptr;  // [batch*seq] next tokens (negative: ignored)
@@ -68,18 +70,18 @@ class Model {
   void backward_input(int chunk, int slot, const float* output_grad);
   void backward_weight(int chunk, int slot);
   void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
-  // The chunk's output after forward (not on the last stage), its input gradient after
-  // backward_input (not on the first); valid until retire.
-  const float* output(int chunk, int slot) const;
-  const float* input_grad(int chunk, int slot) const { return saved_[chunk][slot].grads[0]; }
+  // Host copies of the chunk's output after forward (not on the last stage) and of its input
+  // gradient after backward_input (not on the first).
+  std::vector<float> output_to_host(int chunk, int slot) const;
+  std::vector<float> input_grad_to_host(int chunk, int slot) const;
 
   // The whole model (one chunk).
   ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales) { return forward(0, slot, mb, nullptr, scales); }
   void backward_input(int slot) { backward_input(0, slot, nullptr); }
   void backward_weight(int slot) { backward_weight(0, slot); }
   void retire(int slot) { retire(0, slot); }
-  // The output logits [batch*seq, vocab] of the slot's last forward (valid until retire).
-  const float* logits(int slot) const { return saved_[0][slot].logits; }
+  // A host copy of the output logits [batch*seq, vocab] of the slot's last forward.
+  std::vector<float> logits_to_host(int slot) const;
 
   const std::vector<StageSpec>& chunks() const { return chunks_; }
   // The MoE layers this rank holds, and their indices among all the model's MoE layers (blocks
@@ -100,7 +102,8 @@ class Model {
  private:
   struct Saved {
     int rows = 0;
-    const int* inputs = nullptr;
+    const int* inputs = nullptr;   // device copies of the micro-batch's tokens
+    const int* targets = nullptr;
     std::vector<float*> acts;  // inputs of the chunk's blocks; the last entry is its output
     float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
     std::vector<float*> grads;  // gradient w.r.t. each entry of acts (grads[0]: the chunk's input)
@@ -114,11 +117,12 @@ class Model {
     std::vector<Mtp> mtp;
   };
   // Forward of MTP module k (0-based) of a micro-batch; returns its summed cross-entropy.
-  double mtp_forward(int chunk, int slot, int k, const MicroBatch& mb, const LossScales& scales, double* aux);
+  double mtp_forward(int chunk, int slot, int k, const LossScales& scales, double* aux);
   // Backward of module k; dh_next is the gradient w.r.t. its output from module k+1 (or null).
   // Returns the gradient w.r.t. its input hidden state.
   float* mtp_backward_input(int chunk, int slot, int k, const float* dh_next);
   void mtp_backward_weight(int chunk, int slot, int k);
+  std::vector<float> to_host(const float* device, size_t n) const;
   ModelConfig cfg_;
   LayerEnv env_;
   std::vector<StageSpec> chunks_;

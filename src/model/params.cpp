@@ -44,13 +44,12 @@ int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init in
 
 int ParamStore::add_buffer(const std::string& name, size_t numel) {
   buffer_names.push_back(name);
-  buffers.emplace_back(numel, 0.0f);
-  return int(buffers.size()) - 1;
+  buffer_sizes_.push_back(numel);
+  return int(buffer_sizes_.size()) - 1;
 }
 
-void ParamStore::finalize(uint64_t seed, double init_std) {
-  values.assign(total_, 0.0f);
-  grads.assign(total_, 0.0f);
+void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std) {
+  std::vector<float> values(total_, 0.0f);
   for (size_t i = 0; i < infos.size(); ++i) {
     float* v = values.data() + infos[i].offset;
     const uint64_t key = param_key(seed, infos[i].name);
@@ -62,6 +61,11 @@ void ParamStore::finalize(uint64_t seed, double init_std) {
       }
     }
   }
+  values_ = Buffer(backend, DType::f32, total_);
+  values_.from_host(values);
+  grads_ = Buffer(backend, DType::f32, total_);
+  buffers_.clear();
+  for (size_t n : buffer_sizes_) buffers_.emplace_back(backend, DType::f32, n);
 }
 
 }  // namespace mt

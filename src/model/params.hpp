@@ -1,5 +1,5 @@
 #pragma once
-// All trainable parameters of a rank in one flat fp32 buffer, with gradients in a parallel
+// All trainable parameters of a rank in one flat fp32 device buffer, with gradients in a parallel
 // buffer of the same layout. Flat storage makes the optimizer, gradient clipping, gradient
 // reduction and checkpoints one loop each. Non-trainable state that is part of the model (the
 // router biases of auxiliary-loss-free balancing) lives in `buffers`.
@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tensor/buffer.hpp"
 
 namespace mt {
 
@@ -51,24 +53,37 @@ class ParamStore {
   int add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay,
           Spread spread = Spread::replicated, Split split = {});
   int add_buffer(const std::string& name, size_t numel);
-  // Allocates the buffers and initialises every parameter from (seed, name, element index).
-  void finalize(uint64_t seed, double init_std);
+  // Allocates the buffers on `backend` and initialises every parameter from (seed, name, element
+  // index); buffers start at zero.
+  void finalize(const Backend& backend, uint64_t seed, double init_std);
 
-  float* value(int id) { return values.data() + infos[id].offset; }
-  float* grad(int id) { return grads.data() + infos[id].offset; }
+  // Device pointers (for ops and Comm); the host reads and writes them through the host_/set_ calls.
+  float* value(int id) const { return values_.f32() + infos[id].offset; }
+  float* grad(int id) const { return grads_.f32() + infos[id].offset; }
+  float* buffer(int id) const { return buffers_[id].f32(); }
+  float* values_data() const { return values_.f32(); }
+  float* grads_data() const { return grads_.f32(); }
   const ParamInfo& info(int id) const { return infos[id]; }
-  float* buffer(int id) { return buffers[id].data(); }
-
+  size_t buffer_size(int id) const { return buffer_sizes_[id]; }
   size_t total() const { return total_; }
+  const Backend& backend() const { return values_.backend(); }
+
+  std::vector<float> host_values() const { return values_.to_host_f32(); }
+  std::vector<float> host_grads() const { return grads_.to_host_f32(); }
+  std::vector<float> host_buffer(int id) const { return buffers_[id].to_host_f32(); }
+  void set_values(const std::vector<float>& v) const { values_.from_host(v); }
+  void set_buffer(int id, const std::vector<float>& v) const { buffers_[id].from_host(v); }
+  void zero_grads() const { grads_.zero(); }
 
   std::vector<ParamInfo> infos;
-  std::vector<float> values, grads;
   std::vector<std::string> buffer_names;
-  std::vector<std::vector<float>> buffers;
 
  private:
   std::vector<Init> inits_;
+  std::vector<size_t> buffer_sizes_;
   size_t total_ = 0;
+  Buffer values_, grads_;
+  std::vector<Buffer> buffers_;
 };
 
 }  // namespace mt

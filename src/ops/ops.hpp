@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/moe_args.hpp"
+#include "ops/update_args.hpp"
+
 namespace mt {
 
 // Storage precision of GEMM inputs. bf16 rounds A and B to bfloat16 (round to nearest even)
@@ -22,6 +25,24 @@ struct GemmArgs {
   const float* b = nullptr; bool trans_b = false;
   float* c = nullptr;
   float alpha = 1.0f, beta = 0.0f;
+  GemmInputs inputs = GemmInputs::fp32;
+};
+
+// One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands
+// (offsets: [groups + 1] in device memory), so all the experts of a layer run in one call.
+//   Ragged::rows    C[rows_g, n] = A[rows_g, k] op(B_g) (+ C when beta = 1), B_g = b + g*n*k stored
+//                   [n, k] when trans_b, else [k, n] (forward: x W^T; input gradient: dy W)
+//   Ragged::reduce  C_g[m, n] += A[rows_g, m]^T B[rows_g, n], C_g = c + g*m*n (weight gradients)
+enum class Ragged { rows, reduce };
+struct GroupedGemmArgs {
+  int groups = 0;
+  const int* offsets = nullptr;
+  Ragged ragged = Ragged::rows;
+  int m = 0, n = 0, k = 0;  // the ragged dimension's entry is not read
+  const float* a = nullptr;
+  const float* b = nullptr; bool trans_b = false;
+  float* c = nullptr;
+  float beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
 };
 
@@ -107,6 +128,8 @@ struct OpTable {
   void (*upload)(DeviceState*, void* dst, const void* src, size_t bytes);
   void (*download)(DeviceState*, void* dst, const void* src, size_t bytes);
   void (*synchronize)(DeviceState*);
+  void (*copy)(DeviceState*, void* dst, const void* src, size_t bytes);  // device to device
+  void (*zero)(DeviceState*, void* dst, size_t bytes);
 
   void (*gemm)(DeviceState*, const GemmArgs&);
   void (*rmsnorm_forward)(DeviceState*, const RmsNormForwardArgs&);
@@ -122,7 +145,34 @@ struct OpTable {
   void (*embedding_backward)(DeviceState*, const EmbeddingBackwardArgs&);
   void (*add)(DeviceState*, const AddArgs&);
   void (*copy_columns)(DeviceState*, const CopyColumnsArgs&);
+
+  void (*grouped_gemm)(DeviceState*, const GroupedGemmArgs&);
+  void (*sigmoid)(DeviceState*, const SigmoidArgs&);
+  void (*router_select)(DeviceState*, const RouterSelectArgs&);
+  void (*moe_permute)(DeviceState*, const MoePermuteArgs&);
+  void (*gather_rows)(DeviceState*, const GatherRowsArgs&);
+  void (*moe_combine)(DeviceState*, const MoeCombineArgs&);
+  void (*moe_combine_backward)(DeviceState*, const MoeCombineBackwardArgs&);
+  double (*balance_loss)(DeviceState*, const BalanceLossArgs&);
+  void (*balance_prob_sums)(DeviceState*, const BalanceProbSumsArgs&);
+  double (*global_balance)(DeviceState*, const GlobalBalanceArgs&);
+  void (*router_backward)(DeviceState*, const RouterBackwardArgs&);
+  void (*bias_update)(DeviceState*, const BiasUpdateArgs&);
+  void (*shift_tokens)(DeviceState*, const ShiftTokensArgs&);
+  void (*scale)(DeviceState*, const ScaleArgs&);
+  double (*sum_squares)(DeviceState*, const SumSquaresArgs&);
+  void (*adamw)(DeviceState*, const AdamwArgs&);
 };
+
+// Every arithmetic entry of OpTable, for code that treats them alike (missing_ops, the strict
+// backend's guards).
+#define MT_OP_LIST(X)                                                                                 \
+  X(gemm) X(rmsnorm_forward) X(rmsnorm_backward_input) X(rmsnorm_backward_weight) X(rope)             \
+  X(attention_forward) X(attention_backward) X(swiglu_forward) X(swiglu_backward) X(cross_entropy)    \
+  X(embedding_forward) X(embedding_backward) X(add) X(copy_columns) X(grouped_gemm) X(sigmoid)        \
+  X(router_select) X(moe_permute) X(gather_rows) X(moe_combine) X(moe_combine_backward)               \
+  X(balance_loss) X(balance_prob_sums) X(global_balance) X(router_backward) X(bias_update)             \
+  X(shift_tokens) X(scale) X(sum_squares) X(adamw)
 
 // Names of the table entries a backend leaves empty (it cannot run the whole model yet).
 std::vector<std::string> missing_ops(const OpTable& t);
@@ -146,9 +196,40 @@ struct Backend {
   void embedding_backward(const EmbeddingBackwardArgs& a) const { ops->embedding_backward(state, a); }
   void add(const AddArgs& a) const { ops->add(state, a); }
   void copy_columns(const CopyColumnsArgs& a) const { ops->copy_columns(state, a); }
+  void grouped_gemm(const GroupedGemmArgs& a) const { ops->grouped_gemm(state, a); }
+  void sigmoid(const SigmoidArgs& a) const { ops->sigmoid(state, a); }
+  void router_select(const RouterSelectArgs& a) const { ops->router_select(state, a); }
+  void moe_permute(const MoePermuteArgs& a) const { ops->moe_permute(state, a); }
+  void gather_rows(const GatherRowsArgs& a) const { ops->gather_rows(state, a); }
+  void moe_combine(const MoeCombineArgs& a) const { ops->moe_combine(state, a); }
+  void moe_combine_backward(const MoeCombineBackwardArgs& a) const { ops->moe_combine_backward(state, a); }
+  double balance_loss(const BalanceLossArgs& a) const { return ops->balance_loss(state, a); }
+  void balance_prob_sums(const BalanceProbSumsArgs& a) const { ops->balance_prob_sums(state, a); }
+  double global_balance(const GlobalBalanceArgs& a) const { return ops->global_balance(state, a); }
+  void router_backward(const RouterBackwardArgs& a) const { ops->router_backward(state, a); }
+  void bias_update(const BiasUpdateArgs& a) const { ops->bias_update(state, a); }
+  void shift_tokens(const ShiftTokensArgs& a) const { ops->shift_tokens(state, a); }
+  void scale(const ScaleArgs& a) const { ops->scale(state, a); }
+  double sum_squares(const SumSquaresArgs& a) const { return ops->sum_squares(state, a); }
+  void adamw(const AdamwArgs& a) const { ops->adamw(state, a); }
+
+  // Memory: device buffers are reached from the host only through these.
+  void* alloc(size_t bytes) const { return ops->alloc(state, bytes); }
+  void release(void* p) const { ops->release(state, p); }
+  void upload(void* dst, const void* src, size_t bytes) const { ops->upload(state, dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) const { ops->download(state, dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) const { ops->copy(state, dst, src, bytes); }
+  void zero(void* dst, size_t bytes) const { ops->zero(state, dst, bytes); }
+  void synchronize() const { ops->synchronize(state); }
 };
 
 const OpTable& cpu_ops();
 Backend cpu_backend();
+
+// The CPU op table with device discipline enforced: every buffer it allocates is unreadable
+// (mprotect PROT_NONE) except during its own op calls, so host code that touches device memory
+// dies at once. Numerically identical to cpu_backend().
+Backend cpu_strict_backend_create();
+void cpu_strict_backend_destroy(Backend& b);
 
 }  // namespace mt

@@ -1,17 +1,15 @@
 #include "tensor/arena.hpp"
 
 #include <algorithm>
-#include <cstring>
+#include <cstddef>
 
 namespace mt {
 
 static constexpr size_t kAlign = 64;
 
-Arena::Block Arena::make_block(size_t size) {
-  Block b;
-  b.data.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, size)));
-  b.size = size;
-  return b;
+Arena::Block Arena::make_block(size_t size) const {
+  // Backends align allocations to at least 16 bytes; blocks are whole numbers of kAlign.
+  return Block{Buffer(backend_, DType::f32, size / sizeof(float)), size, 0};
 }
 
 void* Arena::bytes(size_t n) {
@@ -21,7 +19,7 @@ void* Arena::bytes(size_t n) {
     blocks_.push_back(make_block(size));
   }
   Block& b = blocks_.back();
-  void* p = b.data.get() + b.used;
+  void* p = reinterpret_cast<std::byte*>(b.data.f32()) + b.used;
   b.used += n;
   in_use_ += n;
   if (in_use_ > high_water_) high_water_ = in_use_;
@@ -30,7 +28,7 @@ void* Arena::bytes(size_t n) {
 
 float* Arena::zeros(size_t n) {
   float* p = floats(n);
-  std::memset(p, 0, n * sizeof(float));
+  backend_.zero(p, n * sizeof(float));
   return p;
 }
 

@@ -1,18 +1,21 @@
 #pragma once
-// A bump allocator for one micro-batch's activations. Everything a forward pass saves and
-// everything its backward pass produces lives here until the micro-batch is retired, so layers
-// can keep plain pointers to their inputs. The first step grows the arena as needed; reset()
-// then coalesces it into one block of the high-water size, so later steps allocate nothing.
+// A bump allocator of device memory for one micro-batch's activations. Everything a forward pass
+// saves and everything its backward pass produces lives here until the micro-batch is retired,
+// so layers can keep plain (device) pointers to their inputs. The first step grows the arena as
+// needed; reset() then coalesces it into one block of the high-water size, so later steps
+// allocate nothing.
 #include <cstddef>
-#include <cstdlib>
-#include <memory>
 #include <vector>
+
+#include "tensor/buffer.hpp"
 
 namespace mt {
 
 class Arena {
  public:
+  explicit Arena(const Backend& backend) : backend_(backend) {}
   float* floats(size_t n) { return static_cast<float*>(bytes(n * sizeof(float))); }
+  double* doubles(size_t n) { return static_cast<double*>(bytes(n * sizeof(double))); }
   int* ints(size_t n) { return static_cast<int*>(bytes(n * sizeof(int))); }
   void* bytes(size_t n);
   // Zero-filled variant for accumulators.
@@ -20,11 +23,12 @@ class Arena {
   void reset();
   size_t capacity() const;
   size_t high_water() const { return high_water_; }
+  const Backend& backend() const { return backend_; }
 
  private:
-  struct Free { void operator()(std::byte* p) const { std::free(p); } };
-  struct Block { std::unique_ptr<std::byte[], Free> data; size_t size = 0, used = 0; };
-  static Block make_block(size_t size);
+  struct Block { Buffer data; size_t size = 0, used = 0; };
+  Block make_block(size_t size) const;
+  Backend backend_;
   std::vector<Block> blocks_;
   size_t in_use_ = 0, high_water_ = 0;
 };

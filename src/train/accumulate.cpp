@@ -34,10 +34,21 @@ void add_forward_result(StepTotals& totals, const ForwardResult& r, const ModelC
 void sum_moe_statistics(Model& model, Comm& group) {
   if (group.size() == 1) return;
   const bool global = global_balance(model.config());
+  // A few numbers per expert: they cross as host copies.
+  auto sum = [&](const Buffer& b) {
+    std::vector<double> v = b.to_host_f64();
+    group.all_reduce_sum(v);
+    b.from_host(v);
+  };
   for (MoE* moe : model.moe_layers()) {
-    group.all_reduce_sum(moe->step_load_sums());
-    if (global) group.all_reduce_sum(moe->step_prob_sums());
+    sum(moe->router().step_load());
+    if (global) sum(moe->router().step_prob_sums());
   }
+}
+
+void start_step(Model& model) {
+  model.params.zero_grads();
+  for (MoE* moe : model.moe_layers()) moe->router().reset_step_statistics();
 }
 
 double finish_global_balance(Model& model, int global_batch) {
@@ -55,8 +66,7 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
   const bool global = global_balance(m);
   const LossScales scales = loss_scales(m, global_batch, micro_batch);
   StepTotals totals;
-  std::fill(model.params.grads.begin(), model.params.grads.end(), 0.0f);
-  for (MoE* moe : model.moe_layers()) moe->reset_step_load();
+  start_step(model);
   std::vector<int> inputs, targets;
   auto backward = [&](int slot) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -27,6 +27,8 @@ LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch);
 // global-batch loss).
 int slots_needed(const ModelConfig& m, int global_batch, int micro_batch, int dp = 1);
 
+// Zeroes the gradients and the MoE layers' step statistics.
+void start_step(Model& model);
 // Adds a micro-batch's forward to the step's totals.
 void add_forward_result(StepTotals& totals, const ForwardResult& r, const ModelConfig& m, int global_batch);
 // Sums the step's MoE statistics over `group`: the load, and for a global-batch balance loss the

@@ -1,5 +1,6 @@
 #pragma once
-// The AdamW update of one run of elements (decoupled weight decay, bias-corrected moments).
+// AdamW's per-step coefficients (decoupled weight decay, bias-corrected moments); the update
+// itself is the adamw op (ops/adamw_math.hpp).
 #include <cstddef>
 
 #include "config/config.hpp"
@@ -15,6 +16,5 @@ struct AdamwCoefficients {
 
 // Coefficients of step t (1-based); `decay` selects whether weight decay applies.
 AdamwCoefficients adamw_coefficients(const OptimizerConfig& cfg, double lr, long t, bool decay);
-void adamw_update(const AdamwCoefficients& c, size_t n, const float* grad, float* value, float* m, float* v);
 
 }  // namespace mt

@@ -21,6 +21,12 @@ DeviceChoice choose_device(const Config& cfg) {
     d.description = "cpu";
     return d;
   }
+  if (want == "cpu-strict") {
+    d.backend = cpu_strict_backend_create();
+    d.owned = DeviceChoice::Owned::strict;
+    d.description = "cpu-strict (device memory unreadable outside op calls)";
+    return d;
+  }
   std::string why;
   bool usable = cuda_available(&why);
   if (usable) {
@@ -28,7 +34,7 @@ DeviceChoice choose_device(const Config& cfg) {
     std::vector<std::string> missing = missing_ops(*probe.ops);
     if (missing.empty()) {
       d.backend = probe;
-      d.owns_cuda = true;
+      d.owned = DeviceChoice::Owned::cuda;
       d.description = "cuda:0";
       return d;
     }
@@ -45,8 +51,9 @@ DeviceChoice choose_device(const Config& cfg) {
 }
 
 void release_device(DeviceChoice& d) {
-  if (d.owns_cuda) cuda_backend_destroy(d.backend);
-  d.owns_cuda = false;
+  if (d.owned == DeviceChoice::Owned::cuda) cuda_backend_destroy(d.backend);
+  if (d.owned == DeviceChoice::Owned::strict) cpu_strict_backend_destroy(d.backend);
+  d.owned = DeviceChoice::Owned::none;
 }
 
 }  // namespace mt

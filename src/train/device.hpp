@@ -1,6 +1,7 @@
 #pragma once
-// Chooses where the step runs from precision.device: "cpu", "cuda", or "auto" (CUDA when a GPU
-// is present and the CUDA op table can run the whole model, else CPU).
+// Chooses where the step runs from precision.device: "cpu", "cuda", "cpu-strict" (the CPU with
+// device memory protected outside op calls), or "auto" (CUDA when a GPU is present and the CUDA
+// op table can run the whole model, else CPU).
 #include <string>
 
 #include "config/config.hpp"
@@ -11,7 +12,7 @@ namespace mt {
 struct DeviceChoice {
   Backend backend;
   std::string description;  // e.g. "cpu (OpenBLAS, 2 threads)"; why auto chose it
-  bool owns_cuda = false;
+  enum class Owned { none, cuda, strict } owned = Owned::none;  // what release_device() frees
 };
 
 DeviceChoice choose_device(const Config& cfg);

@@ -26,7 +26,7 @@ void dump_step(const Config& cfg, const std::string& path) {
   h5::silence_errors();
   h5::Handle f = h5::create_file(path, false);
   h5::write_string_attr(f, "config_toml", cfg.resolved_toml);
-  write_param_set(f, "/before/params", model.params, model.params.values);
+  write_param_set(f, "/before/params", model.params, model.params.host_values());
   write_buffers(f, "/before/buffers", model.params);
 
   const size_t rows = size_t(t.micro_batch) * m.seq_len;
@@ -39,13 +39,14 @@ void dump_step(const Config& cfg, const std::string& path) {
         std::copy(targets.begin(), targets.end(), all_targets.begin() + mb * rows);
       },
       [&](int mb, int slot) {
-        std::copy(model.logits(slot), model.logits(slot) + rows * m.vocab_size, logits.begin() + mb * rows * m.vocab_size);
+        const std::vector<float> slot_logits = model.logits_to_host(slot);
+        std::copy(slot_logits.begin(), slot_logits.end(), logits.begin() + mb * rows * m.vocab_size);
       });
   const std::vector<hsize_t> batch_dims{hsize_t(t.global_batch), hsize_t(m.seq_len)};
   h5::write_ints(f, "/batch/inputs", all_inputs.data(), batch_dims);
   h5::write_ints(f, "/batch/targets", all_targets.data(), batch_dims);
   h5::write_floats(f, "/logits", logits.data(), {all_inputs.size(), hsize_t(m.vocab_size)});
-  write_param_set(f, "/grads", model.params, model.params.grads);
+  write_param_set(f, "/grads", model.params, model.params.host_grads());
   h5::write_double_attr(f, "loss", totals.ce_sum / double(all_inputs.size()));
   h5::write_double_attr(f, "aux_loss", totals.aux);
   h5::write_double_attr(f, "mtp_loss", totals.mtp);
@@ -59,7 +60,7 @@ void dump_step(const Config& cfg, const std::string& path) {
   const hsize_t moe_layers = model.moe_layers().size();
   if (moe_layers > 0)
     h5::write_floats(f, "/expert_load", u.expert_load.data(), {moe_layers, hsize_t(m.moe.n_routed_experts)});
-  write_param_set(f, "/after/params", model.params, model.params.values);
+  write_param_set(f, "/after/params", model.params, model.params.host_values());
   write_buffers(f, "/after/buffers", model.params);
   std::vector<float> exp_avg, exp_avg_sq;
   optimizer.export_moments(exp_avg, exp_avg_sq);

@@ -20,12 +20,11 @@ Optimizer::Optimizer(ParamStore& params, const OptimizerConfig& cfg, const Paral
   std::sort(by_name_.begin(), by_name_.end(), [&](int a, int b) { return params.infos[a].name < params.infos[b].name; });
   size_t moments = 0;
   if (zero1_) {
-    size_t total = 0;
-    for (int id : dense_) total += params.infos[id].numel;
+    const size_t total = packed_size(dense_);
     const size_t ranks = size_t(g_.dp->size());
     shard_ = (total + ranks - 1) / ranks;
-    packed_.assign(shard_ * ranks, 0.0f);
-    shard_grad_.assign(shard_, 0.0f);
+    packed_ = Buffer(be(), DType::f32, shard_ * ranks);
+    shard_grad_ = Buffer(be(), DType::f32, shard_);
     const size_t lo = shard_ * size_t(g_.dp->rank()), hi = std::min(total, lo + shard_);
     size_t at = 0;  // packed offset of the parameter
     for (int id : dense_) {
@@ -42,136 +41,144 @@ Optimizer::Optimizer(ParamStore& params, const OptimizerConfig& cfg, const Paral
     for (size_t i = 0; i < params.infos.size(); ++i) runs_.push_back({int(i), 0, params.infos[i].numel, params.infos[i].offset, false, 0});
     moments = params.total();
   }
-  m_.assign(moments, 0.0f);
-  v_.assign(moments, 0.0f);
+  m_ = Buffer(be(), DType::f32, moments);
+  v_ = Buffer(be(), DType::f32, moments);
 }
 
-void Optimizer::pack(const std::vector<int>& ids, const std::vector<float>& from, std::vector<float>& to) const {
+size_t Optimizer::packed_size(const std::vector<int>& ids) const {
   size_t n = 0;
   for (int id : ids) n += params_.infos[id].numel;
-  if (to.size() < n) to.resize(n);
+  return n;
+}
+
+void Optimizer::pack(const std::vector<int>& ids, const float* from, float* to) const {
   size_t at = 0;
   for (int id : ids) {
     const ParamInfo& p = params_.infos[id];
-    std::copy(from.begin() + p.offset, from.begin() + p.offset + p.numel, to.begin() + at);
+    be().copy(to + at, from + p.offset, p.numel * sizeof(float));
     at += p.numel;
   }
 }
 
-void Optimizer::unpack(const std::vector<int>& ids, const std::vector<float>& from, std::vector<float>& to) const {
+void Optimizer::unpack(const std::vector<int>& ids, const float* from, float* to) const {
   size_t at = 0;
   for (int id : ids) {
     const ParamInfo& p = params_.infos[id];
-    std::copy(from.begin() + at, from.begin() + at + p.numel, to.begin() + p.offset);
+    be().copy(to + p.offset, from + at, p.numel * sizeof(float));
     at += p.numel;
   }
 }
 
+void Optimizer::sum_over(const std::vector<int>& ids, Comm& group) {
+  Buffer buf(be(), DType::f32, packed_size(ids));
+  pack(ids, params_.grads_data(), buf.f32());
+  group.all_reduce_sum(std::span<float>(buf.f32(), buf.count()));
+  unpack(ids, buf.f32(), params_.grads_data());
+}
 
 double Optimizer::reduce_gradients() {
-  std::vector<float>& grads = params_.grads;
-  std::vector<float> buf;
+  float* grads = params_.grads_data();
   const int tp = g_.tp->size();
-  if (g_.mirror->size() > 1) {
-    pack(by_name_, grads, buf);
-    g_.mirror->all_reduce_sum(buf);
-    unpack(by_name_, buf, grads);
-  }
-  if (g_.embedding->size() > 1) {
-    pack(embedding_, grads, buf);
-    g_.embedding->all_reduce_sum(buf);
-    unpack(embedding_, buf, grads);
-  }
-  if (tp > 1 && !partial_.empty()) {
-    pack(partial_, grads, buf);
-    g_.tp->all_reduce_sum(buf);
-    unpack(partial_, buf, grads);
-  }
+  if (g_.mirror->size() > 1) sum_over(by_name_, *g_.mirror);
+  if (g_.embedding->size() > 1) sum_over(embedding_, *g_.embedding);
+  if (tp > 1 && !partial_.empty()) sum_over(partial_, *g_.tp);
   // The experts' sum travels while the dense parameters are summed.
-  std::vector<float> expert_buf;
+  Buffer expert_buf;
   std::unique_ptr<Request> experts_summed;
   const bool sum_experts = !experts_.empty() && (g_.expert_replicas->size() > 1 || tp > 1);
   if (sum_experts) {
-    pack(experts_, grads, expert_buf);
-    experts_summed = g_.expert_replicas->iall_reduce_sum(expert_buf);
+    expert_buf = Buffer(be(), DType::f32, packed_size(experts_));
+    pack(experts_, grads, expert_buf.f32());
+    experts_summed = g_.expert_replicas->iall_reduce_sum(std::span<float>(expert_buf.f32(), expert_buf.count()));
   }
   if (zero1_) {
-    pack(dense_, grads, packed_);
-    g_.dp->reduce_scatter_sum(packed_, shard_grad_);
+    pack(dense_, grads, packed_.f32());
+    g_.dp->reduce_scatter_sum(std::span<const float>(packed_.f32(), packed_.count()),
+                              std::span<float>(shard_grad_.f32(), shard_grad_.count()));
   } else if (g_.dp->size() > 1) {
-    pack(dense_, grads, buf);
-    g_.dp->all_reduce_sum(buf);
-    unpack(dense_, buf, grads);
+    sum_over(dense_, *g_.dp);
   }
   if (sum_experts) {
     experts_summed->wait();
-    if (tp > 1)
-      for (float& x : expert_buf) x /= float(tp);
-    unpack(experts_, expert_buf, grads);
+    if (tp > 1) be().scale({.n = expert_buf.count(), .factor = 1.0f / float(tp), .x = expert_buf.f32()});
+    unpack(experts_, expert_buf.f32(), grads);
   }
   // Each element's gradient counts once: on its first copy, or under ZeRO-1 on the data-parallel
   // rank whose shard holds it (and the first tensor-parallel rank unless split there).
   std::vector<double> ss{0.0};
-  auto add = [&](const float* g, size_t n) {
-    for (size_t i = 0; i < n; ++i) ss[0] += double(g[i]) * g[i];
-  };
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
     if (!first_copy(p, g_, r.sharded)) continue;
-    add(r.sharded ? shard_grad_.data() + r.grad_offset : grads.data() + p.offset + r.begin, r.len);
+    const float* g = r.sharded ? shard_grad_.f32() + r.grad_offset : grads + p.offset + r.begin;
+    ss[0] += be().sum_squares({.n = r.len, .x = g});
   }
   g_.world->all_reduce_sum(ss);
   return std::sqrt(ss[0]);
 }
 
 void Optimizer::scale_gradients(float factor) {
-  for (float& g : params_.grads) g *= factor;
-  for (float& g : shard_grad_) g *= factor;
+  be().scale({.n = params_.total(), .factor = factor, .x = params_.grads_data()});
+  if (shard_grad_.count()) be().scale({.n = shard_grad_.count(), .factor = factor, .x = shard_grad_.f32()});
 }
 
 void Optimizer::step(double lr, long t) {
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
-    const float* grad = r.sharded ? shard_grad_.data() + r.grad_offset : params_.grads.data() + p.offset + r.begin;
-    adamw_update(adamw_coefficients(cfg_, lr, t, p.decay), r.len, grad, params_.values.data() + p.offset + r.begin,
-                 m_.data() + r.moment, v_.data() + r.moment);
+    const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.offset + r.begin;
+    const AdamwCoefficients c = adamw_coefficients(cfg_, lr, t, p.decay);
+    be().adamw({.n = r.len, .lr = c.lr, .bias_correction1 = c.bias_correction1,
+                .bias_correction2 = c.bias_correction2, .eps = c.eps, .beta1 = c.beta1, .beta2 = c.beta2,
+                .decay = c.decay, .grad = grad, .value = params_.values_data() + p.offset + r.begin,
+                .m = m_.f32() + r.moment, .v = v_.f32() + r.moment});
   }
   if (zero1_) {
     // Only this rank's shard is new: it goes out, every shard comes back.
-    std::vector<float> mine(shard_, 0.0f);
+    Buffer mine(be(), DType::f32, shard_);
     for (const Run& r : runs_)
       if (r.sharded)
-        std::copy_n(params_.values.begin() + params_.infos[r.param].offset + r.begin, r.len, mine.begin() + r.grad_offset);
-    g_.dp->all_gather(mine, packed_);
-    unpack(dense_, packed_, params_.values);
+        be().copy(mine.f32() + r.grad_offset, params_.values_data() + params_.infos[r.param].offset + r.begin,
+                  r.len * sizeof(float));
+    g_.dp->all_gather(std::span<const float>(mine.f32(), shard_), std::span<float>(packed_.f32(), packed_.count()));
+    unpack(dense_, packed_.f32(), params_.values_data());
   }
 }
 
 void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
   for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
+    const std::vector<float> here = mine->to_host_f32();
     full->assign(params_.total(), 0.0f);
     for (const Run& r : runs_)
       if (!r.sharded)
-        std::copy_n(mine->begin() + r.moment, r.len, full->begin() + params_.infos[r.param].offset + r.begin);
+        std::copy_n(here.begin() + r.moment, r.len, full->begin() + params_.infos[r.param].offset + r.begin);
     if (zero1_) {
-      const std::vector<float> shard(mine->begin(), mine->begin() + shard_);
+      const std::vector<float> shard(here.begin(), here.begin() + shard_);
       std::vector<float> all(shard_ * g_.dp->size());
       g_.dp->all_gather(shard, all);
-      unpack(dense_, all, *full);
+      size_t at = 0;
+      for (int id : dense_) {
+        const ParamInfo& p = params_.infos[id];
+        std::copy_n(all.begin() + at, p.numel, full->begin() + p.offset);
+        at += p.numel;
+      }
     }
   }
 }
 
 void Optimizer::import_moments(const std::vector<float>& m, const std::vector<float>& v) {
   for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
+    std::vector<float> here(mine->count(), 0.0f);
     for (const Run& r : runs_)
       if (!r.sharded)
-        std::copy_n(full->begin() + params_.infos[r.param].offset + r.begin, r.len, mine->begin() + r.moment);
+        std::copy_n(full->begin() + params_.infos[r.param].offset + r.begin, r.len, here.begin() + r.moment);
     if (zero1_) {
-      std::vector<float> all(shard_ * g_.dp->size(), 0.0f);
-      pack(dense_, *full, all);
-      std::copy_n(all.begin() + shard_ * g_.dp->rank(), shard_, mine->begin());
+      size_t at = 0, lo = shard_ * size_t(g_.dp->rank());
+      for (int id : dense_) {
+        const ParamInfo& p = params_.infos[id];
+        for (size_t i = 0; i < p.numel; ++i, ++at)
+          if (at >= lo && at < lo + shard_) here[at - lo] = (*full)[p.offset + i];
+      }
     }
+    mine->from_host(here);
   }
 }
 

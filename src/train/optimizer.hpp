@@ -11,11 +11,14 @@
 // moments are sharded over the data-parallel group: gradients are reduce-scattered, each rank
 // updates its 1/dp of the dense weights, and the updated weights are all-gathered. Routed
 // experts keep whole moments on their ranks (they are already split ep ways).
+// Moments, packed gradients and shards are device buffers of the parameters' backend; the norm,
+// the clipping and AdamW are ops, and Comm moves the packed device buffers.
 #include <cstddef>
 #include <vector>
 
 #include "config/config.hpp"
 #include "model/params.hpp"
+#include "tensor/buffer.hpp"
 #include "parallel/groups.hpp"
 
 namespace mt {
@@ -34,7 +37,7 @@ class Optimizer {
   // Collective over the data-parallel group under ZeRO-1.
   void export_moments(std::vector<float>& m, std::vector<float>& v);
   void import_moments(const std::vector<float>& m, const std::vector<float>& v);
-  size_t moment_floats() const { return m_.size(); }
+  size_t moment_floats() const { return m_.count(); }
   const ParallelGroups& groups() const { return g_; }
 
  private:
@@ -47,9 +50,14 @@ class Optimizer {
     bool sharded = false;
     size_t grad_offset = 0;
   };
-  // Copies the listed parameters' parts of `from` (ParamStore layout) into a packed buffer and back.
-  void pack(const std::vector<int>& ids, const std::vector<float>& from, std::vector<float>& to) const;
-  void unpack(const std::vector<int>& ids, const std::vector<float>& from, std::vector<float>& to) const;
+  // Copies the listed parameters' parts of `from` (ParamStore layout, device) into a packed device
+  // buffer and back.
+  size_t packed_size(const std::vector<int>& ids) const;
+  void pack(const std::vector<int>& ids, const float* from, float* to) const;
+  void unpack(const std::vector<int>& ids, const float* from, float* to) const;
+  // Sums the listed parameters' gradients over `group`.
+  void sum_over(const std::vector<int>& ids, Comm& group);
+  const Backend& be() const { return params_.backend(); }
 
   ParamStore& params_;
   OptimizerConfig cfg_;
@@ -58,9 +66,9 @@ class Optimizer {
   std::vector<int> dense_, experts_, partial_, embedding_;
   std::vector<int> by_name_;  // every parameter, ordered by name
   size_t shard_ = 0;                // ZeRO-1: dense elements per data-parallel rank (padded)
-  std::vector<float> packed_, shard_grad_;
+  Buffer packed_, shard_grad_;
   std::vector<Run> runs_;
-  std::vector<float> m_, v_;
+  Buffer m_, v_;
 };
 
 }  // namespace mt

@@ -96,9 +96,9 @@ class Executor {
 
   // Hands what a task produced to the position that needs it: in memory on this rank, or to
   // the outbox for the schedule's send.
-  void deliver(const Transfer& t, const float* data) {
+  void deliver(const Transfer& t, std::vector<float> data) {
     const int to = pl_.slot(t.flow, receiving_position(t)).rank;
-    (to == me_ ? mailbox_ : outbox_)[key_of(t)].assign(data, data + values_);
+    (to == me_ ? mailbox_ : outbox_)[key_of(t)] = std::move(data);
   }
 
   std::vector<float> take(const Transfer& t) {
@@ -164,12 +164,12 @@ class Executor {
     const int pos = p.loc.position;
     if (t.pass == Pass::forward) {
       add_forward_result(totals_, p.result, model_.config(), global_batch_);
-      if (!last_position(p)) deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output(t.chunk, p.slot));
+      if (!last_position(p)) deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output_to_host(t.chunk, p.slot));
       if (timed) totals_.t_forward += p.seconds;
       return;
     }
     if (t.pass != Pass::weight_grad && pos > 0)
-      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, model_.input_grad(t.chunk, p.slot));
+      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, model_.input_grad_to_host(t.chunk, p.slot));
     if (t.pass != Pass::input_grad) {
       model_.retire(t.chunk, p.slot);
       free_slots_[t.chunk].push_back(p.slot);
@@ -247,8 +247,7 @@ class Executor {
 
 StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, int global_batch,
                          int micro_batch, const FillMicroBatch& fill) {
-  std::fill(model.params.grads.begin(), model.params.grads.end(), 0.0f);
-  for (MoE* moe : model.moe_layers()) moe->reset_step_load();
+  start_step(model);
   Executor run(model, schedule, g, global_batch, micro_batch, fill);
   run.run(schedule.ranks[g.me.pp]);
   StepTotals totals = run.totals();
@@ -286,7 +285,7 @@ std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Plac
                                             pos > 0 ? carried.data() : nullptr, {0.0f, 0.0f, 0.0f});
       sums[0] += r.ce_sum;
       sums[1] += double(r.tokens);
-      if (pos + 1 < pl.stages) std::copy_n(model.output(here.chunk, 0), values, carried.begin());
+      if (pos + 1 < pl.stages) carried = model.output_to_host(here.chunk, 0);
       if (used_chunk >= 0) model.retire(used_chunk, 0);
       used_chunk = here.chunk;
     }

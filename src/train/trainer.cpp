@@ -83,6 +83,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
 }
 
 Trainer::~Trainer() {
+  // Every buffer goes back to the backend before the backend itself.
+  optimizer_.reset();
   model_.reset();
   release_device(device_);
 }

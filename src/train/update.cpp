@@ -26,13 +26,15 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   const std::vector<int> index = model.moe_layer_indices();
   const std::vector<MoE*> layers = model.moe_layers();
   for (size_t i = 0; i < layers.size(); ++i) {
-    MoE* moe = layers[i];
-    moe->update_bias();
+    Router& router = layers[i]->router();
+    router.update_bias();
     if (g.mirror->rank() != 0) continue;
     const size_t at = size_t(index[i]) * E;
+    const std::vector<double> load = router.step_load().to_host_f64();
+    const std::vector<float> bias = model.params.host_buffer(router.bias);
     for (int e = 0; e < E; ++e) {
-      rows[at + e] = float(moe->step_load()[e] / routed);
-      rows[all + at + e] = moe->bias()[e];
+      rows[at + e] = float(load[e] / routed);
+      rows[all + at + e] = bias[e];
     }
   }
   g.pp->all_reduce_sum(rows);

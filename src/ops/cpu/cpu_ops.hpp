@@ -18,5 +18,21 @@ void embedding_forward(DeviceState*, const EmbeddingForwardArgs&);
 void embedding_backward(DeviceState*, const EmbeddingBackwardArgs&);
 void add(DeviceState*, const AddArgs&);
 void copy_columns(DeviceState*, const CopyColumnsArgs&);
+void grouped_gemm(DeviceState*, const GroupedGemmArgs&);
+void sigmoid(DeviceState*, const SigmoidArgs&);
+void router_select(DeviceState*, const RouterSelectArgs&);
+void moe_permute(DeviceState*, const MoePermuteArgs&);
+void gather_rows(DeviceState*, const GatherRowsArgs&);
+void moe_combine(DeviceState*, const MoeCombineArgs&);
+void moe_combine_backward(DeviceState*, const MoeCombineBackwardArgs&);
+double balance_loss(DeviceState*, const BalanceLossArgs&);
+void balance_prob_sums(DeviceState*, const BalanceProbSumsArgs&);
+double global_balance(DeviceState*, const GlobalBalanceArgs&);
+void router_backward(DeviceState*, const RouterBackwardArgs&);
+void bias_update(DeviceState*, const BiasUpdateArgs&);
+void shift_tokens(DeviceState*, const ShiftTokensArgs&);
+void scale(DeviceState*, const ScaleArgs&);
+double sum_squares(DeviceState*, const SumSquaresArgs&);
+void adamw(DeviceState*, const AdamwArgs&);
 
 }  // namespace mt::cpu

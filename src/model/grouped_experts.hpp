@@ -1,0 +1,36 @@
+#pragma once
+// The routed experts of a layer as one grouped SwiGLU over rows grouped by expert:
+// y[rows of g] = W_down,g (silu(W_gate,g x) * (W_up,g x)). Each projection is one grouped GEMM
+// for all the experts (ops.hpp: grouped_gemm), however the rows are spread over them.
+#include "model/layer_env.hpp"
+
+namespace mt {
+
+struct GroupedExpertWeights {
+  const float* gate = nullptr;  // [groups, hidden, dim]
+  const float* up = nullptr;    // [groups, hidden, dim]
+  const float* down = nullptr;  // [groups, dim, hidden]
+  int groups = 0, dim = 0, hidden = 0;
+};
+struct GroupedExpertGrads { float* gate = nullptr; float* up = nullptr; float* down = nullptr; };
+
+// What one micro-batch keeps between the passes (device pointers).
+struct GroupedExpertsSaved {
+  int rows = 0;
+  const int* offsets = nullptr;  // [groups + 1] rows of each expert
+  const float* x = nullptr;
+  float *a = nullptr, *b = nullptr, *h = nullptr;  // gate and up pre-activations, their product
+  const float* dy = nullptr;
+  float *da = nullptr, *db = nullptr;
+};
+
+// y[rows, dim] = the experts applied to their rows of x.
+void grouped_experts_forward(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w, const int* offsets,
+                             const float* x, int rows, float* y, GroupedExpertsSaved& s);
+// dx[rows, dim] from dy; keeps what the weight gradients need.
+void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w,
+                                    const float* dy, float* dx, GroupedExpertsSaved& s);
+void grouped_experts_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const GroupedExpertGrads& g,
+                                     const GroupedExpertsSaved& s);
+
+}  // namespace mt

@@ -1,0 +1,83 @@
+#include "model/token_dispatch.hpp"
+
+#include <numeric>
+
+namespace mt {
+
+TokenDispatcher::TokenDispatcher(const LayerEnv& env, int d_model, int experts, int top_k)
+    : env_(env), d_(d_model), experts_(experts), top_k_(top_k) {}
+
+float* TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load,
+                                DispatchSaved& s) {
+  const Backend& be = env_.be();
+  s.pairs = tokens * top_k_;
+  s.expert_begin = arena.ints(size_t(experts_) + 1);
+  s.perm_token = arena.ints(size_t(s.pairs));
+  s.slot_row = arena.ints(size_t(s.pairs));
+  be.moe_permute({.tokens = tokens, .top_k = top_k_, .experts = experts_, .chosen = chosen,
+                  .expert_begin = s.expert_begin, .perm_token = s.perm_token, .slot_row = s.slot_row, .load = load});
+  float* xe = arena.floats(size_t(s.pairs) * d_);
+  be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst = xe});
+  if (env_.shard.ep_size > 1) plan(arena, s);
+  return xe;
+}
+
+void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
+  const int peers = env_.shard.ep_size, L = local_experts();
+  std::vector<int> begin(size_t(experts_) + 1), counts_out(experts_), counts_in(experts_);
+  env_.be().download(begin.data(), s.expert_begin, begin.size() * sizeof(int));
+  for (int e = 0; e < experts_; ++e) counts_out[e] = begin[e + 1] - begin[e];
+  env_.shard.ep->all_to_all(counts_out, counts_in);  // counts_in[src * L + j]: rows from src for local expert j
+  s.send_values.assign(peers, 0);
+  s.recv_values.assign(peers, 0);
+  std::vector<int> local_begin(size_t(L) + 1, 0);
+  for (int q = 0; q < peers; ++q)
+    for (int j = 0; j < L; ++j) {
+      s.send_values[q] += counts_out[q * L + j] * d_;
+      s.recv_values[q] += counts_in[q * L + j] * d_;
+      local_begin[j + 1] += counts_in[q * L + j];
+    }
+  for (int j = 0; j < L; ++j) local_begin[j + 1] += local_begin[j];
+  s.rows_in = local_begin[L];
+  std::vector<int> local_of(s.rows_in), arrival_of(s.rows_in);
+  std::vector<int> fill(local_begin.begin(), local_begin.end() - 1);
+  int arriving = 0;
+  for (int q = 0; q < peers; ++q)
+    for (int j = 0; j < L; ++j)
+      for (int i = 0; i < counts_in[q * L + j]; ++i, ++arriving) {
+        local_of[arriving] = fill[j]++;
+        arrival_of[local_of[arriving]] = arriving;
+      }
+  const Backend& be = env_.be();
+  s.local_begin = arena.ints(local_begin.size());
+  be.upload(s.local_begin, local_begin.data(), local_begin.size() * sizeof(int));
+  s.local_of = arena.ints(size_t(s.rows_in));
+  be.upload(s.local_of, local_of.data(), local_of.size() * sizeof(int));
+  s.arrival_of = arena.ints(size_t(s.rows_in));
+  be.upload(s.arrival_of, arrival_of.data(), arrival_of.size() * sizeof(int));
+}
+
+void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float* in, float* out,
+                               const ExpertsFn& experts, const std::function<void()>& meanwhile) const {
+  if (env_.shard.ep_size == 1) {
+    meanwhile();
+    experts(in, s.expert_begin, s.pairs, out);
+    return;
+  }
+  const Backend& be = env_.be();
+  const size_t n_out = size_t(std::accumulate(s.send_values.begin(), s.send_values.end(), 0));
+  const size_t n_in = size_t(s.rows_in) * d_;
+  float* arrival = arena.floats(n_in);
+  auto request = env_.shard.ep->iall_to_all_v({in, n_out}, s.send_values, {arrival, n_in}, s.recv_values);
+  meanwhile();
+  request->wait();
+  float* local_in = arena.floats(n_in);
+  be.gather_rows({.rows = s.rows_in, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = local_in});
+  float* local_out = arena.floats(n_in);
+  experts(local_in, s.local_begin, s.rows_in, local_out);
+  float* leaving = arena.floats(n_in);
+  be.gather_rows({.rows = s.rows_in, .cols = d_, .src = local_out, .index = s.local_of, .dst = leaving});
+  env_.shard.ep->all_to_all_v({leaving, n_in}, s.recv_values, {out, n_out}, s.send_values);
+}
+
+}  // namespace mt

@@ -1,0 +1,50 @@
+#pragma once
+// Moves a micro-batch's (token, expert) rows to their experts and back. The rows are first
+// grouped by expert (a stable counting sort on the device). Under expert parallelism a rank
+// holds experts [ep_rank * E/ep, (ep_rank+1) * E/ep): the per-expert counts travel first (the
+// host needs them to size the exchange), then the rows by all-to-all-v; they arrive grouped by
+// (source, local expert), are put in (local expert, source) order for the grouped GEMMs, and go
+// back the same way. Every row is kept: no capacity limit, no dropping.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "model/layer_env.hpp"
+
+namespace mt {
+
+struct DispatchSaved {
+  int pairs = 0;                 // tokens * top_k
+  int* expert_begin = nullptr;   // [E + 1] the permuted rows of each expert
+  int* perm_token = nullptr;     // [pairs] token of each permuted row
+  int* slot_row = nullptr;       // [pairs] permuted row of (token, k)
+  // Expert parallelism only.
+  std::vector<int> send_values, recv_values;  // per peer, floats (rows * d_model)
+  int rows_in = 0;                            // rows arriving for this rank's experts
+  int* local_begin = nullptr;                 // [local experts + 1] in local order
+  int* local_of = nullptr;                    // [rows_in] arriving row -> local row
+  int* arrival_of = nullptr;                  // [rows_in] local row -> arriving row
+};
+
+// The experts' computation on rows grouped by local expert: out[rows] from in[rows].
+using ExpertsFn = std::function<void(const float* in, const int* offsets, int rows, float* out)>;
+
+class TokenDispatcher {
+ public:
+  TokenDispatcher(const LayerEnv& env, int d_model, int experts, int top_k);
+  // Groups the routed pairs by expert (adding the counts to load) and returns x's rows in that
+  // order [tokens * top_k, d_model].
+  float* permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load, DispatchSaved& s);
+  // out (permuted order) = experts(in) wherever each row's expert lives; `meanwhile` runs while
+  // the rows travel.
+  void exchange(Arena& arena, const DispatchSaved& s, const float* in, float* out, const ExpertsFn& experts,
+                const std::function<void()>& meanwhile) const;
+  int local_experts() const { return experts_ / env_.shard.ep_size; }
+
+ private:
+  void plan(Arena& arena, DispatchSaved& s) const;
+  LayerEnv env_;
+  int d_, experts_, top_k_;
+};
+
+}  // namespace mt
