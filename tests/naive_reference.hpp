@@ -173,21 +173,17 @@ struct Balance {
   double weight = 0;
 };
 
-// Returns y; adds weight * alpha * sum_i f_i P_i of every balance group to *aux.
-inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch,
-               const Balance& bal, double* aux) {
-  const auto& m = c.moe;
-  const int rows = batch * c.seq_len, E = m.n_routed_experts, D = c.d_model, H = m.expert_hidden;
-  const Vec& bias = w.buffers.at(pre + ".router_bias");
-  Vec y(size_t(rows) * D, 0.0);
-  if (m.n_shared_experts > 0)
-    y = swiglu(x, w[pre + ".shared.w_gate"], w[pre + ".shared.w_up"], w[pre + ".shared.w_down"], rows, D,
-               m.n_shared_experts * H);
-  Vec logits = linear(x, w[pre + ".router"], rows, D, E);
-  std::vector<std::vector<int>> chosen(rows);
-  Vec scores(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) scores[i] = sigmoid(logits[i]);
-  const int per_group = E / m.n_groups;
+// DeepSeek-V3 routing of `rows` tokens: experts by score + bias within the topk_groups best
+// groups (by their two best biased scores), ties to the lower index; gates route_scale * s / sum.
+struct Routing {
+  std::vector<std::vector<int>> chosen;
+  std::vector<Vec> gates;
+};
+inline Routing route(const Vec& scores, const Vec& bias, int rows, const mt::MoeConfig& m) {
+  const int E = m.n_routed_experts, per_group = E / m.n_groups;
+  Routing r;
+  r.chosen.resize(rows);
+  r.gates.resize(rows);
   for (int t = 0; t < rows; ++t) {
     Vec biased(E);
     for (int e = 0; e < E; ++e) biased[e] = scores[size_t(t) * E + e] + bias[e];
@@ -208,9 +204,34 @@ inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt:
       if (allowed[e]) cand.push_back({-biased[e], e});
     std::sort(cand.begin(), cand.end());
     double sum = 0;
-    for (int k = 0; k < m.top_k; ++k) { chosen[t].push_back(cand[k].second); sum += scores[size_t(t) * E + cand[k].second]; }
-    for (int e : chosen[t]) {
-      const double g = m.route_scale * scores[size_t(t) * E + e] / sum;
+    for (int k = 0; k < m.top_k; ++k) {
+      r.chosen[t].push_back(cand[k].second);
+      sum += scores[size_t(t) * E + cand[k].second];
+    }
+    for (int e : r.chosen[t]) r.gates[t].push_back(m.route_scale * scores[size_t(t) * E + e] / sum);
+  }
+  return r;
+}
+
+// Returns y; adds weight * alpha * sum_i f_i P_i of every balance group to *aux.
+inline Vec moe(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch,
+               const Balance& bal, double* aux) {
+  const auto& m = c.moe;
+  const int rows = batch * c.seq_len, E = m.n_routed_experts, D = c.d_model, H = m.expert_hidden;
+  const Vec& bias = w.buffers.at(pre + ".router_bias");
+  Vec y(size_t(rows) * D, 0.0);
+  if (m.n_shared_experts > 0)
+    y = swiglu(x, w[pre + ".shared.w_gate"], w[pre + ".shared.w_up"], w[pre + ".shared.w_down"], rows, D,
+               m.n_shared_experts * H);
+  Vec logits = linear(x, w[pre + ".router"], rows, D, E);
+  Vec scores(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) scores[i] = sigmoid(logits[i]);
+  const Routing routes = route(scores, bias, rows, m);
+  const std::vector<std::vector<int>>& chosen = routes.chosen;
+  for (int t = 0; t < rows; ++t) {
+    for (size_t k = 0; k < chosen[t].size(); ++k) {
+      const int e = chosen[t][k];
+      const double g = routes.gates[t][k];
       Vec xt(x.begin() + size_t(t) * D, x.begin() + size_t(t + 1) * D);
       Vec out = swiglu(xt, w[pre + ".experts.w_gate"], w[pre + ".experts.w_up"], w[pre + ".experts.w_down"], 1, D, H,
                        size_t(e) * H * D, size_t(e) * D * H);

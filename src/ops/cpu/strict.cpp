@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -24,15 +25,21 @@ namespace mt {
 namespace {
 
 constexpr size_t kReserve = size_t(1) << 38;  // 256 GiB of address space; only what is used is backed
+// Protection changes cost per page table entry: with 2 MiB pages (transparent huge pages, where
+// the kernel offers them) a change covers 512 times the memory per entry, which makes a
+// protection toggle around every op affordable. The range changed is always whole huge pages.
+constexpr size_t kHuge = size_t(2) << 20;
 
 class StrictMemory {
  public:
   StrictMemory() : page_(size_t(sysconf(_SC_PAGESIZE))) {
-    void* p = mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = mmap(nullptr, kReserve + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::runtime_error("strict CPU backend: cannot reserve address space: " + errno_text());
-    base_ = static_cast<std::byte*>(p);
+    mapping_ = static_cast<std::byte*>(p);
+    base_ = mapping_ + (kHuge - reinterpret_cast<uintptr_t>(mapping_) % kHuge) % kHuge;
+    madvise(base_, kReserve, MADV_HUGEPAGE);  // a hint: without huge pages it is only slower
   }
-  ~StrictMemory() { munmap(base_, kReserve); }
+  ~StrictMemory() { munmap(mapping_, kReserve + kHuge); }
 
   void open() {
     std::lock_guard lock(mu_);
@@ -56,9 +63,9 @@ class StrictMemory {
       return base_ + at;
     }
     if (top_ + size > kReserve) throw std::runtime_error("strict CPU backend: out of reserved address space");
-    const size_t at = top_;
+    const size_t at = top_, was = used();
     top_ += size;
-    if (open_ > 0) mprotect_or_die(base_ + at, size, PROT_READ | PROT_WRITE);
+    if (open_ > 0 && used() > was) mprotect_or_die(base_ + was, used() - was, PROT_READ | PROT_WRITE);
     sizes_[at] = size;
     return base_ + at;
   }
@@ -70,7 +77,6 @@ class StrictMemory {
     if (it == sizes_.end()) throw std::logic_error("strict CPU backend: release of a pointer it did not allocate");
     size_t size = it->second, start = at;
     sizes_.erase(it);
-    madvise(base_ + at, size, MADV_DONTNEED);  // give the pages back; a reuse reads zeros
     auto next = free_.find(at + size);
     if (next != free_.end()) { size += next->second; free_.erase(next); }
     auto prev = free_.lower_bound(at);
@@ -80,15 +86,17 @@ class StrictMemory {
 
  private:
   static std::string errno_text() { return std::strerror(errno); }
+  size_t used() const { return (top_ + kHuge - 1) / kHuge * kHuge; }
   void protect(int prot) {
-    if (top_) mprotect_or_die(base_, top_, prot);
+    if (top_) mprotect_or_die(base_, used(), prot);
   }
   static void mprotect_or_die(void* p, size_t n, int prot) {
     if (mprotect(p, n, prot) != 0) throw std::runtime_error("strict CPU backend: mprotect failed: " + errno_text());
   }
 
   const size_t page_;
-  std::byte* base_ = nullptr;
+  std::byte* mapping_ = nullptr;
+  std::byte* base_ = nullptr;  // mapping_ rounded up to a huge page
   size_t top_ = 0;
   std::mutex mu_;
   int open_ = 0;
