@@ -71,7 +71,7 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # GPU parity test and GPU benchmarks: separate binaries that say "skipped: no GPU" without one.
-$(BUILD)/tests/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(LIB_OBJS)
+$(BUILD)/tests/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)

@@ -9,6 +9,7 @@
 
 #include "ops/cuda_backend.hpp"
 #include "ops/ops.hpp"
+#include "parity.hpp"
 
 namespace {
 
@@ -165,6 +166,11 @@ int main() {
 
   const int norm_shapes[][2] = {{1, 1}, {3, 7}, {64, 256}, {257, 1000}, {1000, 300}, {16, 7168}};
   for (const auto& s : norm_shapes) check_rmsnorm(rep, cpu, gpu, s[0], s[1], seed++);
+
+  parity::Report moe;
+  parity::check_moe_ops(moe, cpu, gpu, seed);
+  rep.passed += moe.passed;
+  rep.failed += moe.failed;
 
   cuda_backend_destroy(gpu);
   std::printf("%d passed, %d failed\n", rep.passed, rep.failed);

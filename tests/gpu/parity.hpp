@@ -1,0 +1,91 @@
+#pragma once
+// What the GPU parity checks share: deterministic inputs, the error measure, the report, and
+// device copies of host vectors (outputs poisoned before each GPU call, so an element a kernel
+// never writes fails its check).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ops/ops.hpp"
+
+namespace parity {
+
+// Deterministic uniform numbers in [lo, hi); each check seeds its own generator.
+struct Lcg {
+  uint64_t state;
+  explicit Lcg(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  float next(float lo, float hi) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * float(double(state >> 40) / double(1ull << 24));
+  }
+};
+
+inline std::vector<float> random_values(size_t n, Lcg& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.next(lo, hi);
+  return v;
+}
+
+// max |got - want| / max |want|; NaN anywhere counts as infinitely wrong.
+template <class T>
+double relative_error(const std::vector<T>& got, const std::vector<T>& want) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(double(got[i]) - double(want[i]));
+    if (std::isnan(d)) return INFINITY;
+    diff = std::max(diff, d);
+    scale = std::max(scale, std::fabs(double(want[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+struct Report {
+  int passed = 0, failed = 0;
+  void check(const std::string& name, double err, double tol) {
+    const bool ok = err < tol || (tol == 0 && err == 0);
+    std::printf("%s %s err=%.3g (tol %.0e)\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol);
+    (ok ? passed : failed)++;
+  }
+};
+
+// A device copy of a host vector, `offset` elements into its allocation (unaligned sub-views).
+template <class T>
+class DeviceVec {
+ public:
+  DeviceVec(const mt::Backend& be, const std::vector<T>& host, size_t offset = 0)
+      : be_(be), n_(host.size()), base_(static_cast<T*>(be.alloc((host.size() + offset) * sizeof(T)))),
+        p_(base_ + offset) {
+    be_.upload(p_, host.data(), n_ * sizeof(T));
+  }
+  ~DeviceVec() { be_.release(base_); }
+  DeviceVec(const DeviceVec&) = delete;
+  DeviceVec& operator=(const DeviceVec&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> download() const {
+    std::vector<T> v(n_);
+    be_.synchronize();
+    be_.download(v.data(), p_, n_ * sizeof(T));
+    return v;
+  }
+
+ private:
+  const mt::Backend& be_;
+  size_t n_;
+  T* base_;
+  T* p_;
+};
+
+// Output poison: NaN for floats, a value no index takes for integers.
+template <class T>
+std::vector<T> poison(size_t n) {
+  if constexpr (std::is_floating_point_v<T>) return std::vector<T>(n, T(NAN));
+  else return std::vector<T>(n, T(-7777777));
+}
+
+// Parity checks of the MoE and optimizer ops (tests/gpu/parity_moe.cpp).
+void check_moe_ops(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, uint64_t& seed);
+
+}  // namespace parity

@@ -1,0 +1,258 @@
+// GPU parity of the MoE and optimizer ops against the CPU reference: routing, grouping by
+// expert, gathers, the gated combine, balance statistics, the router's backward pass, the bias
+// update, the MTP shift, grouped GEMMs and the optimizer's ops. Integer results (choices,
+// permutations) must match exactly; sums done in the CPU's order by one GPU thread to 1e-12.
+#include <algorithm>
+
+#include "parity.hpp"
+
+namespace parity {
+
+namespace {
+
+using mt::Backend;
+
+std::string shape(int tokens, int experts, int top_k) {
+  return " tokens=" + std::to_string(tokens) + " experts=" + std::to_string(experts) + " top_k=" + std::to_string(top_k);
+}
+
+void check_routing(Report& rep, const Backend& cpu, const Backend& gpu, int tokens, int experts, int top_k, int groups,
+                   int topk_groups, uint64_t seed) {
+  Lcg rng(seed);
+  const std::string name = shape(tokens, experts, top_k) + " groups=" + std::to_string(groups);
+  const size_t n = size_t(tokens) * experts, picks = size_t(tokens) * top_k;
+  const std::vector<float> logits = random_values(n, rng, -3.0f, 3.0f), bias = random_values(experts, rng, -0.2f, 0.2f);
+
+  std::vector<float> scores(n);
+  cpu.sigmoid({.n = n, .x = logits.data(), .y = scores.data()});
+  DeviceVec<float> g_logits(gpu, logits), g_scores(gpu, poison<float>(n));
+  gpu.sigmoid({.n = n, .x = g_logits.get(), .y = g_scores.get()});
+  rep.check("sigmoid" + name, relative_error(g_scores.download(), scores), 1e-6);
+
+  // Selection and everything after it start from the CPU's scores on both sides.
+  DeviceVec<float> d_scores(gpu, scores), d_bias(gpu, bias);
+  std::vector<int> chosen(picks);
+  std::vector<float> gates(picks);
+  mt::RouterSelectArgs sel{.tokens = tokens, .experts = experts, .top_k = top_k, .n_groups = groups,
+                           .topk_groups = topk_groups, .route_scale = 2.5f, .scores = scores.data(),
+                           .bias = bias.data(), .chosen = chosen.data(), .gates = gates.data()};
+  cpu.router_select(sel);
+  DeviceVec<int> g_chosen(gpu, poison<int>(picks));
+  DeviceVec<float> g_gates(gpu, poison<float>(picks));
+  sel.scores = d_scores.get(), sel.bias = d_bias.get(), sel.chosen = g_chosen.get(), sel.gates = g_gates.get();
+  gpu.router_select(sel);
+  rep.check("router_select chosen" + name, relative_error(g_chosen.download(), chosen), 0);
+  rep.check("router_select gates" + name, relative_error(g_gates.download(), gates), 1e-6);
+
+  // Grouping by expert, with the load accumulated on top of earlier counts.
+  std::vector<int> begin(experts + 1), perm(picks), slot(picks);
+  std::vector<double> load(experts, 3.0);
+  mt::MoePermuteArgs pa{.tokens = tokens, .top_k = top_k, .experts = experts, .chosen = chosen.data(),
+                        .expert_begin = begin.data(), .perm_token = perm.data(), .slot_row = slot.data(),
+                        .load = load.data()};
+  cpu.moe_permute(pa);
+  DeviceVec<int> d_chosen(gpu, chosen), g_begin(gpu, poison<int>(experts + 1)), g_perm(gpu, poison<int>(picks)),
+      g_slot(gpu, poison<int>(picks));
+  DeviceVec<double> g_load(gpu, std::vector<double>(experts, 3.0));
+  pa.chosen = d_chosen.get(), pa.expert_begin = g_begin.get(), pa.perm_token = g_perm.get();
+  pa.slot_row = g_slot.get(), pa.load = g_load.get();
+  gpu.moe_permute(pa);
+  rep.check("moe_permute expert_begin" + name, relative_error(g_begin.download(), begin), 0);
+  rep.check("moe_permute perm_token" + name, relative_error(g_perm.download(), perm), 0);
+  rep.check("moe_permute slot_row" + name, relative_error(g_slot.download(), slot), 0);
+  rep.check("moe_permute load" + name, relative_error(g_load.download(), load), 0);
+
+  // Router backward with a sequence-wise balance loss over groups of 16 tokens.
+  const int group = 16, n_groups = tokens / group;
+  std::vector<double> f(size_t(n_groups) * experts);
+  mt::BalanceLossArgs bl{.tokens = tokens, .experts = experts, .top_k = top_k, .group = group, .alpha = 0.01f,
+                         .scores = scores.data(), .chosen = chosen.data(), .f = f.data()};
+  const double loss = cpu.balance_loss(bl);
+  DeviceVec<double> g_f(gpu, poison<double>(f.size()));
+  bl.scores = d_scores.get(), bl.chosen = d_chosen.get(), bl.f = g_f.get();
+  const double g_loss = gpu.balance_loss(bl);
+  rep.check("balance_loss f" + name, relative_error(g_f.download(), f), 1e-12);
+  rep.check("balance_loss value" + name, std::fabs(g_loss - loss) / std::fabs(loss), 1e-9);
+
+  const std::vector<float> dgate = random_values(picks, rng);
+  DeviceVec<float> d_gates(gpu, gates), d_dgate(gpu, dgate);
+  DeviceVec<double> d_f(gpu, f);
+  std::vector<float> dlogits(n);
+  mt::RouterBackwardArgs rb{.tokens = tokens, .experts = experts, .top_k = top_k, .route_scale = 2.5f,
+                            .scores = scores.data(), .chosen = chosen.data(), .gates = gates.data(),
+                            .dgate = dgate.data(), .f = f.data(), .group = group, .f_stride = experts, .coef = 0.3,
+                            .dlogits = dlogits.data()};
+  cpu.router_backward(rb);
+  DeviceVec<float> g_dlogits(gpu, poison<float>(n));
+  rb.scores = d_scores.get(), rb.chosen = d_chosen.get(), rb.gates = d_gates.get(), rb.dgate = d_dgate.get();
+  rb.f = d_f.get(), rb.dlogits = g_dlogits.get();
+  gpu.router_backward(rb);
+  rep.check("router_backward" + name, relative_error(g_dlogits.download(), dlogits), 1e-6);
+
+  std::vector<double> sums(experts, 1.5);
+  cpu.balance_prob_sums({.tokens = tokens, .experts = experts, .scores = scores.data(), .prob_sum = sums.data()});
+  DeviceVec<double> g_sums(gpu, std::vector<double>(experts, 1.5));
+  gpu.balance_prob_sums({.tokens = tokens, .experts = experts, .scores = d_scores.get(), .prob_sum = g_sums.get()});
+  rep.check("balance_prob_sums" + name, relative_error(g_sums.download(), sums), 1e-12);
+
+  std::vector<double> gf(experts);
+  mt::GlobalBalanceArgs gb{.experts = experts, .top_k = top_k, .tokens = tokens, .alpha = 0.01f, .load = load.data(),
+                           .prob_sum = sums.data(), .f = gf.data()};
+  const double global = cpu.global_balance(gb);
+  DeviceVec<double> d_load(gpu, load), d_sums(gpu, sums), g_gf(gpu, poison<double>(experts));
+  gb.load = d_load.get(), gb.prob_sum = d_sums.get(), gb.f = g_gf.get();
+  const double g_global = gpu.global_balance(gb);
+  rep.check("global_balance f" + name, relative_error(g_gf.download(), gf), 1e-12);
+  rep.check("global_balance value" + name, std::fabs(g_global - global) / std::fabs(global), 1e-12);
+
+  std::vector<float> b = bias;
+  cpu.bias_update({.experts = experts, .gamma = 0.001f, .load = load.data(), .bias = b.data()});
+  DeviceVec<float> g_b(gpu, bias);
+  gpu.bias_update({.experts = experts, .gamma = 0.001f, .load = d_load.get(), .bias = g_b.get()});
+  rep.check("bias_update" + name, relative_error(g_b.download(), b), 0);
+}
+
+void check_rows(Report& rep, const Backend& cpu, const Backend& gpu, int tokens, int top_k, int dim, uint64_t seed) {
+  Lcg rng(seed);
+  const int pairs = tokens * top_k;
+  const std::string name = " tokens=" + std::to_string(tokens) + " top_k=" + std::to_string(top_k) + " dim=" +
+                           std::to_string(dim);
+  std::vector<int> slot(pairs);
+  for (int i = 0; i < pairs; ++i) slot[i] = int((size_t(i) * 7919) % size_t(pairs));  // a permutation: 7919 is prime
+  const std::vector<float> rows = random_values(size_t(pairs) * dim, rng), gates = random_values(pairs, rng);
+  const std::vector<float> y0 = random_values(size_t(tokens) * dim, rng), dy = random_values(size_t(tokens) * dim, rng);
+  DeviceVec<int> d_slot(gpu, slot);
+  DeviceVec<float> d_rows(gpu, rows), d_gates(gpu, gates), d_dy(gpu, dy);
+
+  std::vector<float> gathered(size_t(pairs) * dim);
+  cpu.gather_rows({.rows = pairs, .cols = dim, .src = rows.data(), .index = slot.data(), .dst = gathered.data()});
+  DeviceVec<float> g_gathered(gpu, poison<float>(gathered.size()));
+  gpu.gather_rows({.rows = pairs, .cols = dim, .src = d_rows.get(), .index = d_slot.get(), .dst = g_gathered.get()});
+  rep.check("gather_rows" + name, relative_error(g_gathered.download(), gathered), 0);
+
+  for (bool gated : {true, false}) {
+    std::vector<float> y = y0;
+    cpu.moe_combine({.tokens = tokens, .top_k = top_k, .dim = dim, .rows = rows.data(), .slot_row = slot.data(),
+                     .gates = gated ? gates.data() : nullptr, .y = y.data()});
+    DeviceVec<float> g_y(gpu, y0);
+    gpu.moe_combine({.tokens = tokens, .top_k = top_k, .dim = dim, .rows = d_rows.get(), .slot_row = d_slot.get(),
+                     .gates = gated ? d_gates.get() : nullptr, .y = g_y.get()});
+    rep.check(std::string("moe_combine") + (gated ? " gated" : " summed") + name, relative_error(g_y.download(), y),
+              1e-6);
+  }
+  std::vector<float> drows(size_t(pairs) * dim), dgate(pairs);
+  cpu.moe_combine_backward({.tokens = tokens, .top_k = top_k, .dim = dim, .dy = dy.data(), .rows = rows.data(),
+                            .slot_row = slot.data(), .gates = gates.data(), .drows = drows.data(),
+                            .dgate = dgate.data()});
+  DeviceVec<float> g_drows(gpu, poison<float>(drows.size())), g_dgate(gpu, poison<float>(pairs));
+  gpu.moe_combine_backward({.tokens = tokens, .top_k = top_k, .dim = dim, .dy = d_dy.get(), .rows = d_rows.get(),
+                            .slot_row = d_slot.get(), .gates = d_gates.get(), .drows = g_drows.get(),
+                            .dgate = g_dgate.get()});
+  rep.check("moe_combine_backward drows" + name, relative_error(g_drows.download(), drows), 0);
+  rep.check("moe_combine_backward dgate" + name, relative_error(g_dgate.download(), dgate), 1e-6);
+}
+
+void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, const std::vector<int>& offsets, int n,
+                        int k, mt::GemmInputs inputs, uint64_t seed) {
+  Lcg rng(seed);
+  const int groups = int(offsets.size()) - 1, rows = offsets.back();
+  const std::string name = std::string(inputs == mt::GemmInputs::bf16 ? " bf16" : " fp32") + " groups=" +
+                           std::to_string(groups) + " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                           " k=" + std::to_string(k);
+  const double tol = 1e-4;
+  DeviceVec<int> d_offsets(gpu, offsets);
+  const std::vector<float> a = random_values(size_t(rows) * k, rng), w = random_values(size_t(groups) * n * k, rng);
+  const std::vector<float> c0 = random_values(size_t(rows) * n, rng);
+  DeviceVec<float> d_a(gpu, a), d_w(gpu, w);
+  for (bool trans_b : {true, false})
+    for (float beta : {0.0f, 1.0f}) {
+      std::vector<float> c = c0;
+      mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::rows, .n = n, .k = k,
+                            .a = a.data(), .b = w.data(), .trans_b = trans_b, .c = c.data(), .beta = beta,
+                            .inputs = inputs};
+      cpu.grouped_gemm(g);
+      DeviceVec<float> g_c(gpu, beta == 0.0f ? poison<float>(c0.size()) : c0);
+      g.offsets = d_offsets.get(), g.a = d_a.get(), g.b = d_w.get(), g.c = g_c.get();
+      gpu.grouped_gemm(g);
+      rep.check("grouped_gemm rows trans_b=" + std::to_string(trans_b) + " beta=" + std::to_string(int(beta)) + name,
+                relative_error(g_c.download(), c), tol);
+    }
+  const std::vector<float> x = random_values(size_t(rows) * n, rng), dw0 = random_values(size_t(groups) * k * n, rng);
+  const std::vector<float> dy = random_values(size_t(rows) * k, rng);
+  std::vector<float> dw = dw0;
+  mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::reduce, .m = k, .n = n,
+                        .a = dy.data(), .b = x.data(), .c = dw.data(), .beta = 1.0f, .inputs = inputs};
+  cpu.grouped_gemm(g);
+  DeviceVec<float> d_dy(gpu, dy), d_x(gpu, x), g_dw(gpu, dw0);
+  g.offsets = d_offsets.get(), g.a = d_dy.get(), g.b = d_x.get(), g.c = g_dw.get();
+  gpu.grouped_gemm(g);
+  rep.check("grouped_gemm reduce" + name, relative_error(g_dw.download(), dw), tol);
+}
+
+void check_update(Report& rep, const Backend& cpu, const Backend& gpu, size_t n, uint64_t seed) {
+  Lcg rng(seed);
+  const std::string name = " n=" + std::to_string(n);
+  const std::vector<float> g = random_values(n, rng), value = random_values(n, rng), m = random_values(n, rng, -0.1f, 0.1f);
+  const std::vector<float> v = random_values(n, rng, 0.0f, 0.01f);
+  DeviceVec<float> d_g(gpu, g);
+  const double ss = cpu.sum_squares({.n = n, .x = g.data()});
+  rep.check("sum_squares" + name, std::fabs(gpu.sum_squares({.n = n, .x = d_g.get()}) - ss) / ss, 1e-12);
+
+  std::vector<float> scaled = g;
+  cpu.scale({.n = n, .factor = 0.37f, .x = scaled.data()});
+  DeviceVec<float> g_scaled(gpu, g);
+  gpu.scale({.n = n, .factor = 0.37f, .x = g_scaled.get()});
+  rep.check("scale" + name, relative_error(g_scaled.download(), scaled), 0);
+
+  std::vector<float> cv = value, cm = m, cvv = v;
+  mt::AdamwArgs a{.n = n, .lr = 3e-3, .bias_correction1 = 0.271, .bias_correction2 = 0.0975, .eps = 1e-8,
+                  .beta1 = 0.9f, .beta2 = 0.95f, .decay = 3e-4f, .grad = g.data(), .value = cv.data(), .m = cm.data(),
+                  .v = cvv.data()};
+  cpu.adamw(a);
+  DeviceVec<float> gv(gpu, value), gm(gpu, m), gvv(gpu, v);
+  a.grad = d_g.get(), a.value = gv.get(), a.m = gm.get(), a.v = gvv.get();
+  gpu.adamw(a);
+  rep.check("adamw value" + name, relative_error(gv.download(), cv), 1e-6);
+  rep.check("adamw moments" + name,
+            std::max(relative_error(gm.download(), cm), relative_error(gvv.download(), cvv)), 1e-6);
+
+  // The memory entries: a device-to-device copy and zeroing.
+  DeviceVec<float> copied(gpu, poison<float>(n));
+  gpu.copy(copied.get(), d_g.get(), n * sizeof(float));
+  rep.check("copy" + name, relative_error(copied.download(), g), 0);
+  gpu.zero(copied.get(), n * sizeof(float));
+  rep.check("zero" + name, relative_error(copied.download(), std::vector<float>(n, 0.0f)), 0);
+}
+
+void check_shift(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int seq, int shift) {
+  std::vector<int> tokens(rows), targets(rows), out(rows), out_t(rows);
+  for (int r = 0; r < rows; ++r) tokens[r] = r * 3 % 101, targets[r] = (r * 5 + 1) % 101;
+  cpu.shift_tokens({.rows = rows, .seq = seq, .shift = shift, .tokens = tokens.data(), .targets = targets.data(),
+                    .tokens_out = out.data(), .targets_out = out_t.data()});
+  DeviceVec<int> d_tokens(gpu, tokens), d_targets(gpu, targets), g_out(gpu, poison<int>(rows)), g_out_t(gpu, poison<int>(rows));
+  gpu.shift_tokens({.rows = rows, .seq = seq, .shift = shift, .tokens = d_tokens.get(), .targets = d_targets.get(),
+                    .tokens_out = g_out.get(), .targets_out = g_out_t.get()});
+  rep.check("shift_tokens rows=" + std::to_string(rows) + " shift=" + std::to_string(shift),
+            std::max(relative_error(g_out.download(), out), relative_error(g_out_t.download(), out_t)), 0);
+}
+
+}  // namespace
+
+void check_moe_ops(Report& rep, const Backend& cpu, const Backend& gpu, uint64_t& seed) {
+  // DeepSeek-V3's routing shape (256 experts in 8 groups, 4 chosen, top 8) and small odd ones.
+  check_routing(rep, cpu, gpu, 4096, 256, 8, 8, 4, seed++);
+  check_routing(rep, cpu, gpu, 1000, 64, 6, 8, 3, seed++);
+  check_routing(rep, cpu, gpu, 48, 6, 1, 1, 1, seed++);
+  check_rows(rep, cpu, gpu, 4096, 8, 7168 / 8, seed++);
+  check_rows(rep, cpu, gpu, 37, 3, 33, seed++);
+  for (mt::GemmInputs inputs : {mt::GemmInputs::fp32, mt::GemmInputs::bf16}) {
+    check_grouped_gemm(rep, cpu, gpu, {0, 100, 100, 357, 1000}, 96, 64, inputs, seed++);
+    check_grouped_gemm(rep, cpu, gpu, {0, 0, 1, 1, 9}, 17, 33, inputs, seed++);
+  }
+  check_update(rep, cpu, gpu, 1, seed++);
+  check_update(rep, cpu, gpu, 1000003, seed++);
+  check_shift(rep, cpu, gpu, 12 * 37, 37, 1);
+  check_shift(rep, cpu, gpu, 12 * 37, 37, 3);
+}
+
+}  // namespace parity
