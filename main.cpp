@@ -17,7 +17,7 @@
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
 #include "train/dump_step.hpp"
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
 

@@ -269,10 +269,12 @@ inline Vec block(const Weights& w, const std::string& pre, bool is_moe, const Ve
 
 // The balance groups of a global batch of `batch` sequences in micro-batches of `micro_batch`.
 inline Balance balance_groups(const mt::ModelConfig& c, int batch, int micro_batch) {
-  const std::string& kind = c.moe.aux_loss;
-  if (kind == "sequence") return {c.seq_len, 1.0 / batch};
-  if (kind == "micro_batch") return {c.seq_len * micro_batch, double(micro_batch) / batch};
-  if (kind == "global_batch") return {c.seq_len * batch, 1.0};
+  switch (c.moe.aux_loss) {
+    case mt::BalanceLoss::sequence: return {c.seq_len, 1.0 / batch};
+    case mt::BalanceLoss::micro_batch: return {c.seq_len * micro_batch, double(micro_batch) / batch};
+    case mt::BalanceLoss::global_batch: return {c.seq_len * batch, 1.0};
+    case mt::BalanceLoss::none: break;
+  }
   return {};
 }
 

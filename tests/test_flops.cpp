@@ -5,7 +5,7 @@
 #include "config/config.hpp"
 #include "model/model.hpp"
 #include "test_helpers.hpp"
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 
 TEST_CASE("total_params equals the parameters a built model holds, for every attention kind") {
   const mt::Backend be = mt::cpu_backend();

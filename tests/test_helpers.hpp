@@ -52,7 +52,7 @@ inline mt::ModelConfig tiny_model() {
   m.moe.route_scale = 2.5;
   m.moe.n_groups = 2;
   m.moe.topk_groups = 1;
-  m.moe.aux_loss = "sequence";
+  m.moe.aux_loss = mt::BalanceLoss::sequence;
   m.moe.aux_alpha = 0.1;
   return m;
 }

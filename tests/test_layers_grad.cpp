@@ -34,7 +34,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
 
   naive::Weights w = naive::from_store(params);
   // Per-sequence groups with weight 1, as passed to forward above.
-  const naive::Balance balance = cfg.moe.aux_loss == "none" ? naive::Balance{} : naive::Balance{cfg.seq_len, 1.0};
+  const naive::Balance balance = cfg.moe.aux_loss == mt::BalanceLoss::none ? naive::Balance{} : naive::Balance{cfg.seq_len, 1.0};
   auto objective = [&](const naive::Weights& ww, const std::vector<double>& xx) {
     double a = 0;
     std::vector<double> yy = naive::block(ww, prefix, is_moe, xx, cfg, batch, balance, &a);
@@ -106,6 +106,6 @@ TEST_CASE("MoE block (shared + routed experts, group-limited, balance loss): bac
 
 TEST_CASE("MoE block with the auxiliary-loss-free bias alone (no balance loss)") {
   mt::ModelConfig cfg = testing::tiny_model();
-  cfg.moe.aux_loss = "none";
+  cfg.moe.aux_loss = mt::BalanceLoss::none;
   check_block(1, cfg);
 }

@@ -86,8 +86,8 @@ TEST_CASE("model forward equals the float64 reference and every gradient matches
 }
 
 TEST_CASE("every balance-loss grouping: loss and gradients match the reference") {
-  for (std::string kind : {"none", "micro_batch", "global_batch"}) {
-    CAPTURE(kind);
+  for (mt::BalanceLoss kind : {mt::BalanceLoss::none, mt::BalanceLoss::micro_batch, mt::BalanceLoss::global_batch}) {
+    CAPTURE(mt::name_of(kind));
     mt::ModelConfig cfg = testing::tiny_model();
     cfg.moe.aux_loss = kind;
     cfg.moe.aux_alpha = 0.5;  // large, so a wrong balance gradient cannot hide in the tolerance

@@ -10,7 +10,7 @@
 #include "pipeline/generators.hpp"
 #include "plan/search.hpp"
 #include "test_helpers.hpp"
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 
 using namespace mt::plan;
 using mt::pipeline::Kind;

@@ -2,12 +2,48 @@
 // The typed experiment configuration. Every field here has an entry in the schema
 // (schema.cpp) with its TOML key, its valid range and a one-line description; defaults are the
 // member initialisers below and describe configs/tiny.toml.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mt {
+
+// Choices are parsed into enums once, at the config border; Names<E>::list gives each value's
+// spelling in experiment files (and the schema's list of valid values, in this order).
+template <class E>
+struct Names;
+template <class E>
+const char* name_of(E value) {
+  for (const auto& [name, v] : Names<E>::list)
+    if (v == value) return name;
+  return "?";
+}
+
+enum class BalanceLoss { none, sequence, micro_batch, global_batch };
+template <>
+struct Names<BalanceLoss> {
+  static constexpr std::array<std::pair<const char*, BalanceLoss>, 4> list{
+      {{"none", BalanceLoss::none}, {"sequence", BalanceLoss::sequence}, {"micro_batch", BalanceLoss::micro_batch},
+       {"global_batch", BalanceLoss::global_batch}}};
+};
+
+enum class DeviceKind { automatic, cpu, cuda, cpu_strict };
+template <>
+struct Names<DeviceKind> {
+  static constexpr std::array<std::pair<const char*, DeviceKind>, 4> list{
+      {{"auto", DeviceKind::automatic}, {"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda},
+       {"cpu-strict", DeviceKind::cpu_strict}}};
+};
+
+enum class MatmulPrecision { fp32, bf16 };
+template <>
+struct Names<MatmulPrecision> {
+  static constexpr std::array<std::pair<const char*, MatmulPrecision>, 2> list{
+      {{"fp32", MatmulPrecision::fp32}, {"bf16", MatmulPrecision::bf16}}};
+};
 
 struct RunConfig {
   std::string name = "tiny";
@@ -24,7 +60,7 @@ struct MoeConfig {
   int n_groups = 1;          // group-limited routing: experts split into n_groups groups
   int topk_groups = 1;       // tokens route only into the best topk_groups groups
   double bias_update_speed = 0.001;  // gamma of auxiliary-loss-free balancing (0 = off)
-  std::string aux_loss = "none";     // balance loss over: none | sequence | micro_batch | global_batch
+  BalanceLoss aux_loss = BalanceLoss::none;  // the group a balance loss is taken over
   double aux_alpha = 0.0001;         // its weight alpha
 };
 
@@ -96,8 +132,8 @@ struct ParallelConfig {
 };
 
 struct PrecisionConfig {
-  std::string device = "auto";  // auto | cpu | cuda | cpu-strict
-  std::string matmul = "fp32";  // fp32 | bf16 (bf16 inputs, fp32 accumulation)
+  DeviceKind device = DeviceKind::automatic;
+  MatmulPrecision matmul = MatmulPrecision::fp32;  // bf16: bf16 inputs, fp32 accumulation
   double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
 };
 

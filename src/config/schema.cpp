@@ -90,6 +90,21 @@ class Binder {
         [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
   }
 
+  template <class E>
+  void choice(const std::string& key, E& target, const std::string& doc) {
+    std::string valid;
+    for (const auto& [name, v] : Names<E>::list) valid += (valid.empty() ? "\"" : " | \"") + std::string(name) + "\"";
+    out_.push_back(Field{key, "string", valid, doc,
+        [&target, valid](const toml::node& n) -> std::string {
+          if (!n.is_string()) return "must be one of " + valid + ", got " + type_name(n);
+          const std::string& got = n.as_string()->get();
+          for (const auto& [name, v] : Names<E>::list)
+            if (got == name) { target = v; return ""; }
+          return "must be one of " + valid + ", got \"" + got + "\"";
+        },
+        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, std::string(name_of(target))); }});
+  }
+
  private:
   std::vector<Field>& out_;
 };
@@ -141,7 +156,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("model.moe.topk_groups", e.topk_groups, 1, kInt, "groups a token may route into");
   b.real("model.moe.bias_update_speed", e.bias_update_speed, 0, kInf, false, false,
          "gamma: step of the auxiliary-loss-free bias after every optimizer step (0 = off)");
-  b.choice("model.moe.aux_loss", e.aux_loss, {"none", "sequence", "micro_batch", "global_batch"},
+  b.choice("model.moe.aux_loss", e.aux_loss,
            "balance loss alpha sum_i f_i P_i, computed per sequence, per micro-batch or over the global batch");
   b.real("model.moe.aux_alpha", e.aux_alpha, 0, kInf, true, false, "alpha: weight of the balance loss");
 
@@ -183,9 +198,9 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.zero", p.zero, 0, 1, "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them");
 
   auto& pr = c.precision;
-  b.choice("precision.device", pr.device, {"auto", "cpu", "cuda", "cpu-strict"},
+  b.choice("precision.device", pr.device,
            "where the step runs (cpu-strict: the CPU with device memory unreadable outside ops, for tests)");
-  b.choice("precision.matmul", pr.matmul, {"fp32", "bf16"}, "GEMM input precision (fp32 accumulation always)");
+  b.choice("precision.matmul", pr.matmul, "GEMM input precision (fp32 accumulation always)");
   b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
          "device peak TFLOP/s for MFU (0 = known GPUs only)");
 

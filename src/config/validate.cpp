@@ -37,7 +37,7 @@ void validate_pipeline(const Config& c) {
           "= " + s(m.n_layers) + " does not split into the " + s(stages) + " pipeline stages of parallel.schedule = \"" +
               p.schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
               ": use a multiple of " + s(stages) + " layers");
-  require(m.moe.aux_loss != "global_batch" || p.schedule == "gpipe", c, "parallel.schedule",
+  require(m.moe.aux_loss != BalanceLoss::global_batch || p.schedule == "gpipe", c, "parallel.schedule",
           "= \"" + p.schedule + "\" runs backward passes before the step's last forward, but model.moe.aux_loss = "
           "\"global_batch\" needs the whole step's routing first: use schedule \"gpipe\" or aux_loss \"micro_batch\"");
 }

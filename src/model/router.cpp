@@ -2,20 +2,11 @@
 
 namespace mt {
 
-namespace {
-BalanceGroup balance_group(const std::string& aux_loss) {
-  if (aux_loss == "sequence") return BalanceGroup::sequence;
-  if (aux_loss == "micro_batch") return BalanceGroup::micro_batch;
-  if (aux_loss == "global_batch") return BalanceGroup::global_batch;
-  return BalanceGroup::none;
-}
-}  // namespace
-
 Router::Router(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix)
     : env_(env), d_(cfg.d_model), seq_(cfg.seq_len), experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
       n_groups_(cfg.moe.n_groups), topk_groups_(cfg.moe.topk_groups), route_scale_(float(cfg.moe.route_scale)),
       gamma_(float(cfg.moe.bias_update_speed)), alpha_(float(cfg.moe.aux_alpha)),
-      balance_(balance_group(cfg.moe.aux_loss)),
+      balance_(cfg.moe.aux_loss),
       load_(env.be(), DType::f64, size_t(experts_)), prob_sum_(env.be(), DType::f64, size_t(experts_)),
       global_f_(env.be(), DType::f64, size_t(experts_)) {
   weight = env.params->add(prefix + ".router", {experts_, d_}, ParamStore::Init::normal, true);
@@ -24,10 +15,10 @@ Router::Router(const LayerEnv& env, const ModelConfig& cfg, const std::string& p
 
 int Router::group_size(int tokens) const {
   switch (balance_) {
-    case BalanceGroup::sequence: return seq_;
-    case BalanceGroup::micro_batch:
-    case BalanceGroup::global_batch: return tokens;
-    case BalanceGroup::none: return 0;
+    case BalanceLoss::sequence: return seq_;
+    case BalanceLoss::micro_batch:
+    case BalanceLoss::global_batch: return tokens;
+    case BalanceLoss::none: return 0;
   }
   return 0;
 }
@@ -50,7 +41,7 @@ double Router::forward(Arena& arena, const float* x, int tokens, float aux_weigh
                     .bias = p.buffer(bias), .chosen = r.chosen, .gates = r.gates});
   const int group = group_size(tokens);
   if (group == 0) return 0.0;
-  if (balance_ == BalanceGroup::global_batch) {
+  if (balance_ == BalanceLoss::global_batch) {
     be.balance_prob_sums({.tokens = tokens, .experts = experts_, .scores = r.scores, .prob_sum = prob_sum_.f64()});
     return 0.0;
   }
@@ -67,7 +58,7 @@ double Router::finish_global_balance(long tokens) {
 
 void Router::backward_input(Arena& arena, Routing& r, const float* dgate, float* dx) {
   const int group = group_size(r.tokens);
-  const bool global = balance_ == BalanceGroup::global_batch;
+  const bool global = balance_ == BalanceLoss::global_batch;
   RouterBackwardArgs a{.tokens = r.tokens, .experts = experts_, .top_k = top_k_, .route_scale = route_scale_,
                        .scores = r.scores, .chosen = r.chosen, .gates = r.gates, .dgate = dgate};
   if (group > 0) {

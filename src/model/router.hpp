@@ -20,8 +20,6 @@
 
 namespace mt {
 
-enum class BalanceGroup { none, sequence, micro_batch, global_batch };
-
 // What one micro-batch's routing keeps for its backward pass (device pointers into its arena).
 struct Routing {
   int tokens = 0;
@@ -53,7 +51,7 @@ class Router {
   // The auxiliary-loss-free update from the step's load; once per optimizer step.
   void update_bias();
 
-  BalanceGroup balance() const { return balance_; }
+  BalanceLoss balance() const { return balance_; }
   const Buffer& step_load() const { return load_; }         // [E] tokens routed to each expert
   const Buffer& step_prob_sums() const { return prob_sum_; }  // [E] global_batch only
   int weight, bias;  // the router's parameter [E, d_model] and its bias buffer [E]
@@ -65,7 +63,7 @@ class Router {
   LayerEnv env_;
   int d_, seq_, experts_, top_k_, n_groups_, topk_groups_;
   float route_scale_, gamma_, alpha_;
-  BalanceGroup balance_;
+  BalanceLoss balance_;
   Buffer load_, prob_sum_, global_f_;
   long global_tokens_ = 0;
 };

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "pipeline/generators.hpp"
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 #include "util/error.hpp"
 
 namespace mt::plan {

@@ -7,15 +7,17 @@
 namespace mt {
 
 namespace {
-bool global_balance(const ModelConfig& m) { return m.moe.aux_loss == "global_batch"; }
+bool global_balance(const ModelConfig& m) { return m.moe.aux_loss == BalanceLoss::global_batch; }
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 }  // namespace
 
 LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch) {
-  const std::string& kind = m.moe.aux_loss;
-  const float groups = kind == "sequence" ? float(global_batch) : kind == "micro_batch" ? float(global_batch / micro_batch) : 1.0f;
+  const BalanceLoss kind = m.moe.aux_loss;
+  const float groups = kind == BalanceLoss::sequence      ? float(global_batch)
+                       : kind == BalanceLoss::micro_batch ? float(global_batch / micro_batch)
+                                                          : 1.0f;
   const float mtp = m.mtp.depth > 0 ? float(m.mtp.weight / (m.mtp.depth * double(global_batch))) : 0.0f;
   return {1.0f / float(global_batch * m.seq_len), 1.0f / groups, mtp};
 }

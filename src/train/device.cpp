@@ -14,14 +14,14 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 DeviceChoice choose_device(const Config& cfg) {
-  const std::string& want = cfg.precision.device;
+  const DeviceKind want = cfg.precision.device;
   DeviceChoice d;
-  if (want == "cpu") {
+  if (want == DeviceKind::cpu) {
     d.backend = cpu_backend();
     d.description = "cpu";
     return d;
   }
-  if (want == "cpu-strict") {
+  if (want == DeviceKind::cpu_strict) {
     d.backend = cpu_strict_backend_create();
     d.owned = DeviceChoice::Owned::strict;
     d.description = "cpu-strict (device memory unreadable outside op calls)";
@@ -42,7 +42,7 @@ DeviceChoice choose_device(const Config& cfg) {
     usable = false;
     why = "the CUDA op table does not yet implement " + join(missing);
   }
-  if (want == "cuda")
+  if (want == DeviceKind::cuda)
     throw UserError(cfg.origin.at("precision.device") + ": precision.device = \"cuda\" cannot be used: " + why +
                     "; set precision.device = \"cpu\" or \"auto\"");
   d.backend = cpu_backend();

@@ -17,7 +17,9 @@ struct DeviceChoice {
 
 DeviceChoice choose_device(const Config& cfg);
 // GEMM input precision from precision.matmul.
-inline GemmInputs gemm_inputs(const PrecisionConfig& p) { return p.matmul == "bf16" ? GemmInputs::bf16 : GemmInputs::fp32; }
+inline GemmInputs gemm_inputs(const PrecisionConfig& p) {
+  return p.matmul == MatmulPrecision::bf16 ? GemmInputs::bf16 : GemmInputs::fp32;
+}
 void release_device(DeviceChoice& d);
 
 }  // namespace mt

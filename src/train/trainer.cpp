@@ -17,7 +17,7 @@
 #include "pipeline/generators.hpp"
 #include "train/batches.hpp"
 #include "train/pipeline_step.hpp"
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 #include "util/error.hpp"
 
 namespace mt {

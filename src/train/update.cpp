@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace mt {

@@ -1,4 +1,4 @@
-#include "train/flops.hpp"
+#include "model/flops.hpp"
 
 namespace mt {
 
