@@ -9,5 +9,13 @@ void gemm(DeviceState*, const GemmArgs&);
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs&);
 void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs&);
 void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs&);
+void rope(DeviceState*, const RopeArgs&);
+void swiglu_forward(DeviceState*, const SwigluForwardArgs&);
+void swiglu_backward(DeviceState*, const SwigluBackwardArgs&);
+double cross_entropy(DeviceState*, const CrossEntropyArgs&);
+void embedding_forward(DeviceState*, const EmbeddingForwardArgs&);
+void embedding_backward(DeviceState*, const EmbeddingBackwardArgs&);
+void add(DeviceState*, const AddArgs&);
+void copy_columns(DeviceState*, const CopyColumnsArgs&);
 
 }  // namespace mt::cuda
