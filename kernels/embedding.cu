@@ -1,7 +1,9 @@
 // Embedding lookup and its gradient on the GPU, the same semantics as src/ops/cpu/elementwise.cpp.
 // The backward pass is deterministic without atomics: a stable radix sort (CUB) orders the rows by token,
-// keeping rows of one token in row order, and one block per token adds that token's rows to its table row
-// in that order. That is the CPU's order of additions too, so the result is bit-identical to the CPU's.
+// keeping rows of one token in row order, and blocks of the token's first row add that token's rows to its
+// table row in that order. That is the CPU's order of additions too, so the result is bit-identical to the CPU's.
+#include <algorithm>
+
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda_check.cuh"
@@ -15,6 +17,7 @@ namespace {
 
 constexpr int kMaxRowThreads = 256;
 constexpr int kThreads = 256;
+constexpr int kMaxGridY = 65535;
 constexpr size_t kAlign = 256;  // sub-buffers of the scratch allocation start on cudaMalloc's alignment
 
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
@@ -31,17 +34,21 @@ __global__ void iota_kernel(int* v, int n) {
     v[i] = int(i);
 }
 
-// Block p of the rows sorted by token: if p is the first row of its token, adds all rows of the token (they
-// follow p, in row order) to the token's table row; every other block returns at once.
+// Block (p, y) of the rows sorted by token: if p is the first row of its token, adds all rows of the token
+// (they follow p, in row order) to the token's table row, for the columns of column block y (looping past
+// grid.y blocks); blocks at any other p return at once. Column blocks let a frequent token's sum spread
+// over several SMs.
 __global__ void backward_kernel(const int* sorted_tokens, const int* sorted_rows, const float* dout, float* dtable,
                                 int rows, int dim) {
   const int p = blockIdx.x;
   const int token = sorted_tokens[p];
   if (p > 0 && sorted_tokens[p - 1] == token) return;
+  int end = p + 1;
+  while (end < rows && sorted_tokens[end] == token) ++end;
   float* dst = dtable + size_t(token) * dim;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < dim; i += gridDim.y * blockDim.x) {
     float acc = dst[i];
-    for (int q = p; q < rows && sorted_tokens[q] == token; ++q) acc += dout[size_t(sorted_rows[q]) * dim + i];
+    for (int q = p; q < end; ++q) acc += dout[size_t(sorted_rows[q]) * dim + i];
     dst[i] = acc;
   }
 }
@@ -73,8 +80,9 @@ void embedding_backward(DeviceState* s, const EmbeddingBackwardArgs& a) {
   MT_CUDA_CHECK_LAUNCH();
   MT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(buf + 3 * ints, sort_bytes, a.tokens, sorted_tokens, rows_in,
                                                 sorted_rows, n, 0, int(sizeof(int) * 8), s->stream));
-  backward_kernel<<<n, row_threads(a.dim, kMaxRowThreads), 0, s->stream>>>(sorted_tokens, sorted_rows, a.dout,
-                                                                          a.dtable, n, a.dim);
+  const int threads = row_threads(a.dim, kMaxRowThreads);
+  const dim3 grid(n, std::min((a.dim + threads - 1) / threads, kMaxGridY));
+  backward_kernel<<<grid, threads, 0, s->stream>>>(sorted_tokens, sorted_rows, a.dout, a.dtable, n, a.dim);
   MT_CUDA_CHECK_LAUNCH();
 }
 
