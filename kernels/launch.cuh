@@ -1,5 +1,5 @@
 #pragma once
-// Launch sizes shared by the kernels of this folder.
+// Launch shapes shared by the kernels, and reading back a value the stream computed.
 #include <cstddef>
 
 #include "cuda_check.cuh"
@@ -9,11 +9,18 @@ namespace mt::cuda {
 
 constexpr int kBlock = 256;  // threads of a one-dimensional block
 
-// Blocks for a grid-stride loop over n items: enough to fill the GPU a few times over.
-inline unsigned grid_stride_blocks(const DeviceState* s, size_t n) {
-  const size_t want = (n + kBlock - 1) / kBlock;
+// Blocks for a grid-stride loop over n items: what the items need, at most enough to fill every SM a few
+// times over (far below the grid.x limit, so any n works).
+inline unsigned stride_grid(const DeviceState* s, size_t n, int threads) {
+  const size_t want = (n + threads - 1) / threads;
   const size_t cap = size_t(s->sm_count > 0 ? s->sm_count : 1) * 16;
   return unsigned(want == 0 ? 1 : want < cap ? want : cap);
+}
+
+// Threads for one block per row of `cols` values: a whole number of warps, at most `max_threads`.
+inline int row_threads(int cols, int max_threads) {
+  const int warps = (cols + 31) / 32;
+  return warps < 1 ? 32 : warps * 32 < max_threads ? warps * 32 : max_threads;
 }
 
 // Downloads one value the stream has computed (waits for it).

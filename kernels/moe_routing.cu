@@ -119,7 +119,7 @@ unsigned blocks_for(size_t n) { return unsigned((n + kBlock - 1) / kBlock); }
 void sigmoid(DeviceState* s, const SigmoidArgs& a) {
   if (a.n == 0) return;
   activate(s);
-  sigmoid_kernel<<<grid_stride_blocks(s, a.n), kBlock, 0, s->stream>>>(a.x, a.y, a.n);
+  sigmoid_kernel<<<stride_grid(s, a.n, kBlock), kBlock, 0, s->stream>>>(a.x, a.y, a.n);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -47,14 +47,14 @@ __global__ void adamw_kernel(AdamwArgs a) {
 void scale(DeviceState* s, const ScaleArgs& a) {
   if (a.n == 0) return;
   activate(s);
-  scale_kernel<<<grid_stride_blocks(s, a.n), kBlock, 0, s->stream>>>(a.x, a.n, a.factor);
+  scale_kernel<<<stride_grid(s, a.n, kBlock), kBlock, 0, s->stream>>>(a.x, a.n, a.factor);
   MT_CUDA_CHECK_LAUNCH();
 }
 
 double sum_squares(DeviceState* s, const SumSquaresArgs& a) {
   if (a.n == 0) return 0.0;
   activate(s);
-  const unsigned blocks = grid_stride_blocks(s, a.n);
+  const unsigned blocks = stride_grid(s, a.n, kBlock);
   auto* partials = static_cast<double*>(scratch(s, kScratchReduce, (size_t(blocks) + 1) * sizeof(double)));
   partial_squares_kernel<<<blocks, kBlock, 0, s->stream>>>(a.x, a.n, partials);
   MT_CUDA_CHECK_LAUNCH();
@@ -66,7 +66,7 @@ double sum_squares(DeviceState* s, const SumSquaresArgs& a) {
 void adamw(DeviceState* s, const AdamwArgs& a) {
   if (a.n == 0) return;
   activate(s);
-  adamw_kernel<<<grid_stride_blocks(s, a.n), kBlock, 0, s->stream>>>(a);
+  adamw_kernel<<<stride_grid(s, a.n, kBlock), kBlock, 0, s->stream>>>(a);
   MT_CUDA_CHECK_LAUNCH();
 }
 

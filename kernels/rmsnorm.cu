@@ -2,9 +2,12 @@
 // Row reductions use one block per row with fp32 partial sums (the CPU sums in double; the
 // difference is far below the parity tolerance). The weight gradient is reduced over rows in a
 // fixed order without atomics, so it is bitwise reproducible run to run.
+#include <algorithm>
+
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"
+#include "reduce.cuh"
 
 namespace mt::cuda {
 
@@ -14,35 +17,14 @@ constexpr int kThreads = 256;  // per block; a multiple of 32, at most 32 warps
 // Rows summed by one block of the weight-gradient kernel. It depends on nothing but this constant,
 // so the summation order (and the result) is the same on every GPU model.
 constexpr int kRowsPerChunk = 64;
-
-__device__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
-// Sum of v over the block, returned to every thread. Called once per kernel.
-__device__ float block_sum(float v) {
-  __shared__ float per_warp[32];
-  __shared__ float total;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warp_sum(v);
-  if (lane == 0) per_warp[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < int(blockDim.x >> 5) ? per_warp[lane] : 0.0f;
-    v = warp_sum(v);
-    if (lane == 0) total = v;
-  }
-  __syncthreads();
-  return total;
-}
+constexpr int kMaxGridY = 65535;
 
 __global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ weight, float* __restrict__ y,
                                float* __restrict__ rstd, int dim, float eps) {
   const size_t base = size_t(blockIdx.x) * dim;
   float ss = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += x[base + i] * x[base + i];
-  ss = block_sum(ss);
+  ss = block_reduce(ss, SumOp{}, 0.0f);
   const float r = 1.0f / sqrtf(ss / float(dim) + eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) y[base + i] = x[base + i] * r * weight[i];
@@ -55,37 +37,38 @@ __global__ void backward_input_kernel(const float* __restrict__ dy, const float*
   const size_t base = size_t(blockIdx.x) * dim;
   float dot = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += weight[i] * dy[base + i] * x[base + i];
-  dot = block_sum(dot);
+  dot = block_reduce(dot, SumOp{}, 0.0f);
   const float r = rstd[blockIdx.x];
   const float c = dot / float(dim) * r * r;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) dx[base + i] = r * (weight[i] * dy[base + i] - x[base + i] * c);
 }
 
-// One thread per column sums its column over one chunk of rows (coalesced across the warp).
+// One thread per column sums its column over one chunk of rows (coalesced across the warp); blockIdx.x is
+// the chunk, so any row count fits the grid, and columns beyond grid.y blocks loop.
 // With a single chunk it accumulates straight into dweight; otherwise it writes its partial sum.
 __global__ void backward_weight_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                                                const float* __restrict__ rstd, float* __restrict__ out, int rows,
                                                int dim, bool accumulate) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  if (col >= dim) return;
-  const int r0 = blockIdx.y * kRowsPerChunk;
+  const int r0 = blockIdx.x * kRowsPerChunk;
   const int r1 = min(rows, r0 + kRowsPerChunk);
-  float acc = 0.0f;
-  for (int r = r0; r < r1; ++r) acc += dy[size_t(r) * dim + col] * x[size_t(r) * dim + col] * rstd[r];
-  if (accumulate)
-    out[col] += acc;
-  else
-    out[size_t(blockIdx.y) * dim + col] = acc;
+  for (int col = blockIdx.y * blockDim.x + threadIdx.x; col < dim; col += gridDim.y * blockDim.x) {
+    float acc = 0.0f;
+    for (int r = r0; r < r1; ++r) acc += dy[size_t(r) * dim + col] * x[size_t(r) * dim + col] * rstd[r];
+    if (accumulate)
+      out[col] += acc;
+    else
+      out[size_t(blockIdx.x) * dim + col] = acc;
+  }
 }
 
 // Adds the chunk partials of each column to dweight, chunks in order.
 __global__ void backward_weight_finish_kernel(const float* __restrict__ partial, float* __restrict__ dweight,
                                               int chunks, int dim) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  if (col >= dim) return;
-  float acc = 0.0f;
-  for (int c = 0; c < chunks; ++c) acc += partial[size_t(c) * dim + col];
-  dweight[col] += acc;
+  for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < dim; col += gridDim.x * blockDim.x) {
+    float acc = 0.0f;
+    for (int c = 0; c < chunks; ++c) acc += partial[size_t(c) * dim + col];
+    dweight[col] += acc;
+  }
 }
 
 }  // namespace
@@ -108,7 +91,8 @@ void rmsnorm_backward_weight(DeviceState* s, const RmsNormBackwardWeightArgs& a)
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
   const int chunks = (a.rows + kRowsPerChunk - 1) / kRowsPerChunk;
-  const dim3 grid((a.dim + kThreads - 1) / kThreads, chunks);
+  const int col_blocks = std::min((a.dim + kThreads - 1) / kThreads, kMaxGridY);
+  const dim3 grid(chunks, col_blocks);
   if (chunks == 1) {
     backward_weight_partial_kernel<<<grid, kThreads, 0, s->stream>>>(a.dy, a.x, a.rstd, a.dweight, a.rows, a.dim, true);
     MT_CUDA_CHECK_LAUNCH();
@@ -117,7 +101,7 @@ void rmsnorm_backward_weight(DeviceState* s, const RmsNormBackwardWeightArgs& a)
   auto* partial = static_cast<float*>(scratch(s, kScratchReduce, size_t(chunks) * a.dim * sizeof(float)));
   backward_weight_partial_kernel<<<grid, kThreads, 0, s->stream>>>(a.dy, a.x, a.rstd, partial, a.rows, a.dim, false);
   MT_CUDA_CHECK_LAUNCH();
-  backward_weight_finish_kernel<<<grid.x, kThreads, 0, s->stream>>>(partial, a.dweight, chunks, a.dim);
+  backward_weight_finish_kernel<<<col_blocks, kThreads, 0, s->stream>>>(partial, a.dweight, chunks, a.dim);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -71,6 +71,8 @@ expect "cpu-strict trains (device memory unreadable outside ops)" 0 "done: 6 ste
 $bin train "$tmp/exp.toml" --set run.name=plain --set training.steps=6 --set precision.device=cpu >/dev/null 2>&1
 expect "cpu-strict and cpu give the same losses, bit for bit" 0 "^same$" -- bash -c \
   "[[ -n \"$(loss_of strict)\" && \"$(loss_of strict)\" == \"$(loss_of plain)\" ]] && echo same"
+expect "GPU parity checks are sound (strict CPU backend standing in for the GPU)" 0 "^[0-9]+ passed, 0 failed$" -- \
+  ./build/tests/gpu_parity --cpu-stand-in
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
 expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run

@@ -1,6 +1,9 @@
-// GPU parity: every CUDA op against the CPU reference on identical deterministic inputs.
+// GPU parity: every CUDA op against the CPU reference on identical random inputs.
+// Every buffer the GPU only writes starts as NaN, so a kernel that skips an element fails. Buffers it
+// updates (accumulated gradients, in-place ops) start from random values unlike the answer.
 // Prints one PASS/FAIL line per check and a summary; exits 0 when all pass, 1 otherwise, and
 // 77 (the conventional "skipped" status) when there is no usable GPU.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,14 +18,26 @@ namespace {
 
 using namespace mt;
 
-// Deterministic uniform numbers in [lo, hi); each check seeds its own generator.
+// Tolerances, relative to the largest expected value of a check.
+// fp32 math that differs from the CPU only in rounding (fused multiply-adds, an ulp or two in expf, cos, sin;
+// summation order within a row).
+constexpr double kTol = 1e-5;
+// The GPU performs the same IEEE operations in the same order as the CPU (copies, one add per element, the
+// embedding gradient summed in row order), so anything but bitwise equality is a bug.
+constexpr double kExact = 0;
+
+// Deterministic uniform numbers; each check seeds its own generator.
 struct Lcg {
   uint64_t state;
   explicit Lcg(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
-  float next(float lo, float hi) {
+  uint64_t bits() {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * float(double(state >> 40) / double(1ull << 24));
+    return state >> 24;
   }
+  // In [lo, hi).
+  float next(float lo, float hi) { return lo + (hi - lo) * float(double(bits() >> 16) / double(1ull << 24)); }
+  // In [0, n).
+  int below(int n) { return int(bits() % uint64_t(n)); }
 };
 
 std::vector<float> random_values(size_t n, Lcg& rng, float lo = -1.0f, float hi = 1.0f) {
@@ -31,8 +46,11 @@ std::vector<float> random_values(size_t n, Lcg& rng, float lo = -1.0f, float hi 
   return v;
 }
 
+std::vector<float> nans(size_t n) { return std::vector<float>(n, NAN); }
+
 // max |got - want| / max |want|; NaN anywhere counts as infinitely wrong.
 double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
   double diff = 0, scale = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double d = std::fabs(double(got[i]) - want[i]);
@@ -41,6 +59,12 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
     scale = std::max(scale, std::fabs(double(want[i])));
   }
   return scale > 0 ? diff / scale : diff;
+}
+
+double relative_error(double got, double want) {
+  const double d = std::fabs(got - want);
+  if (std::isnan(d)) return INFINITY;
+  return want != 0 ? d / std::fabs(want) : d;
 }
 
 struct Report {
@@ -52,52 +76,57 @@ struct Report {
   }
 };
 
-// A float buffer on the GPU, `offset` floats into its allocation (to test unaligned sub-views).
-class DeviceFloats {
+// A buffer on the GPU, `offset` elements into its allocation (to test unaligned sub-views).
+template <typename T>
+class DeviceArray {
  public:
-  DeviceFloats(const Backend& be, const std::vector<float>& host, size_t offset = 0)
-      : be_(be), n_(host.size()), base_(static_cast<float*>(be.ops->alloc(be.state, (host.size() + offset) * 4))),
+  DeviceArray(const Backend& be, const std::vector<T>& host, size_t offset = 0)
+      : be_(be), n_(host.size()), base_(static_cast<T*>(be.ops->alloc(be.state, (host.size() + offset) * sizeof(T)))),
         p_(base_ + offset) {
-    be_.ops->upload(be_.state, p_, host.data(), n_ * sizeof(float));
+    be_.ops->upload(be_.state, p_, host.data(), n_ * sizeof(T));
   }
-  ~DeviceFloats() { be_.ops->release(be_.state, base_); }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  float* get() const { return p_; }
-  std::vector<float> download() const {
-    std::vector<float> v(n_);
+  ~DeviceArray() { be_.ops->release(be_.state, base_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> download() const {
+    std::vector<T> v(n_);
     be_.ops->synchronize(be_.state);
-    be_.ops->download(be_.state, v.data(), p_, n_ * sizeof(float));
+    be_.ops->download(be_.state, v.data(), p_, n_ * sizeof(T));
     return v;
   }
 
  private:
   const Backend& be_;
   size_t n_;
-  float* base_;
-  float* p_;
+  T* base_;
+  T* p_;
 };
+using DeviceFloats = DeviceArray<float>;
+using DeviceInts = DeviceArray<int>;
 
+// beta == 0 makes C output only: the CPU starts from zeros, the GPU from NaN, which it must not read.
 void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int n, int k, bool ta, bool tb,
-                GemmInputs inputs, size_t offset, uint64_t seed) {
+                GemmInputs inputs, float beta, size_t offset, uint64_t seed) {
   Lcg rng(seed);
-  const std::vector<float> a = random_values(size_t(m) * k, rng), b = random_values(size_t(k) * n, rng),
-                           c0 = random_values(size_t(m) * n, rng);
+  const std::vector<float> a = random_values(size_t(m) * k, rng), b = random_values(size_t(k) * n, rng);
+  const std::vector<float> c0 = beta == 0 ? std::vector<float>(size_t(m) * n, 0.0f) : random_values(size_t(m) * n, rng);
   GemmArgs g;
   g.m = m; g.n = n; g.k = k; g.trans_a = ta; g.trans_b = tb;
-  g.alpha = 0.75f; g.beta = -0.5f; g.inputs = inputs;
+  g.alpha = 0.75f; g.beta = beta; g.inputs = inputs;
 
   std::vector<float> want = c0;
   g.a = a.data(); g.b = b.data(); g.c = want.data();
   cpu.gemm(g);
 
-  DeviceFloats da(gpu, a, offset), db(gpu, b, offset), dc(gpu, c0, offset);
+  DeviceFloats da(gpu, a, offset), db(gpu, b, offset), dc(gpu, beta == 0 ? nans(c0.size()) : c0, offset);
   g.a = da.get(); g.b = db.get(); g.c = dc.get();
   gpu.gemm(g);
 
   char name[160];
-  std::snprintf(name, sizeof name, "gemm %s m=%d n=%d k=%d trans_a=%d trans_b=%d%s",
-                inputs == GemmInputs::bf16 ? "bf16" : "fp32", m, n, k, int(ta), int(tb), offset ? " unaligned" : "");
+  std::snprintf(name, sizeof name, "gemm %s m=%d n=%d k=%d trans_a=%d trans_b=%d beta=%g%s",
+                inputs == GemmInputs::bf16 ? "bf16" : "fp32", m, n, k, int(ta), int(tb), beta,
+                offset ? " unaligned" : "");
   rep.check(name, relative_error(dc.download(), want), 1e-4);
 }
 
@@ -113,44 +142,187 @@ void check_rmsnorm(Report& rep, const Backend& cpu, const Backend& gpu, int rows
   // Forward: y and rstd.
   std::vector<float> y(x.size()), rstd(rows);
   cpu.rmsnorm_forward({rows, dim, 1e-5f, x.data(), w.data(), y.data(), rstd.data()});
-  DeviceFloats gy(gpu, y), grstd(gpu, rstd);
+  DeviceFloats gy(gpu, nans(y.size())), grstd(gpu, nans(rstd.size()));
   gpu.rmsnorm_forward({rows, dim, 1e-5f, dx_in.get(), dw.get(), gy.get(), grstd.get()});
   rep.check("rmsnorm_forward" + shape,
-            std::max(relative_error(gy.download(), y), relative_error(grstd.download(), rstd)), 1e-5);
+            std::max(relative_error(gy.download(), y), relative_error(grstd.download(), rstd)), kTol);
 
   // Backward passes take the CPU's rstd on both sides, so each check covers one kernel only.
   DeviceFloats drstd(gpu, rstd);
   std::vector<float> dx(x.size());
   cpu.rmsnorm_backward_input({rows, dim, dy.data(), x.data(), w.data(), rstd.data(), dx.data()});
-  DeviceFloats gdx(gpu, std::vector<float>(x.size(), NAN));
+  DeviceFloats gdx(gpu, nans(x.size()));
   gpu.rmsnorm_backward_input({rows, dim, ddy.get(), dx_in.get(), dw.get(), drstd.get(), gdx.get()});
-  rep.check("rmsnorm_backward_input" + shape, relative_error(gdx.download(), dx), 1e-5);
+  rep.check("rmsnorm_backward_input" + shape, relative_error(gdx.download(), dx), kTol);
 
   std::vector<float> dweight = dw0;
   cpu.rmsnorm_backward_weight({rows, dim, dy.data(), x.data(), rstd.data(), dweight.data()});
   DeviceFloats gdw(gpu, dw0);
   gpu.rmsnorm_backward_weight({rows, dim, ddy.get(), dx_in.get(), drstd.get(), gdw.get()});
   const std::vector<float> first = gdw.download();
-  rep.check("rmsnorm_backward_weight" + shape, relative_error(first, dweight), 1e-5);
+  rep.check("rmsnorm_backward_weight" + shape, relative_error(first, dweight), kTol);
 
   // Same inputs again must give bitwise the same gradient (no atomics, fixed order).
   DeviceFloats gdw2(gpu, dw0);
   gpu.rmsnorm_backward_weight({rows, dim, ddy.get(), dx_in.get(), drstd.get(), gdw2.get()});
-  const std::vector<float> second = gdw2.download();
-  double diff = 0;
-  for (size_t i = 0; i < first.size(); ++i) diff = std::max(diff, std::fabs(double(first[i]) - second[i]));
-  rep.check("rmsnorm_backward_weight reproducible" + shape, diff, 0);
+  rep.check("rmsnorm_backward_weight reproducible" + shape, relative_error(gdw2.download(), first), kExact);
+}
+
+// More rows than 65535 chunks of the weight gradient (the grid's y limit). Products of dy, x in {-1, 0, 1}
+// and rstd = 1 are integers, so every sum is exact on both sides and a lost or doubled row shows.
+void check_rmsnorm_weight_many_rows(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int dim,
+                                    uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(size_t(rows) * dim), dy(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(rng.below(3) - 1);
+    dy[i] = float(rng.below(3) - 1);
+  }
+  const std::vector<float> rstd(rows, 1.0f);
+  std::vector<float> dw0(dim);
+  for (float& v : dw0) v = float(rng.below(100));
+  std::vector<float> want = dw0;
+  cpu.rmsnorm_backward_weight({rows, dim, dy.data(), x.data(), rstd.data(), want.data()});
+  DeviceFloats gx(gpu, x), gdy(gpu, dy), grstd(gpu, rstd), gdw(gpu, dw0);
+  gpu.rmsnorm_backward_weight({rows, dim, gdy.get(), gx.get(), grstd.get(), gdw.get()});
+  rep.check("rmsnorm_backward_weight exact rows=" + std::to_string(rows) + " dim=" + std::to_string(dim),
+            relative_error(gdw.download(), want), kExact);
+}
+
+struct RopeShape {
+  int rows, heads, head_dim, rot_offset, rot_dim, seq_len;
+};
+
+void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeShape& sh, bool inverse,
+                size_t offset, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<float> x = random_values(size_t(sh.rows) * sh.heads * sh.head_dim, rng, -2.0f, 2.0f);
+  RopeArgs r{.rows = sh.rows, .heads = sh.heads, .head_dim = sh.head_dim, .rot_offset = sh.rot_offset,
+             .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .theta = 10000.0f, .inverse = inverse};
+  std::vector<float> want = x;
+  r.x = want.data();
+  cpu.rope(r);
+  DeviceFloats gx(gpu, x, offset);
+  r.x = gx.get();
+  gpu.rope(r);
+  char name[160];
+  std::snprintf(name, sizeof name, "rope%s rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d seq_len=%d%s",
+                inverse ? " inverse" : "", sh.rows, sh.heads, sh.head_dim, sh.rot_offset, sh.rot_dim, sh.seq_len,
+                offset ? " unaligned" : "");
+  rep.check(name, relative_error(gx.download(), want), kTol);
+}
+
+void check_swiglu(Report& rep, const Backend& cpu, const Backend& gpu, size_t n, size_t offset, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<float> g = random_values(n, rng, -6.0f, 6.0f), u = random_values(n, rng),
+                           dh = random_values(n, rng);
+  const std::string shape = " n=" + std::to_string(n) + (offset ? " unaligned" : "");
+  DeviceFloats gg(gpu, g, offset), gu(gpu, u, offset), gdh(gpu, dh, offset);
+
+  std::vector<float> h(n);
+  cpu.swiglu_forward({n, g.data(), u.data(), h.data()});
+  DeviceFloats gh(gpu, nans(n), offset);
+  gpu.swiglu_forward({n, gg.get(), gu.get(), gh.get()});
+  rep.check("swiglu_forward" + shape, relative_error(gh.download(), h), kTol);
+
+  std::vector<float> dgate(n), dup(n);
+  cpu.swiglu_backward({n, g.data(), u.data(), dh.data(), dgate.data(), dup.data()});
+  DeviceFloats gdgate(gpu, nans(n), offset), gdup(gpu, nans(n), offset);
+  gpu.swiglu_backward({n, gg.get(), gu.get(), gdh.get(), gdgate.get(), gdup.get()});
+  rep.check("swiglu_backward" + shape,
+            std::max(relative_error(gdgate.download(), dgate), relative_error(gdup.download(), dup)), kTol);
+}
+
+void check_add(Report& rep, const Backend& cpu, const Backend& gpu, size_t n, size_t offset, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<float> x = random_values(n, rng), y0 = random_values(n, rng);
+  std::vector<float> want = y0;
+  cpu.add({n, x.data(), want.data()});
+  DeviceFloats gx(gpu, x, offset), gy(gpu, y0, offset);
+  gpu.add({n, gx.get(), gy.get()});
+  rep.check("add n=" + std::to_string(n) + (offset ? " unaligned" : ""), relative_error(gy.download(), want), kExact);
+}
+
+// The window is columns [col, col + cols) of dst. Without accumulate the window starts as NaN and the
+// columns around it as random values, which must come back unchanged.
+void check_copy_columns(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int cols, int src_stride,
+                        int dst_stride, int col, bool accumulate, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<float> src = random_values(size_t(rows) * src_stride + 1, rng);  // read from src[1]
+  std::vector<float> dst0 = random_values(size_t(rows) * dst_stride, rng);
+  if (!accumulate)
+    for (int r = 0; r < rows; ++r) std::fill_n(dst0.begin() + size_t(r) * dst_stride + col, cols, NAN);
+  std::vector<float> want = dst0;
+  cpu.copy_columns({rows, cols, src.data() + 1, src_stride, want.data() + col, dst_stride, accumulate});
+  DeviceFloats gsrc(gpu, src), gdst(gpu, dst0);
+  gpu.copy_columns({rows, cols, gsrc.get() + 1, src_stride, gdst.get() + col, dst_stride, accumulate});
+  char name[160];
+  std::snprintf(name, sizeof name, "copy_columns rows=%d cols=%d src_stride=%d dst_stride=%d col=%d%s", rows, cols,
+                src_stride, dst_stride, col, accumulate ? " accumulate" : "");
+  rep.check(name, relative_error(gdst.download(), want), kExact);
+}
+
+// About one target in eight is negative (ignored). in_place: the GPU writes dlogits over its logits.
+void check_cross_entropy(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int vocab, bool in_place,
+                         uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<float> z = random_values(size_t(rows) * vocab, rng, -4.0f, 4.0f);
+  std::vector<int> targets(rows);
+  for (int& t : targets) t = rng.below(8) == 0 ? -1 - rng.below(100) : rng.below(vocab);
+  const float scale = 0.37f;
+  std::vector<float> losses(rows), dz(z.size());
+  const double total = cpu.cross_entropy({rows, vocab, scale, z.data(), targets.data(), losses.data(), dz.data()});
+
+  DeviceFloats gz(gpu, z, 1), glosses(gpu, nans(rows)), gdz(gpu, nans(in_place ? 0 : z.size()), 1);
+  DeviceInts gtargets(gpu, targets, 1);
+  float* gpu_dz = in_place ? gz.get() : gdz.get();
+  const double gtotal =
+      gpu.cross_entropy({rows, vocab, scale, gz.get(), gtargets.get(), glosses.get(), gpu_dz});
+  const std::string shape = " rows=" + std::to_string(rows) + " vocab=" + std::to_string(vocab) +
+                            (in_place ? " in place" : "");
+  rep.check("cross_entropy losses" + shape, relative_error(glosses.download(), losses), kTol);
+  rep.check("cross_entropy dlogits" + shape, relative_error(in_place ? gz.download() : gdz.download(), dz), kTol);
+  rep.check("cross_entropy total" + shape, relative_error(gtotal, total), kTol);
+}
+
+void check_embedding(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int vocab, int dim,
+                     size_t offset, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<int> tokens(rows);
+  for (int& t : tokens) t = rng.below(vocab);
+  const std::vector<float> table = random_values(size_t(vocab) * dim, rng);
+  const std::vector<float> dout = random_values(size_t(rows) * dim, rng);
+  const std::vector<float> dtable0 = random_values(size_t(vocab) * dim, rng);
+  char shape[120];
+  std::snprintf(shape, sizeof shape, " rows=%d vocab=%d dim=%d%s", rows, vocab, dim, offset ? " unaligned" : "");
+  DeviceInts gtokens(gpu, tokens, offset);
+
+  std::vector<float> out(size_t(rows) * dim);
+  cpu.embedding_forward({rows, dim, tokens.data(), table.data(), out.data()});
+  DeviceFloats gtable(gpu, table, offset), gout(gpu, nans(out.size()), offset);
+  gpu.embedding_forward({rows, dim, gtokens.get(), gtable.get(), gout.get()});
+  rep.check(std::string("embedding_forward") + shape, relative_error(gout.download(), out), kExact);
+
+  std::vector<float> dtable = dtable0;
+  cpu.embedding_backward({rows, dim, tokens.data(), dout.data(), dtable.data()});
+  DeviceFloats gdout(gpu, dout, offset), gdtable(gpu, dtable0, offset);
+  gpu.embedding_backward({rows, dim, gtokens.get(), gdout.get(), gdtable.get()});
+  rep.check(std::string("embedding_backward") + shape, relative_error(gdtable.download(), dtable), kExact);
 }
 
 }  // namespace
 
-int main() {
+// --cpu-stand-in runs every check with the strict CPU backend in the GPU's place: it proves the
+// checks themselves (every output compared, device memory reached only by upload and download)
+// on machines without a GPU.
+int main(int argc, char** argv) {
+  const bool stand_in = argc > 1 && std::string(argv[1]) == "--cpu-stand-in";
   std::string why;
-  if (!cuda_available(&why)) {
+  if (!stand_in && !cuda_available(&why)) {
     std::printf("gpu_parity: skipped: no GPU (%s)\n", why.c_str());
     return 77;
   }
-  Backend gpu = cuda_backend_create(0);
+  Backend gpu = stand_in ? cpu_strict_backend_create() : cuda_backend_create(0);
   const Backend cpu = cpu_backend();
   std::printf("gpu_parity: comparing backend '%s' against '%s'\n", gpu.ops->name, cpu.ops->name);
 
@@ -159,20 +331,55 @@ int main() {
   const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 48, 80}, {257, 129, 65}, {512, 512, 512}};
   for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
     for (const auto& s : shapes)
-      for (int t = 0; t < 4; ++t) check_gemm(rep, cpu, gpu, s[0], s[1], s[2], t & 1, t & 2, inputs, 0, seed++);
+      for (int t = 0; t < 4; ++t)
+        for (float beta : {-0.5f, 0.0f})
+          check_gemm(rep, cpu, gpu, s[0], s[1], s[2], t & 1, t & 2, inputs, beta, 0, seed++);
   // Sub-views of an allocation are only 4-byte aligned; cuBLASLt must be told so.
   for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
-    for (int t = 0; t < 4; ++t) check_gemm(rep, cpu, gpu, 257, 129, 65, t & 1, t & 2, inputs, 1, seed++);
+    for (int t = 0; t < 4; ++t) check_gemm(rep, cpu, gpu, 257, 129, 65, t & 1, t & 2, inputs, -0.5f, 1, seed++);
 
-  const int norm_shapes[][2] = {{1, 1}, {3, 7}, {64, 256}, {257, 1000}, {1000, 300}, {16, 7168}};
+  // dim >= 2: with one feature, backward_input's dx is the difference of two nearly equal terms (ill-conditioned).
+  const int norm_shapes[][2] = {{1, 2}, {3, 7}, {64, 256}, {257, 1000}, {1000, 300}, {16, 7168}, {70001, 3}};
   for (const auto& s : norm_shapes) check_rmsnorm(rep, cpu, gpu, s[0], s[1], seed++);
+  check_rmsnorm_weight_many_rows(rep, cpu, gpu, 4200001, 3, seed++);
+
+  // rows, heads, head_dim, rot_offset, rot_dim, seq_len: partial and full rotation, MLA's query and shared key.
+  const RopeShape rope_shapes[] = {{2, 1, 2, 0, 2, 2},      {7, 3, 10, 4, 6, 5},      {129, 4, 32, 0, 32, 64},
+                                   {300, 5, 24, 16, 8, 37}, {50, 1, 576, 512, 64, 7}, {70001, 2, 6, 2, 4, 4096}};
+  for (const RopeShape& sh : rope_shapes)
+    for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, sh, inverse, 0, seed++);
+  check_rope(rep, cpu, gpu, {33, 3, 40, 8, 32, 11}, false, 1, seed++);
+
+  for (size_t n : {size_t(1), size_t(1000), size_t(1000003)}) check_swiglu(rep, cpu, gpu, n, 0, seed++);
+  check_swiglu(rep, cpu, gpu, 4099, 1, seed++);
+  for (size_t n : {size_t(1), size_t(1000003)}) check_add(rep, cpu, gpu, n, 0, seed++);
+  check_add(rep, cpu, gpu, 4099, 1, seed++);
+
+  for (bool accumulate : {false, true}) {
+    check_copy_columns(rep, cpu, gpu, 1, 1, 1, 1, 0, accumulate, seed++);
+    check_copy_columns(rep, cpu, gpu, 37, 5, 9, 13, 3, accumulate, seed++);
+    check_copy_columns(rep, cpu, gpu, 70001, 3, 7, 4, 1, accumulate, seed++);
+    check_copy_columns(rep, cpu, gpu, 129, 300, 301, 600, 300, accumulate, seed++);
+  }
+
+  const int ce_shapes[][2] = {{1, 1}, {5, 3}, {1000, 257}, {77, 5000}, {37, 129280}};
+  for (const auto& s : ce_shapes) check_cross_entropy(rep, cpu, gpu, s[0], s[1], false, seed++);
+  check_cross_entropy(rep, cpu, gpu, 300, 1031, true, seed++);
+
+  check_embedding(rep, cpu, gpu, 1, 1, 1, 0, seed++);
+  check_embedding(rep, cpu, gpu, 1000, 50, 300, 0, seed++);
+  check_embedding(rep, cpu, gpu, 333, 1000, 129, 1, seed++);
+  // Many rows per token: the gradient sums hundreds of rows into each table row.
+  check_embedding(rep, cpu, gpu, 5000, 7, 129, 0, seed++);
+  check_embedding(rep, cpu, gpu, 70001, 3, 5, 0, seed++);
 
   parity::Report moe;
   parity::check_moe_ops(moe, cpu, gpu, seed);
   rep.passed += moe.passed;
   rep.failed += moe.failed;
 
-  cuda_backend_destroy(gpu);
+  if (stand_in) cpu_strict_backend_destroy(gpu);
+  else cuda_backend_destroy(gpu);
   std::printf("%d passed, %d failed\n", rep.passed, rep.failed);
   return rep.failed == 0 ? 0 : 1;
 }

@@ -1,23 +1,16 @@
 #include <cmath>
 
 #include "ops/cpu/cpu_ops.hpp"
+#include "ops/op_math.hpp"
 
 namespace mt::cpu {
 
 void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
-  for (size_t i = 0; i < a.n; ++i) {
-    const float g = a.gate[i];
-    a.h[i] = g / (1.0f + std::exp(-g)) * a.up[i];
-  }
+  for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
 }
 
-// h = g sig(g) u: dh/du = g sig(g); dh/dg = u sig(g) (1 + g (1 - sig(g))).
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
-  for (size_t i = 0; i < a.n; ++i) {
-    const float g = a.gate[i], sig = 1.0f / (1.0f + std::exp(-g));
-    a.dup[i] = a.dh[i] * g * sig;
-    a.dgate[i] = a.dh[i] * a.up[i] * sig * (1.0f + g * (1.0f - sig));
-  }
+  for (size_t i = 0; i < a.n; ++i) swiglu_grad(a.gate[i], a.up[i], a.dh[i], &a.dgate[i], &a.dup[i]);
 }
 
 void add(DeviceState*, const AddArgs& a) {
