@@ -180,6 +180,19 @@ Backend cuda_backend_create(int device) {
   return Backend{&cuda_ops(), s};
 }
 
+CudaDeviceInfo cuda_device_info(int device) {
+  CudaDeviceInfo info;
+  cudaDeviceProp p{};
+  MT_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  info.name = p.name;
+  int current = 0;
+  MT_CUDA_CHECK(cudaGetDevice(&current));
+  MT_CUDA_CHECK(cudaSetDevice(device));
+  MT_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+  MT_CUDA_CHECK(cudaSetDevice(current));
+  return info;
+}
+
 void cuda_backend_destroy(Backend& b) {
   DeviceState* s = b.state;
   b = Backend{};

@@ -16,6 +16,13 @@ bool cuda_available(std::string* why);
 // std::runtime_error (mt::UserError) when no usable GPU is present or `device` is out of range.
 Backend cuda_backend_create(int device);
 
+// What the start banner and the device choice need to know of GPU `device`.
+struct CudaDeviceInfo {
+  std::string name;
+  size_t free_bytes = 0, total_bytes = 0;
+};
+CudaDeviceInfo cuda_device_info(int device);
+
 // Releases everything cuda_backend_create made; leaves `b` empty.
 void cuda_backend_destroy(Backend& b);
 

@@ -18,6 +18,8 @@ bool cuda_available(std::string* why) {
 
 Backend cuda_backend_create(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
+CudaDeviceInfo cuda_device_info(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
+
 void cuda_backend_destroy(Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
 }  // namespace mt

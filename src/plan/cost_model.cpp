@@ -415,4 +415,6 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   return e;
 }
 
+double activation_bytes_per_token(const ModelConfig& m, const Layout& l) { return model_activations_per_token(m, l); }
+
 }  // namespace mt::plan

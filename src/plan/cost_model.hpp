@@ -63,6 +63,10 @@ struct Estimate {
   double stage_imbalance = 1;        // busiest rank's work over the average rank's
 };
 
+// Activation bytes (BF16) one token leaves saved for backward in every layer of one
+// tensor-parallel rank, under the layout's recomputation and precision.
+double activation_bytes_per_token(const ModelConfig& m, const Layout& l);
+
 // Empty when the layout can run this model on this cluster, else what is wrong and what fits.
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
 // Requires layout_problem() to be empty.

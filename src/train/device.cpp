@@ -1,19 +1,44 @@
 #include "train/device.hpp"
 
+#include <cstdio>
+
+#include "model/flops.hpp"
 #include "ops/cuda_backend.hpp"
+#include "plan/cost_model.hpp"
 #include "util/error.hpp"
 
 namespace mt {
 
 namespace {
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
 }
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(size_t(1) << 30));
+  return text;
+}
+
 }  // namespace
 
-DeviceChoice choose_device(const Config& cfg) {
+double estimated_step_bytes(const Config& cfg, int slots) {
+  const ModelConfig& m = cfg.model;
+  // fp32 weights, gradients and the two AdamW moments.
+  const double state = 16.0 * total_params(m);
+  // The planner's BF16 figure for what forward saves, doubled for fp32 storage and doubled again
+  // for what backward adds to the same arena until the micro-batch retires; the logits and their
+  // gradient for the main head and each MTP depth.
+  const double tokens = double(cfg.training.micro_batch) * m.seq_len;
+  const double saved = 4.0 * plan::activation_bytes_per_token(m, plan::Layout{}) * tokens;
+  const double logits = 2.0 * 4.0 * tokens * m.vocab_size * (1 + m.mtp.depth);
+  return state + slots * (saved + logits);
+}
+
+DeviceChoice choose_device(const Config& cfg, int slots) {
   const DeviceKind want = cfg.precision.device;
   DeviceChoice d;
   if (want == DeviceKind::cpu) {
@@ -30,17 +55,23 @@ DeviceChoice choose_device(const Config& cfg) {
   std::string why;
   bool usable = cuda_available(&why);
   if (usable) {
+    const CudaDeviceInfo info = cuda_device_info(0);
+    const double needed = estimated_step_bytes(cfg, slots);
     Backend probe = cuda_backend_create(0);
-    std::vector<std::string> missing = missing_ops(*probe.ops);
-    if (missing.empty()) {
+    const std::vector<std::string> missing = missing_ops(*probe.ops);
+    const std::string memory = "the step needs about " + gib(needed) + ", " + gib(double(info.free_bytes)) + " free";
+    // Explicitly asked for, the GPU is used even if the estimate says it is too small.
+    if (missing.empty() && (want == DeviceKind::cuda || needed <= 0.9 * double(info.free_bytes))) {
       d.backend = probe;
       d.owned = DeviceChoice::Owned::cuda;
-      d.description = "cuda:0";
+      d.description = "cuda:0 " + info.name + " (" + (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") +
+                      "; " + memory + ")";
       return d;
     }
     cuda_backend_destroy(probe);
     usable = false;
-    why = "the CUDA op table does not yet implement " + join(missing);
+    why = missing.empty() ? "GPU 0 (" + info.name + ") is too small: " + memory
+                          : "the CUDA op table does not yet implement " + join(missing);
   }
   if (want == DeviceKind::cuda)
     throw UserError(cfg.origin.at("precision.device") + ": precision.device = \"cuda\" cannot be used: " + why +

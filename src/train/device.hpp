@@ -1,7 +1,7 @@
 #pragma once
 // Chooses where the step runs from precision.device: "cpu", "cuda", "cpu-strict" (the CPU with
-// device memory protected outside op calls), or "auto" (CUDA when a GPU is present and the CUDA
-// op table can run the whole model, else CPU).
+// device memory protected outside op calls), or "auto" (CUDA when a GPU is present, the CUDA
+// op table can run the whole model and the step's estimated memory fits, else CPU).
 #include <string>
 
 #include "config/config.hpp"
@@ -15,7 +15,10 @@ struct DeviceChoice {
   enum class Owned { none, cuda, strict } owned = Owned::none;  // what release_device() frees
 };
 
-DeviceChoice choose_device(const Config& cfg);
+// `slots`: micro-batches whose activations the model keeps at once (their memory counts).
+DeviceChoice choose_device(const Config& cfg, int slots);
+// Device memory the step needs, estimated from the parameters and the planner's activation model.
+double estimated_step_bytes(const Config& cfg, int slots);
 // GEMM input precision from precision.matmul.
 inline GemmInputs gemm_inputs(const PrecisionConfig& p) {
   return p.matmul == MatmulPrecision::bf16 ? GemmInputs::bf16 : GemmInputs::fp32;

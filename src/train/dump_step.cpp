@@ -15,13 +15,14 @@
 
 namespace mt {
 
-void dump_step(const Config& cfg, const std::string& path) {
+namespace {
+
+void dump_on(const Config& cfg, const std::string& path, const Backend& be, int slots) {
   const auto& m = cfg.model;
   const auto& t = cfg.training;
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
   Batches batches(data, m.seq_len, "data.train");
-  Backend be = cpu_backend();
-  Model model(m, uint64_t(cfg.run.seed), be, gemm_inputs(cfg.precision), slots_needed(m, t.global_batch, t.micro_batch));
+  Model model(m, uint64_t(cfg.run.seed), be, gemm_inputs(cfg.precision), slots);
 
   h5::silence_errors();
   h5::Handle f = h5::create_file(path, false);
@@ -67,6 +68,20 @@ void dump_step(const Config& cfg, const std::string& path) {
   write_param_set(f, "/after/exp_avg", model.params, exp_avg);
   write_param_set(f, "/after/exp_avg_sq", model.params, exp_avg_sq);
   h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing " + path);
+}
+
+}  // namespace
+
+void dump_step(const Config& cfg, const std::string& path) {
+  const int slots = slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch);
+  DeviceChoice device = choose_device(cfg, slots);
+  try {
+    dump_on(cfg, path, device.backend, slots);
+  } catch (...) {
+    release_device(device);
+    throw;
+  }
+  release_device(device);
 }
 
 }  // namespace mt

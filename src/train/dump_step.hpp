@@ -1,6 +1,6 @@
 #pragma once
-// `moetrain dump-step`: runs the first optimizer step of an experiment and writes everything
-// another implementation needs to check it, in one HDF5 file:
+// `moetrain dump-step`: runs the first optimizer step of an experiment (on precision.device) and
+// writes everything that another implementation needs to check it, in one HDF5 file:
 //   attributes  config_toml, loss (mean cross-entropy), aux_loss, mtp_loss, grad_norm, lr
 //   /batch/inputs, /batch/targets     [global_batch, seq_len] int32
 //   /before/params/<name>, /before/buffers/<name>     the initial state

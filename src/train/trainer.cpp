@@ -73,7 +73,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (!lead_) opt_.quiet = true;
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
-  device_ = choose_device(cfg);
+  device_ = choose_device(cfg, slots);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .tp = groups_.tp.get(), .ep = groups_.ep.get()};

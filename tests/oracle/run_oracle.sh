@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The PyTorch oracle: for each configuration below, `moetrain dump-step` runs one optimizer step
 # and check_step.py recomputes it with PyTorch autograd and torch.optim.AdamW. One PASS or FAIL
-# line per configuration.
+# line per configuration. ORACLE_DEVICE picks precision.device for the step (default cpu-strict:
+# device memory unreadable outside ops; cuda on a GPU machine); PYTHON the interpreter with torch.
 set -u
 cd "$(dirname "$0")/../.."
 python=${PYTHON:-.venv/bin/python}
+device=${ORACLE_DEVICE:-cpu-strict}
 if ! "$python" -c "import torch, h5py" 2>/dev/null; then
   echo "FAIL oracle: $python cannot import torch and h5py (run: sh scripts/deps.sh)"
   exit 1
@@ -48,7 +50,7 @@ TOML
 check() {  # check NAME --set ... : one configuration
   local name=$1; shift
   local out
-  if ! out=$(./moetrain dump-step "$tmp/base.toml" --out "$tmp/$name.h5" "$@" 2>&1); then
+  if ! out=$(./moetrain dump-step "$tmp/base.toml" --out "$tmp/$name.h5" --set precision.device="$device" "$@" 2>&1); then
     echo "FAIL oracle $name: dump-step failed: $out"; return
   fi
   if out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
