@@ -2,6 +2,7 @@
 // central finite differences of it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -109,23 +110,35 @@ TEST_CASE("rope matches the reference rotation and its inverse undoes it") {
   check_close(y.data(), to_vec(x), 1e-6);
 }
 
-TEST_CASE("causal attention forward and backward") {
-  const int batch = 2, seq = 4, heads = 2, hd = 3;
-  const size_t n = size_t(batch) * seq * heads * hd;
-  auto q = testing::random_floats(n, 8), k = testing::random_floats(n, 9), v = testing::random_floats(n, 10);
-  auto r = testing::random_floats(n, 11);
-  std::vector<float> out(n), probs(size_t(batch) * heads * seq * seq), dq(n), dk(n), dv(n);
-  const float scale = 1.0f / std::sqrt(float(hd));
-  mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = hd, .v_dim = hd, .scale = scale,
-                                       .q = q.data(), .k = k.data(), .v = v.data(), .out = out.data(), .probs = probs.data()});
-  check_close(out.data(), naive::causal_attention(to_vec(q), to_vec(k), to_vec(v), batch, seq, heads, hd), 1e-6);
-  mt::cpu::attention_backward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = hd, .v_dim = hd, .scale = scale,
-                                        .q = q.data(), .k = k.data(), .v = v.data(), .probs = probs.data(), .dout = r.data(),
-                                        .dq = dq.data(), .dk = dk.data(), .dv = dv.data()});
-  auto f = [&](const Vec& qq, const Vec& kk, const Vec& vv) { return dot(naive::causal_attention(qq, kk, vv, batch, seq, heads, hd), r); };
-  check_close(dq.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(k), to_vec(v)); }, to_vec(q)), 1e-5);
-  check_close(dk.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), x, to_vec(v)); }, to_vec(k)), 1e-5);
-  check_close(dv.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), to_vec(k), x); }, to_vec(v)), 1e-5);
+TEST_CASE("causal attention forward (out and lse) and backward, equal and different qk/v dims") {
+  struct Shape { int batch, seq, heads, qk, vd; };
+  for (const Shape sh : {Shape{2, 4, 2, 3, 3}, Shape{1, 6, 3, 5, 2}}) {
+    CAPTURE(sh.qk);
+    CAPTURE(sh.vd);
+    const int batch = sh.batch, seq = sh.seq, heads = sh.heads, qk = sh.qk, vd = sh.vd;
+    const size_t nq = size_t(batch) * seq * heads * qk, nv = size_t(batch) * seq * heads * vd;
+    const uint64_t key = 8 + 4 * uint64_t(qk);
+    auto q = testing::random_floats(nq, key), k = testing::random_floats(nq, key + 1);
+    auto v = testing::random_floats(nv, key + 2), r = testing::random_floats(nv, key + 3);
+    std::vector<float> out(nv), lse(size_t(batch) * heads * seq), dq(nq), dk(nq), dv(nv);
+    const float scale = 1.0f / std::sqrt(float(qk));
+    mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
+                                         .scale = scale, .q = q.data(), .k = k.data(), .v = v.data(),
+                                         .out = out.data(), .lse = lse.data()});
+    auto f_out = [&](const Vec& qq, const Vec& kk, const Vec& vv) {
+      return naive::causal_attention(qq, kk, vv, batch, seq, heads, qk, vd, scale);
+    };
+    check_close(out.data(), f_out(to_vec(q), to_vec(k), to_vec(v)), 1e-6);
+    check_close(lse.data(), naive::causal_attention_lse(to_vec(q), to_vec(k), batch, seq, heads, qk, scale), 1e-6);
+    mt::cpu::attention_backward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
+                                          .scale = scale, .q = q.data(), .k = k.data(), .v = v.data(),
+                                          .out = out.data(), .lse = lse.data(), .dout = r.data(), .dq = dq.data(),
+                                          .dk = dk.data(), .dv = dv.data()});
+    auto f = [&](const Vec& qq, const Vec& kk, const Vec& vv) { return dot(f_out(qq, kk, vv), r); };
+    check_close(dq.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(k), to_vec(v)); }, to_vec(q)), 1e-5);
+    check_close(dk.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), x, to_vec(v)); }, to_vec(k)), 1e-5);
+    check_close(dv.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), to_vec(k), x); }, to_vec(v)), 1e-5);
+  }
 }
 
 TEST_CASE("swiglu forward and backward") {
