@@ -9,6 +9,7 @@
 #include "naive_reference.hpp"
 #include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
+#include "ops/online_softmax.hpp"
 #include "tensor/arena.hpp"
 #include "test_helpers.hpp"
 
@@ -138,6 +139,55 @@ TEST_CASE("causal attention forward (out and lse) and backward, equal and differ
     check_close(dq.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(k), to_vec(v)); }, to_vec(q)), 1e-5);
     check_close(dk.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), x, to_vec(v)); }, to_vec(k)), 1e-5);
     check_close(dv.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), to_vec(k), x); }, to_vec(v)), 1e-5);
+  }
+}
+
+// The recurrence of src/ops/online_softmax.hpp, run over a row's scores in tiles as the CUDA
+// kernels run it, against a plain float64 softmax of the whole row.
+TEST_CASE("online softmax over tiles gives the plain softmax's average, log-sum-exp and probabilities") {
+  const int n = 100;
+  auto values = testing::random_floats(n, 40);
+  for (int tile : {1, 7, 32, 100}) {
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      CAPTURE(tile);
+      CAPTURE(pattern);
+      // 0: random; 1: increasing (every tile raises the maximum); 2: large magnitudes;
+      // 3: the first 40 scores masked, so whole tiles are masked before any score is seen.
+      std::vector<float> s = testing::random_floats(n, 41 + pattern, pattern == 2 ? 30.0 : 3.0);
+      if (pattern == 1) std::sort(s.begin(), s.end());
+      if (pattern == 3) std::fill(s.begin(), s.begin() + 40, -INFINITY);
+
+      mt::OnlineSoftmax row;
+      float acc = 0;
+      for (int t0 = 0; t0 < n; t0 += tile) {
+        const int t1 = std::min(n, t0 + tile);
+        float tile_max = -INFINITY, tile_sum = 0, tile_acc = 0;
+        for (int i = t0; i < t1; ++i) tile_max = std::max(tile_max, s[i]);
+        acc *= row.rescale(tile_max);
+        for (int i = t0; i < t1; ++i) {
+          const float p = row.weight(s[i]);
+          tile_sum += p;
+          tile_acc += p * values[i];
+        }
+        row.add(tile_sum);
+        acc += tile_acc;
+      }
+
+      double mx = -INFINITY, z = 0, avg = 0;
+      for (float x : s) mx = std::max(mx, double(x));
+      for (int i = 0; i < n; ++i) z += std::exp(double(s[i]) - mx);
+      for (int i = 0; i < n; ++i) avg += std::exp(double(s[i]) - mx) / z * values[i];
+      const double lse = mx + std::log(z);
+      CHECK(std::abs(row.lse() - lse) <= 1e-6 * std::max(1.0, std::abs(lse)));
+      CHECK(std::abs(row.normalise(acc) - avg) <= 1e-6);
+      double total = 0;
+      for (int i = 0; i < n; ++i) {
+        const double want = std::exp(double(s[i]) - lse);
+        CHECK(std::abs(mt::softmax_prob(s[i], row.lse()) - want) <= 1e-6);
+        total += mt::softmax_prob(s[i], row.lse());
+      }
+      CHECK(std::abs(total - 1.0) <= 1e-5);
+    }
   }
 }
 
