@@ -9,5 +9,7 @@ void gemm(DeviceState*, const GemmArgs&);
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs&);
 void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs&);
 void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs&);
+void attention_forward(DeviceState*, const AttentionForwardArgs&);
+void attention_backward(DeviceState*, const AttentionBackwardArgs&);
 
 }  // namespace mt::cuda

@@ -12,7 +12,7 @@ namespace mt {
 
 // Reusable device buffers for temporaries, one per purpose so that two live temporaries of one
 // op never share memory. They only grow.
-enum ScratchSlot { kScratchGemmA = 0, kScratchGemmB, kScratchReduce, kScratchSlots };
+enum ScratchSlot { kScratchGemmA = 0, kScratchGemmB, kScratchReduce, kScratchAttention, kScratchSlots };
 
 struct DeviceState {
   int device = 0;
