@@ -1,5 +1,5 @@
-// The CUDA backend: device selection, per-device state, memory entries and the op table.
-// Ops that have no CUDA kernel yet stay nullptr in the table; missing_ops() names them.
+// The CUDA backend: device selection, per-device state, memory entries and the op table (every
+// entry of MT_OP_LIST has its kernel in this folder, declared in cuda_ops.hpp).
 #include <string>
 
 #include "ops/cuda_backend.hpp"
@@ -74,46 +74,21 @@ void device_sync(DeviceState* s) {
 }
 
 const OpTable& cuda_ops() {
-  static const OpTable table{
-      .name = "cuda",
-      .alloc = device_alloc,
-      .release = device_release,
-      .upload = device_copy,
-      .download = device_copy,
-      .synchronize = device_sync,
-      .copy = device_copy_on_stream,
-      .zero = device_zero,
-      .gemm = cuda::gemm,
-      .rmsnorm_forward = cuda::rmsnorm_forward,
-      .rmsnorm_backward_input = cuda::rmsnorm_backward_input,
-      .rmsnorm_backward_weight = cuda::rmsnorm_backward_weight,
-      .rope = cuda::rope,
-      .attention_forward = nullptr,
-      .attention_backward = nullptr,
-      .swiglu_forward = cuda::swiglu_forward,
-      .swiglu_backward = cuda::swiglu_backward,
-      .cross_entropy = cuda::cross_entropy,
-      .embedding_forward = cuda::embedding_forward,
-      .embedding_backward = cuda::embedding_backward,
-      .add = cuda::add,
-      .copy_columns = cuda::copy_columns,
-      .grouped_gemm = cuda::grouped_gemm,
-      .sigmoid = cuda::sigmoid,
-      .router_select = cuda::router_select,
-      .moe_permute = cuda::moe_permute,
-      .gather_rows = cuda::gather_rows,
-      .moe_combine = cuda::moe_combine,
-      .moe_combine_backward = cuda::moe_combine_backward,
-      .balance_loss = cuda::balance_loss,
-      .balance_prob_sums = cuda::balance_prob_sums,
-      .global_balance = cuda::global_balance,
-      .router_backward = cuda::router_backward,
-      .bias_update = cuda::bias_update,
-      .shift_tokens = cuda::shift_tokens,
-      .scale = cuda::scale,
-      .sum_squares = cuda::sum_squares,
-      .adamw = cuda::adamw,
-  };
+  static const OpTable table = [] {
+    OpTable t{};
+    t.name = "cuda";
+    t.alloc = device_alloc;
+    t.release = device_release;
+    t.upload = device_copy;
+    t.download = device_copy;
+    t.synchronize = device_sync;
+    t.copy = device_copy_on_stream;
+    t.zero = device_zero;
+#define MT_CUDA_ENTRY(op) t.op = cuda::op;
+    MT_OP_LIST(MT_CUDA_ENTRY)
+#undef MT_CUDA_ENTRY
+    return t;
+  }();
   return table;
 }
 

@@ -9,6 +9,8 @@ void gemm(DeviceState*, const GemmArgs&);
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs&);
 void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs&);
 void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs&);
+void attention_forward(DeviceState*, const AttentionForwardArgs&);
+void attention_backward(DeviceState*, const AttentionBackwardArgs&);
 void rope(DeviceState*, const RopeArgs&);
 void swiglu_forward(DeviceState*, const SwigluForwardArgs&);
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs&);

@@ -12,7 +12,9 @@ namespace mt {
 
 // Reusable device buffers for temporaries, one per purpose so that two live temporaries of one
 // op never share memory. They only grow.
-enum ScratchSlot { kScratchGemmA = 0, kScratchGemmB, kScratchReduce, kScratchCounts, kScratchSort, kScratchSlots };
+enum ScratchSlot {
+  kScratchGemmA = 0, kScratchGemmB, kScratchReduce, kScratchCounts, kScratchSort, kScratchAttention, kScratchSlots
+};
 
 struct DeviceState {
   int device = 0;

@@ -107,6 +107,27 @@ inline Vec causal_attention(const Vec& q, const Vec& k, const Vec& v, int batch,
   return o;
 }
 
+// Log-sum-exp of each row's scaled causal scores, [batch, heads, seq], in float64.
+inline Vec causal_attention_lse(const Vec& q, const Vec& k, int batch, int seq, int heads, int qk, double scale) {
+  Vec lse(size_t(batch) * heads * seq);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int t = 0; t < seq; ++t) {
+        Vec sc(t + 1);
+        for (int s = 0; s <= t; ++s) {
+          double d = 0;
+          for (int i = 0; i < qk; ++i)
+            d += q[(size_t(b * seq + t) * heads + h) * qk + i] * k[(size_t(b * seq + s) * heads + h) * qk + i];
+          sc[s] = d * scale;
+        }
+        const double mx = *std::max_element(sc.begin(), sc.end());
+        double z = 0;
+        for (double e : sc) z += std::exp(e - mx);
+        lse[(size_t(b) * heads + h) * seq + t] = mx + std::log(z);
+      }
+  return lse;
+}
+
 inline Vec causal_attention(const Vec& q, const Vec& k, const Vec& v, int batch, int seq, int heads, int hd) {
   return causal_attention(q, k, v, batch, seq, heads, hd, hd, 1.0 / std::sqrt(double(hd)));
 }

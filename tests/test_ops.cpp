@@ -2,12 +2,14 @@
 // central finite differences of it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "naive_reference.hpp"
 #include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
+#include "ops/online_softmax.hpp"
 #include "tensor/arena.hpp"
 #include "test_helpers.hpp"
 
@@ -109,23 +111,84 @@ TEST_CASE("rope matches the reference rotation and its inverse undoes it") {
   check_close(y.data(), to_vec(x), 1e-6);
 }
 
-TEST_CASE("causal attention forward and backward") {
-  const int batch = 2, seq = 4, heads = 2, hd = 3;
-  const size_t n = size_t(batch) * seq * heads * hd;
-  auto q = testing::random_floats(n, 8), k = testing::random_floats(n, 9), v = testing::random_floats(n, 10);
-  auto r = testing::random_floats(n, 11);
-  std::vector<float> out(n), probs(size_t(batch) * heads * seq * seq), dq(n), dk(n), dv(n);
-  const float scale = 1.0f / std::sqrt(float(hd));
-  mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = hd, .v_dim = hd, .scale = scale,
-                                       .q = q.data(), .k = k.data(), .v = v.data(), .out = out.data(), .probs = probs.data()});
-  check_close(out.data(), naive::causal_attention(to_vec(q), to_vec(k), to_vec(v), batch, seq, heads, hd), 1e-6);
-  mt::cpu::attention_backward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = hd, .v_dim = hd, .scale = scale,
-                                        .q = q.data(), .k = k.data(), .v = v.data(), .probs = probs.data(), .dout = r.data(),
-                                        .dq = dq.data(), .dk = dk.data(), .dv = dv.data()});
-  auto f = [&](const Vec& qq, const Vec& kk, const Vec& vv) { return dot(naive::causal_attention(qq, kk, vv, batch, seq, heads, hd), r); };
-  check_close(dq.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(k), to_vec(v)); }, to_vec(q)), 1e-5);
-  check_close(dk.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), x, to_vec(v)); }, to_vec(k)), 1e-5);
-  check_close(dv.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), to_vec(k), x); }, to_vec(v)), 1e-5);
+TEST_CASE("causal attention forward (out and lse) and backward, equal and different qk/v dims") {
+  struct Shape { int batch, seq, heads, qk, vd; };
+  for (const Shape sh : {Shape{2, 4, 2, 3, 3}, Shape{1, 6, 3, 5, 2}}) {
+    CAPTURE(sh.qk);
+    CAPTURE(sh.vd);
+    const int batch = sh.batch, seq = sh.seq, heads = sh.heads, qk = sh.qk, vd = sh.vd;
+    const size_t nq = size_t(batch) * seq * heads * qk, nv = size_t(batch) * seq * heads * vd;
+    const uint64_t key = 8 + 4 * uint64_t(qk);
+    auto q = testing::random_floats(nq, key), k = testing::random_floats(nq, key + 1);
+    auto v = testing::random_floats(nv, key + 2), r = testing::random_floats(nv, key + 3);
+    std::vector<float> out(nv), lse(size_t(batch) * heads * seq), dq(nq), dk(nq), dv(nv);
+    const float scale = 1.0f / std::sqrt(float(qk));
+    mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
+                                         .scale = scale, .q = q.data(), .k = k.data(), .v = v.data(),
+                                         .out = out.data(), .lse = lse.data()});
+    auto f_out = [&](const Vec& qq, const Vec& kk, const Vec& vv) {
+      return naive::causal_attention(qq, kk, vv, batch, seq, heads, qk, vd, scale);
+    };
+    check_close(out.data(), f_out(to_vec(q), to_vec(k), to_vec(v)), 1e-6);
+    check_close(lse.data(), naive::causal_attention_lse(to_vec(q), to_vec(k), batch, seq, heads, qk, scale), 1e-6);
+    mt::cpu::attention_backward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
+                                          .scale = scale, .q = q.data(), .k = k.data(), .v = v.data(),
+                                          .out = out.data(), .lse = lse.data(), .dout = r.data(), .dq = dq.data(),
+                                          .dk = dk.data(), .dv = dv.data()});
+    auto f = [&](const Vec& qq, const Vec& kk, const Vec& vv) { return dot(f_out(qq, kk, vv), r); };
+    check_close(dq.data(), finite_diff([&](const Vec& x) { return f(x, to_vec(k), to_vec(v)); }, to_vec(q)), 1e-5);
+    check_close(dk.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), x, to_vec(v)); }, to_vec(k)), 1e-5);
+    check_close(dv.data(), finite_diff([&](const Vec& x) { return f(to_vec(q), to_vec(k), x); }, to_vec(v)), 1e-5);
+  }
+}
+
+// The recurrence of src/ops/online_softmax.hpp, run over a row's scores in tiles as the CUDA
+// kernels run it, against a plain float64 softmax of the whole row.
+TEST_CASE("online softmax over tiles gives the plain softmax's average, log-sum-exp and probabilities") {
+  const int n = 100;
+  auto values = testing::random_floats(n, 40);
+  for (int tile : {1, 7, 32, 100}) {
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      CAPTURE(tile);
+      CAPTURE(pattern);
+      // 0: random; 1: increasing (every tile raises the maximum); 2: large magnitudes;
+      // 3: the first 40 scores masked, so whole tiles are masked before any score is seen.
+      std::vector<float> s = testing::random_floats(n, 41 + pattern, pattern == 2 ? 30.0 : 3.0);
+      if (pattern == 1) std::sort(s.begin(), s.end());
+      if (pattern == 3) std::fill(s.begin(), s.begin() + 40, -INFINITY);
+
+      mt::OnlineSoftmax row;
+      float acc = 0;
+      for (int t0 = 0; t0 < n; t0 += tile) {
+        const int t1 = std::min(n, t0 + tile);
+        float tile_max = -INFINITY, tile_sum = 0, tile_acc = 0;
+        for (int i = t0; i < t1; ++i) tile_max = std::max(tile_max, s[i]);
+        acc *= row.rescale(tile_max);
+        for (int i = t0; i < t1; ++i) {
+          const float p = row.weight(s[i]);
+          tile_sum += p;
+          tile_acc += p * values[i];
+        }
+        row.add(tile_sum);
+        acc += tile_acc;
+      }
+
+      double mx = -INFINITY, z = 0, avg = 0;
+      for (float x : s) mx = std::max(mx, double(x));
+      for (int i = 0; i < n; ++i) z += std::exp(double(s[i]) - mx);
+      for (int i = 0; i < n; ++i) avg += std::exp(double(s[i]) - mx) / z * values[i];
+      const double lse = mx + std::log(z);
+      CHECK(std::abs(row.lse() - lse) <= 1e-6 * std::max(1.0, std::abs(lse)));
+      CHECK(std::abs(row.normalise(acc) - avg) <= 1e-6);
+      double total = 0;
+      for (int i = 0; i < n; ++i) {
+        const double want = std::exp(double(s[i]) - lse);
+        CHECK(std::abs(mt::softmax_prob(s[i], row.lse()) - want) <= 1e-6);
+        total += mt::softmax_prob(s[i], row.lse());
+      }
+      CHECK(std::abs(total - 1.0) <= 1e-5);
+    }
+  }
 }
 
 TEST_CASE("swiglu forward and backward") {

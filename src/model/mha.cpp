@@ -49,7 +49,7 @@ void Mha::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
   float* k = arena.floats(size_t(rows) * kvd);
   float* v = arena.floats(size_t(rows) * kvd);
   s.o = arena.floats(size_t(rows) * hd);
-  s.probs = arena.floats(size_t(batch) * heads_ * seq_ * seq_);
+  s.lse = arena.floats(size_t(batch) * heads_ * seq_);
   env_.linear_forward(x, p.value(wq), rows, d_, hd, s.q);
   env_.linear_forward(x, p.value(wk), rows, d_, kvd, k);
   env_.linear_forward(x, p.value(wv), rows, d_, kvd, v);
@@ -59,7 +59,7 @@ void Mha::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
   s.v = kv_heads_ == heads_ ? v : expand(arena, v, rows);
   env_.be().attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
-                               .q = s.q, .k = s.k, .v = s.v, .out = s.o, .probs = s.probs});
+                               .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse});
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
 }
 
@@ -75,7 +75,7 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   env_.linear_backward_input(dy, p.value(wo), rows, hd, d_, s.dout);
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                 .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
-                                .q = s.q, .k = s.k, .v = s.v, .probs = s.probs, .dout = s.dout,
+                                .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse, .dout = s.dout,
                                 .dq = s.dq, .dk = dk_heads, .dv = dv_heads});
   if (kv_heads_ == heads_) {
     s.dk = dk_heads;

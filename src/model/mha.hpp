@@ -22,7 +22,7 @@ class Mha : public AttentionLayer {
   struct Saved {
     int batch = 0;
     const float* x = nullptr;
-    float *q = nullptr, *k = nullptr, *v = nullptr, *probs = nullptr, *o = nullptr;  // k, v: per query head
+    float *q = nullptr, *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;  // k, v: per query head
     const float* dy = nullptr;
     float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head
   };

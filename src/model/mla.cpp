@@ -82,10 +82,10 @@ void Mla::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
     copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, s.v, H * vdim_, h * vdim_);
   }
   s.o = arena.floats(size_t(rows) * H * vdim_);
-  s.probs = arena.floats(size_t(batch) * H * seq_ * seq_);
+  s.lse = arena.floats(size_t(batch) * H * seq_);
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
-                        .probs = s.probs});
+                        .lse = s.lse});
   env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
 }
 
@@ -101,8 +101,8 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   float* dk = arena.floats(size_t(rows) * H * qk_);
   float* dv = arena.floats(size_t(rows) * H * vdim_);
   be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .probs = s.probs,
-                         .dout = dout, .dq = s.dq, .dk = dk, .dv = dv});
+                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
+                         .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv});
   be.rope(query_rope(rows, s.dq, true));
 
   // Keys and values back to the W_kv_b output, and the shared RoPE key summed over heads.

@@ -30,7 +30,7 @@ class Mla : public AttentionLayer {
     const float* x = nullptr;
     float *cq = nullptr, *cq_rstd = nullptr, *cq_normed = nullptr;   // query latent (q_lora > 0)
     float *q = nullptr, *ckv = nullptr, *c = nullptr, *c_rstd = nullptr, *c_normed = nullptr;
-    float *k = nullptr, *v = nullptr, *probs = nullptr, *o = nullptr;
+    float *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dcq_normed = nullptr, *dcq = nullptr;
     float *dkv = nullptr, *dc_normed = nullptr, *dckv = nullptr;

@@ -74,18 +74,21 @@ struct RopeArgs {
   float* x = nullptr;  // [rows, heads, head_dim]
 };
 
-// Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v: [batch*seq, heads, v_dim].
-// probs [batch, heads, seq, seq] is saved for backward.
+// Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v and out: [batch*seq, heads, v_dim].
+// Row t of a head attends to keys 0..t with probabilities softmax(scale * q_t . k_s). No
+// [seq, seq] matrix survives the op: forward saves lse [batch, heads, seq], the log-sum-exp of
+// each row's scaled scores, from which backward recomputes the probabilities exp(score - lse).
 struct AttentionForwardArgs {
   int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
-  float* out = nullptr; float* probs = nullptr;
+  float* out = nullptr; float* lse = nullptr;
 };
+// Takes the forward's out and lse; dq, dk, dv are overwritten.
 struct AttentionBackwardArgs {
   int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
-  const float* probs = nullptr; const float* dout = nullptr;
-  float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;  // overwritten
+  const float* out = nullptr; const float* lse = nullptr; const float* dout = nullptr;
+  float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
 };
 
 // h = silu(gate) * up, elementwise over n values.

@@ -1,9 +1,10 @@
-// Causal attention, one (sequence, head) at a time, with BLAS for the four products. Scores
-// and probabilities of a head form a [seq, seq] matrix; rows only keep columns <= their own
-// position (the full square is multiplied: at these sizes BLAS on the square beats loops on
-// the triangle).
+// Causal attention, one (sequence, head) at a time, with BLAS for the products. The scores of a
+// head form a [seq, seq] matrix that lives only inside the op, one head at a time; rows only keep
+// columns <= their own position (the full square is multiplied: at these sizes BLAS on the
+// square beats loops on the triangle). Backward recomputes the probabilities from the saved lse.
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -18,45 +19,57 @@ inline size_t head_offset(int b, int h, int seq, int heads, int dim) { return (s
 
 void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
   const int T = a.seq, H = a.heads, ldq = H * a.qk_dim, ldv = H * a.v_dim;
+  std::vector<float> P(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
-      float* P = a.probs + (size_t(b) * H + h) * T * T;
       const float* q = a.q + head_offset(b, h, T, H, a.qk_dim);
       const float* k = a.k + head_offset(b, h, T, H, a.qk_dim);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, a.qk_dim, a.scale, q, ldq, k, ldq, 0.0f, P, T);
+      float* lse = a.lse + (size_t(b) * H + h) * T;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, a.qk_dim, a.scale, q, ldq, k, ldq, 0.0f, P.data(), T);
       for (int t = 0; t < T; ++t) {
-        float* p = P + size_t(t) * T;
+        float* p = P.data() + size_t(t) * T;
         float mx = p[0];
         for (int s = 1; s <= t; ++s) mx = std::max(mx, p[s]);
         double sum = 0;
         for (int s = 0; s <= t; ++s) { p[s] = std::exp(p[s] - mx); sum += p[s]; }
+        lse[t] = float(mx + std::log(sum));
         const float inv = float(1.0 / sum);
         for (int s = 0; s <= t; ++s) p[s] *= inv;
         for (int s = t + 1; s < T; ++s) p[s] = 0;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P, T,
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P.data(), T,
                   a.v + head_offset(b, h, T, H, a.v_dim), ldv, 0.0f, a.out + head_offset(b, h, T, H, a.v_dim), ldv);
     }
 }
 
-// dV = P^T dO;  dP = dO V^T;  dS = P (dP - rowsum(P dP)) scale;  dQ = dS K;  dK = dS^T Q.
+// P = exp(scale Q K^T - lse);  dV = P^T dO;  dP = dO V^T;  dS = P (dP - D) scale with
+// D = rowsum(dO * O) (= rowsum(P * dP), without the square);  dQ = dS K;  dK = dS^T Q.
 void attention_backward(DeviceState*, const AttentionBackwardArgs& a) {
   const int T = a.seq, H = a.heads, ldq = H * a.qk_dim, ldv = H * a.v_dim;
-  std::vector<float> dS(size_t(T) * T);
+  std::vector<float> P(size_t(T) * T), dS(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
-      const float* P = a.probs + (size_t(b) * H + h) * T * T;
       const size_t oq = head_offset(b, h, T, H, a.qk_dim), ov = head_offset(b, h, T, H, a.v_dim);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P, T, a.dout + ov, ldv, 0.0f,
+      const float* lse = a.lse + (size_t(b) * H + h) * T;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, a.qk_dim, a.scale, a.q + oq, ldq, a.k + oq, ldq, 0.0f,
+                  P.data(), T);
+      for (int t = 0; t < T; ++t) {
+        float* p = P.data() + size_t(t) * T;
+        for (int s = 0; s <= t; ++s) p[s] = std::exp(p[s] - lse[t]);
+        for (int s = t + 1; s < T; ++s) p[s] = 0;
+      }
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P.data(), T, a.dout + ov, ldv, 0.0f,
                   a.dv + ov, ldv);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, a.v_dim, 1.0f, a.dout + ov, ldv, a.v + ov, ldv, 0.0f,
                   dS.data(), T);
       for (int t = 0; t < T; ++t) {
-        const float* p = P + size_t(t) * T;
+        const float* p = P.data() + size_t(t) * T;
+        const float* dout = a.dout + ov + size_t(t) * ldv;
+        const float* out = a.out + ov + size_t(t) * ldv;
         float* ds = dS.data() + size_t(t) * T;
-        double pdp = 0;
-        for (int s = 0; s <= t; ++s) pdp += double(p[s]) * ds[s];
-        for (int s = 0; s <= t; ++s) ds[s] = p[s] * (ds[s] - float(pdp)) * a.scale;
+        double d = 0;
+        for (int i = 0; i < a.v_dim; ++i) d += double(dout[i]) * out[i];
+        for (int s = 0; s <= t; ++s) ds[s] = p[s] * (ds[s] - float(d)) * a.scale;
         for (int s = t + 1; s < T; ++s) ds[s] = 0;
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, a.qk_dim, T, 1.0f, dS.data(), T, a.k + oq, ldq, 0.0f,

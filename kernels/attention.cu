@@ -1,0 +1,367 @@
+// Causal attention on the GPU, flash style: no [seq, seq] matrix exists, not even per head. A
+// block owns one tile of kTile rows of one (sequence, head) and streams the other side's tiles
+// through shared memory:
+//   forward   one block per query tile; online softmax over the key tiles at or before it
+//             (src/ops/online_softmax.hpp); writes out and lse.
+//   backward  D = rowsum(dout * out) per query row; one block per key tile accumulates dK and dV
+//             over the query tiles at or after it; one block per query tile accumulates dQ over
+//             the key tiles at or before it. Both recompute the probabilities from lse. Every
+//             output element has one writer and a fixed summation order: no atomics, so results
+//             are the same bit for bit run to run.
+// Blocks are numbered along grid.x only (limit 2^31 - 1) as (tile, batch*heads), so any number of
+// sequences and heads fits (grid.y and grid.z stop at 65535).
+#include <climits>
+#include <string>
+
+#include "cuda_check.cuh"
+#include "cuda_ops.hpp"
+#include "cuda_state.cuh"
+#include "ops/online_softmax.hpp"
+#include "util/error.hpp"
+
+namespace mt::cuda {
+
+namespace {
+
+constexpr int kTile = 32;  // rows of a query tile and of a key tile: one key per lane in the row steps
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = kTile / kWarps;
+static_assert(kTile == 32 && kTile % kWarps == 0, "row steps map the keys of a tile onto the lanes of a warp");
+
+// One call's sizes, passed by value to every kernel.
+struct Shape {
+  int batch, seq, heads, qk_dim, v_dim, tiles;
+  float scale;
+};
+
+// Shared tiles of qk_dim or v_dim features use a row stride of dim + 1: when the lanes of a warp
+// read one feature of 32 different rows, the odd stride puts them in 32 different banks.
+__host__ __device__ int padded(int dim) { return dim + 1; }
+
+struct Place {
+  int bh;    // b * heads + h
+  int tile;  // 0 = the first tile along the sequence
+};
+
+// This block's head and tile. Query-tile kernels count tiles from the sequence end (the last
+// query tile sees every key tile), key-tile kernels from its start (the first key tile is seen by
+// every query tile): either way the longest blocks come first.
+__device__ Place place(const Shape& s, bool from_end) {
+  const unsigned bh_count = unsigned(s.batch) * unsigned(s.heads);
+  const int t = int(blockIdx.x / bh_count);
+  return {int(blockIdx.x % bh_count), from_end ? s.tiles - 1 - t : t};
+}
+
+// Offset of (sequence b, position 0, head h) in a [batch*seq, heads, dim] tensor.
+__device__ size_t head_offset(const Shape& s, int bh, int dim) {
+  const int b = bh / s.heads, h = bh % s.heads;
+  return (size_t(b) * s.seq * s.heads + h) * dim;
+}
+
+__device__ float warp_max(float v) {
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// Butterfly sum: every lane adds the same pairs, so every lane ends with the same bits.
+__device__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ float dot(const float* a, const float* b, int n) {
+  float acc = 0.0f;
+  for (int d = 0; d < n; ++d) acc += a[d] * b[d];
+  return acc;
+}
+
+// Rows row0 .. row0 + kTile - 1 of one head (global row stride ld) into a shared tile. Rows past
+// the sequence end are zero: they meet probability 0 in products, and 0 * garbage could be NaN.
+__device__ void load_tile(float* __restrict__ dst, const float* __restrict__ head, size_t ld, int row0, int seq,
+                          int dim) {
+  const int lds = padded(dim);
+  for (int e = threadIdx.x; e < kTile * dim; e += kThreads) {
+    const int r = e / dim, c = e - r * dim;
+    dst[r * lds + c] = row0 + r < seq ? head[size_t(row0 + r) * ld + c] : 0.0f;
+  }
+}
+
+// Per-row values of one head ([batch, heads, seq] layout) for the rows of a tile.
+__device__ void load_row_values(float* __restrict__ dst, const float* __restrict__ src, const Shape& s, int bh,
+                                int row0) {
+  for (int r = threadIdx.x; r < kTile; r += kThreads)
+    dst[r] = row0 + r < s.seq ? src[size_t(bh) * s.seq + row0 + r] : 0.0f;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    forward_kernel(Shape s, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                   float* __restrict__ out, float* __restrict__ lse) {
+  extern __shared__ float smem[];
+  const int lq = padded(s.qk_dim), lv = padded(s.v_dim);
+  float* sq = smem;                   // [kTile][lq] this block's queries
+  float* sk = sq + kTile * lq;        // [kTile][lq] current key tile
+  float* sv = sk + kTile * lq;        // [kTile][lv] current value tile
+  float* acc = sv + kTile * lv;       // [kTile][lv] unnormalised output
+  float* sp = acc + kTile * lv;       // [kTile][kTile] weights of the current key tile
+  float* alpha = sp + kTile * kTile;  // [kTile] rescale factor of acc for the current key tile
+
+  const Place pl = place(s, true);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q0 = pl.tile * kTile;
+  const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
+  const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
+  load_tile(sq, q + hq, ldq, q0, s.seq, s.qk_dim);
+  for (int e = threadIdx.x; e < kTile * lv; e += kThreads) acc[e] = 0.0f;
+
+  // Warp w owns rows w, w + kWarps, ...; every lane holds the same copy of its rows' state.
+  OnlineSoftmax row[kRowsPerWarp];
+  for (int kt = 0; kt <= pl.tile; ++kt) {
+    const int k0 = kt * kTile;
+    __syncthreads();  // the previous key tile is no longer read
+    load_tile(sk, k + hq, ldq, k0, s.seq, s.qk_dim);
+    load_tile(sv, v + hv, ldv, k0, s.seq, s.v_dim);
+    __syncthreads();
+#pragma unroll
+    for (int n = 0; n < kRowsPerWarp; ++n) {
+      const int r = warp + n * kWarps, i = q0 + r, j = k0 + lane;
+      const float score = i < s.seq && j <= i ? s.scale * dot(sq + r * lq, sk + lane * lq, s.qk_dim) : -INFINITY;
+      const float a = row[n].rescale(warp_max(score));
+      const float p = row[n].weight(score);
+      row[n].add(warp_sum(p));
+      sp[r * kTile + lane] = p;
+      if (lane == 0) alpha[r] = a;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < kTile * s.v_dim; e += kThreads) {
+      const int r = e / s.v_dim, c = e - r * s.v_dim;
+      float o = acc[r * lv + c] * alpha[r];
+      for (int j = 0; j < kTile; ++j) o += sp[r * kTile + j] * sv[j * lv + c];
+      acc[r * lv + c] = o;
+    }
+  }
+  __syncthreads();  // acc rows were updated by other warps than the ones that own the rows
+
+#pragma unroll
+  for (int n = 0; n < kRowsPerWarp; ++n) {
+    const int r = warp + n * kWarps, i = q0 + r;
+    if (i >= s.seq) continue;
+    if (lane == 0) lse[size_t(pl.bh) * s.seq + i] = row[n].lse();
+    for (int c = lane; c < s.v_dim; c += 32) out[hv + size_t(i) * ldv + c] = row[n].normalise(acc[r * lv + c]);
+  }
+}
+
+// D = dout . out for each (row, head) of the [batch*seq, heads, v_dim] layout, one warp each,
+// stored [batch, heads, seq] like lse.
+__global__ void __launch_bounds__(kThreads)
+    delta_kernel(Shape s, const float* __restrict__ dout, const float* __restrict__ out, float* __restrict__ delta) {
+  const size_t w = size_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (w >= size_t(s.batch) * s.seq * s.heads) return;  // whole warps leave together
+  float acc = 0.0f;
+  for (int c = lane; c < s.v_dim; c += 32) acc += dout[w * s.v_dim + c] * out[w * s.v_dim + c];
+  acc = warp_sum(acc);
+  const size_t token = w / s.heads, b = token / s.seq;
+  const int h = int(w % s.heads), i = int(token % s.seq);
+  if (lane == 0) delta[(b * s.heads + h) * s.seq + i] = acc;
+}
+
+// For query rows q0.. and key rows k0.. (warp-owned rows, one key per lane): the probability
+// p = exp(scale q.k - lse) into sp (when given) and ds = p (dout.v - D) scale into sds, both 0
+// where masked.
+__device__ void score_grads(const Shape& s, int q0, int k0, const float* sq, const float* sdo, const float* slse,
+                            const float* sdelta, const float* sk, const float* sv, float* sp, float* sds) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int lq = padded(s.qk_dim), lv = padded(s.v_dim);
+  for (int r = warp; r < kTile; r += kWarps) {
+    const int i = q0 + r, j = k0 + lane;
+    float p = 0.0f, ds = 0.0f;
+    if (i < s.seq && j <= i) {
+      p = softmax_prob(s.scale * dot(sq + r * lq, sk + lane * lq, s.qk_dim), slse[r]);
+      ds = p * (dot(sdo + r * lv, sv + lane * lv, s.v_dim) - sdelta[r]) * s.scale;
+    }
+    if (sp) sp[r * kTile + lane] = p;
+    sds[r * kTile + lane] = ds;
+  }
+}
+
+// dV = P^T dO and dK = dS^T Q for one key tile, summed over the query tiles at or after it.
+__global__ void __launch_bounds__(kThreads)
+    key_grads_kernel(Shape s, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                     const float* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
+                     float* __restrict__ dk, float* __restrict__ dv) {
+  extern __shared__ float smem[];
+  const int lq = padded(s.qk_dim), lv = padded(s.v_dim);
+  float* sk = smem;                   // [kTile][lq] this block's keys
+  float* sv = sk + kTile * lq;        // [kTile][lv] this block's values
+  float* adk = sv + kTile * lv;       // [kTile][lq] dK accumulator
+  float* adv = adk + kTile * lq;      // [kTile][lv] dV accumulator
+  float* sq = adv + kTile * lv;       // [kTile][lq] current query tile
+  float* sdo = sq + kTile * lq;       // [kTile][lv] current output-gradient tile
+  float* sp = sdo + kTile * lv;       // [kTile][kTile] probabilities, [query][key]
+  float* sds = sp + kTile * kTile;    // [kTile][kTile] score gradients, [query][key]
+  float* slse = sds + kTile * kTile;  // [kTile]
+  float* sdelta = slse + kTile;       // [kTile]
+
+  const Place pl = place(s, false);
+  const int k0 = pl.tile * kTile;
+  const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
+  const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
+  load_tile(sk, k + hq, ldq, k0, s.seq, s.qk_dim);
+  load_tile(sv, v + hv, ldv, k0, s.seq, s.v_dim);
+  for (int e = threadIdx.x; e < kTile * lq; e += kThreads) adk[e] = 0.0f;
+  for (int e = threadIdx.x; e < kTile * lv; e += kThreads) adv[e] = 0.0f;
+
+  for (int qt = pl.tile; qt < s.tiles; ++qt) {
+    const int q0 = qt * kTile;
+    __syncthreads();  // the previous query tile is no longer read
+    load_tile(sq, q + hq, ldq, q0, s.seq, s.qk_dim);
+    load_tile(sdo, dout + hv, ldv, q0, s.seq, s.v_dim);
+    load_row_values(slse, lse, s, pl.bh, q0);
+    load_row_values(sdelta, delta, s, pl.bh, q0);
+    __syncthreads();
+    score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, sp, sds);
+    __syncthreads();
+    // Thread e always owns the same accumulator elements, so they need no synchronisation.
+    for (int e = threadIdx.x; e < kTile * s.v_dim; e += kThreads) {
+      const int j = e / s.v_dim, c = e - j * s.v_dim;
+      float a = adv[j * lv + c];
+      for (int r = 0; r < kTile; ++r) a += sp[r * kTile + j] * sdo[r * lv + c];
+      adv[j * lv + c] = a;
+    }
+    for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
+      const int j = e / s.qk_dim, c = e - j * s.qk_dim;
+      float a = adk[j * lq + c];
+      for (int r = 0; r < kTile; ++r) a += sds[r * kTile + j] * sq[r * lq + c];
+      adk[j * lq + c] = a;
+    }
+  }
+
+  for (int e = threadIdx.x; e < kTile * s.v_dim; e += kThreads) {
+    const int j = e / s.v_dim, c = e - j * s.v_dim;
+    if (k0 + j < s.seq) dv[hv + size_t(k0 + j) * ldv + c] = adv[j * lv + c];
+  }
+  for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
+    const int j = e / s.qk_dim, c = e - j * s.qk_dim;
+    if (k0 + j < s.seq) dk[hq + size_t(k0 + j) * ldq + c] = adk[j * lq + c];
+  }
+}
+
+// dQ = dS K for one query tile, summed over the key tiles at or before it.
+__global__ void __launch_bounds__(kThreads)
+    query_grads_kernel(Shape s, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                       const float* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
+                       float* __restrict__ dq) {
+  extern __shared__ float smem[];
+  const int lq = padded(s.qk_dim), lv = padded(s.v_dim);
+  float* sq = smem;                   // [kTile][lq] this block's queries
+  float* sdo = sq + kTile * lq;       // [kTile][lv] this block's output gradients
+  float* adq = sdo + kTile * lv;      // [kTile][lq] dQ accumulator
+  float* sk = adq + kTile * lq;       // [kTile][lq] current key tile
+  float* sv = sk + kTile * lq;        // [kTile][lv] current value tile
+  float* sds = sv + kTile * lv;       // [kTile][kTile] score gradients, [query][key]
+  float* slse = sds + kTile * kTile;  // [kTile]
+  float* sdelta = slse + kTile;       // [kTile]
+
+  const Place pl = place(s, true);
+  const int q0 = pl.tile * kTile;
+  const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
+  const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
+  load_tile(sq, q + hq, ldq, q0, s.seq, s.qk_dim);
+  load_tile(sdo, dout + hv, ldv, q0, s.seq, s.v_dim);
+  load_row_values(slse, lse, s, pl.bh, q0);
+  load_row_values(sdelta, delta, s, pl.bh, q0);
+  for (int e = threadIdx.x; e < kTile * lq; e += kThreads) adq[e] = 0.0f;
+
+  for (int kt = 0; kt <= pl.tile; ++kt) {
+    const int k0 = kt * kTile;
+    __syncthreads();  // the previous key tile is no longer read
+    load_tile(sk, k + hq, ldq, k0, s.seq, s.qk_dim);
+    load_tile(sv, v + hv, ldv, k0, s.seq, s.v_dim);
+    __syncthreads();
+    score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, nullptr, sds);
+    __syncthreads();
+    for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
+      const int r = e / s.qk_dim, c = e - r * s.qk_dim;
+      float a = adq[r * lq + c];
+      for (int j = 0; j < kTile; ++j) a += sds[r * kTile + j] * sk[j * lq + c];
+      adq[r * lq + c] = a;
+    }
+  }
+
+  for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
+    const int r = e / s.qk_dim, c = e - r * s.qk_dim;
+    if (q0 + r < s.seq) dq[hq + size_t(q0 + r) * ldq + c] = adq[r * lq + c];
+  }
+}
+
+Shape shape_of(int batch, int seq, int heads, int qk_dim, int v_dim, float scale) {
+  return {batch, seq, heads, qk_dim, v_dim, (seq + kTile - 1) / kTile, scale};
+}
+
+// Shared bytes of each kernel, from the tile layouts above.
+size_t forward_bytes(const Shape& s) {
+  return sizeof(float) * (2 * kTile * padded(s.qk_dim) + 2 * kTile * padded(s.v_dim) + kTile * kTile + kTile);
+}
+size_t key_grads_bytes(const Shape& s) {
+  return sizeof(float) * (3 * kTile * padded(s.qk_dim) + 3 * kTile * padded(s.v_dim) + 2 * kTile * kTile + 2 * kTile);
+}
+size_t query_grads_bytes(const Shape& s) {
+  return sizeof(float) * (3 * kTile * padded(s.qk_dim) + 2 * kTile * padded(s.v_dim) + kTile * kTile + 2 * kTile);
+}
+
+// Allows `kernel` the shared memory it needs beyond the default 48 KiB, or stops with the head
+// sizes that do not fit (the tiles hold whole head vectors).
+template <typename Kernel>
+void allow_shared(DeviceState* st, Kernel* kernel, size_t bytes, const Shape& s) {
+  int limit = 0;
+  MT_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device));
+  if (bytes > size_t(limit))
+    throw UserError("attention with qk head dim " + std::to_string(s.qk_dim) + " and v head dim " +
+                    std::to_string(s.v_dim) + " needs " + std::to_string(bytes) +
+                    " bytes of shared memory per block on the GPU, but this GPU allows " + std::to_string(limit) +
+                    "; use smaller head dims (256 and 256 fit on Hopper)");
+  MT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+// Blocks of a tile-per-block launch.
+unsigned tile_blocks(const Shape& s) {
+  const long long blocks = (long long)s.tiles * s.batch * s.heads;
+  MT_CHECK(blocks <= INT_MAX);
+  return unsigned(blocks);
+}
+
+}  // namespace
+
+void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
+  if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
+  activate(st);
+  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale);
+  const size_t bytes = forward_bytes(s);
+  allow_shared(st, forward_kernel, bytes, s);
+  forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, a.k, a.v, a.out, a.lse);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
+  if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
+  activate(st);
+  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale);
+  const size_t rows = size_t(a.batch) * a.seq * a.heads;
+  auto* delta = static_cast<float*>(scratch(st, kScratchAttention, rows * sizeof(float)));
+  const size_t delta_blocks = (rows + kWarps - 1) / kWarps;
+  MT_CHECK(delta_blocks <= INT_MAX);
+  delta_kernel<<<unsigned(delta_blocks), kThreads, 0, st->stream>>>(s, a.dout, a.out, delta);
+  MT_CUDA_CHECK_LAUNCH();
+
+  const size_t key_bytes = key_grads_bytes(s), query_bytes = query_grads_bytes(s);
+  allow_shared(st, key_grads_kernel, key_bytes, s);
+  allow_shared(st, query_grads_kernel, query_bytes, s);
+  key_grads_kernel<<<tile_blocks(s), kThreads, key_bytes, st->stream>>>(s, a.q, a.k, a.v, a.dout, a.lse, delta, a.dk,
+                                                                        a.dv);
+  MT_CUDA_CHECK_LAUNCH();
+  query_grads_kernel<<<tile_blocks(s), kThreads, query_bytes, st->stream>>>(s, a.q, a.k, a.v, a.dout, a.lse, delta,
+                                                                            a.dq);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mt::cuda
