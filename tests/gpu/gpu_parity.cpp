@@ -26,40 +26,7 @@ constexpr double kTol = 1e-5;
 // embedding gradient summed in row order), so anything but bitwise equality is a bug.
 constexpr double kExact = 0;
 
-// Deterministic uniform numbers; each check seeds its own generator.
-struct Lcg {
-  uint64_t state;
-  explicit Lcg(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
-  uint64_t bits() {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return state >> 24;
-  }
-  // In [lo, hi).
-  float next(float lo, float hi) { return lo + (hi - lo) * float(double(bits() >> 16) / double(1ull << 24)); }
-  // In [0, n).
-  int below(int n) { return int(bits() % uint64_t(n)); }
-};
-
-std::vector<float> random_values(size_t n, Lcg& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::vector<float> v(n);
-  for (float& x : v) x = rng.next(lo, hi);
-  return v;
-}
-
 std::vector<float> nans(size_t n) { return std::vector<float>(n, NAN); }
-
-// max |got - want| / max |want|; NaN anywhere counts as infinitely wrong.
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return INFINITY;
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = std::fabs(double(got[i]) - want[i]);
-    if (std::isnan(d)) return INFINITY;
-    diff = std::max(diff, d);
-    scale = std::max(scale, std::fabs(double(want[i])));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 double relative_error(double got, double want) {
   const double d = std::fabs(got - want);
@@ -73,43 +40,13 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return diff;
 }
 
-struct Report {
-  int passed = 0, failed = 0;
-  void check(const std::string& name, double err, double tol) {
-    const bool ok = err < tol || (tol == 0 && err == 0);
-    std::printf("%s %s err=%.3g (tol %.0e)\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol);
-    (ok ? passed : failed)++;
-  }
-};
-
-// A buffer on the GPU, `offset` elements into its allocation (to test unaligned sub-views).
-template <typename T>
-class DeviceArray {
- public:
-  DeviceArray(const Backend& be, const std::vector<T>& host, size_t offset = 0)
-      : be_(be), n_(host.size()), base_(static_cast<T*>(be.ops->alloc(be.state, (host.size() + offset) * sizeof(T)))),
-        p_(base_ + offset) {
-    be_.ops->upload(be_.state, p_, host.data(), n_ * sizeof(T));
-  }
-  ~DeviceArray() { be_.ops->release(be_.state, base_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return p_; }
-  std::vector<T> download() const {
-    std::vector<T> v(n_);
-    be_.ops->synchronize(be_.state);
-    be_.ops->download(be_.state, v.data(), p_, n_ * sizeof(T));
-    return v;
-  }
-
- private:
-  const Backend& be_;
-  size_t n_;
-  T* base_;
-  T* p_;
-};
-using DeviceFloats = DeviceArray<float>;
-using DeviceInts = DeviceArray<int>;
+using parity::DeviceVec;
+using parity::Lcg;
+using parity::random_values;
+using parity::relative_error;
+using parity::Report;
+using DeviceFloats = DeviceVec<float>;
+using DeviceInts = DeviceVec<int>;
 
 // beta == 0 makes C output only: the CPU starts from zeros, the GPU from NaN, which it must not read.
 void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int n, int k, bool ta, bool tb,
@@ -442,10 +379,7 @@ int main(int argc, char** argv) {
   for (const auto& s : attention_shapes) check_attention(rep, cpu, gpu, s[0], s[1], s[2], s[3], s[4], seed++);
 
 
-  parity::Report moe;
-  parity::check_moe_ops(moe, cpu, gpu, seed);
-  rep.passed += moe.passed;
-  rep.failed += moe.failed;
+  parity::check_moe_ops(rep, cpu, gpu, seed);
 
   if (stand_in) cpu_strict_backend_destroy(gpu);
   else cuda_backend_destroy(gpu);

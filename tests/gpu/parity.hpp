@@ -13,14 +13,18 @@
 
 namespace parity {
 
-// Deterministic uniform numbers in [lo, hi); each check seeds its own generator.
+// Deterministic uniform numbers; each check seeds its own generator.
 struct Lcg {
   uint64_t state;
   explicit Lcg(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
-  float next(float lo, float hi) {
+  uint64_t bits() {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * float(double(state >> 40) / double(1ull << 24));
+    return state >> 24;
   }
+  // In [lo, hi).
+  float next(float lo, float hi) { return lo + (hi - lo) * float(double(bits() >> 16) / double(1ull << 24)); }
+  // In [0, n).
+  int below(int n) { return int(bits() % uint64_t(n)); }
 };
 
 inline std::vector<float> random_values(size_t n, Lcg& rng, float lo = -1.0f, float hi = 1.0f) {
@@ -32,6 +36,7 @@ inline std::vector<float> random_values(size_t n, Lcg& rng, float lo = -1.0f, fl
 // max |got - want| / max |want|; NaN anywhere counts as infinitely wrong.
 template <class T>
 double relative_error(const std::vector<T>& got, const std::vector<T>& want) {
+  if (got.size() != want.size()) return INFINITY;
   double diff = 0, scale = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double d = std::fabs(double(got[i]) - double(want[i]));
