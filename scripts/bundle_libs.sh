@@ -16,7 +16,7 @@ mkdir -p "$dir/lib" "$dir/runtime"
 
 # ldd lists the whole dependency closure, so one pass over the binaries finds every library.
 for bin in "${bins[@]}"; do
-  while read -r name arrow path _; do
+  while read -r name _ path _; do
     [[ $name == /* ]] && { path=$name; name=${name##*/}; }  # the loader: "/lib64/ld-linux-x86-64.so.2 (0x...)"
     [[ -n $path && $path != \(* ]] || continue              # linux-vdso: no file
     if [[ $path == not ]]; then

@@ -69,8 +69,9 @@ say "$(cat "$bundle/BUILD_INFO")"
 if ldd "$bundle/gpu_parity" 2>&1 | grep -q 'libcublasLt.so.13 => not found'; then
   dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
           /usr/local/cuda-13*/lib64; do [[ -e $d/libcublasLt.so.13 ]] && echo "$d"; done | head -n 1)
-  [[ -n $dir ]] || dir=$(timeout 60 find /usr /opt $("$python" -c 'import site; print(*site.getsitepackages())' \
-          2>/dev/null) -name libcublasLt.so.13 -print -quit 2>/dev/null | xargs -r dirname)
+  read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
+  [[ -n $dir ]] || dir=$(timeout 60 find /usr /opt "${sites[@]}" -name libcublasLt.so.13 -print -quit 2>/dev/null |
+                         xargs -r dirname)
   if [[ -z $dir ]]; then
     note "FAIL: no libcublasLt.so.13 on this machine (CUDA 13 toolkit); set CUDA_HOME to the toolkit"
     exit 1
@@ -123,7 +124,7 @@ sys.exit(0 if rel[worst] <= tol else 1)
 PY
 }
 runs=$work/runs
-common=(--set training.steps=$steps --set log.every=10 --set checkpoint.every=0 --set run.out_dir="$runs"
+common=(--set training.steps="$steps" --set log.every=10 --set checkpoint.every=0 --set run.out_dir="$runs"
         --set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
 # train NAME DEVICE SECONDS [ARGS...]
 train() { local name=$1 device=$2 seconds=$3; shift 3
@@ -152,21 +153,20 @@ else
     result "(b) end to end: FAIL ($(tail -n 1 "$work/cmp"))"
   fi
   for pair in "cpu cuda" "cuda cpu"; do
-    read -r first then <<<"$pair"
-    name=${first}_then_$then
+    read -r first second <<<"$pair"
+    name=${first}_then_$second
     if [[ -n $cuda_problem ]]; then
-      result "(b) resume $first -> $then: SKIP (needs training on cuda: $cuda_problem)"
+      result "(b) resume $first -> $second: SKIP (needs training on cuda: $cuda_problem)"
       continue
     fi
-    train "$name" "$first" 150 --stop-after $half && train "$name" "$then" 150
-    if (($? != 0)); then
-      result "(b) resume $first -> $then: FAIL ($(tail -n 1 "$work/last"))"
+    if ! { train "$name" "$first" 150 --stop-after $half && train "$name" "$second" 150; }; then
+      result "(b) resume $first -> $second: FAIL ($(tail -n 1 "$work/last"))"
     elif ! grep -q "resume .*(step $half)" "$work/last"; then
-      result "(b) resume $first -> $then: FAIL (the $then run did not resume from step $half)"
+      result "(b) resume $first -> $second: FAIL (the $second run did not resume from step $half)"
     elif compare_losses "$runs/cpu/log.h5" "$runs/$name/log.h5" > "$work/cmp" 2>&1; then
-      result "(b) resume $first -> $then: PASS (against the cpu run: $(cat "$work/cmp"))"
+      result "(b) resume $first -> $second: PASS (against the cpu run: $(cat "$work/cmp"))"
     else
-      result "(b) resume $first -> $then: FAIL ($(tail -n 1 "$work/cmp"))"
+      result "(b) resume $first -> $second: FAIL ($(tail -n 1 "$work/cmp"))"
     fi
   done
 fi

@@ -2,7 +2,7 @@
 # Proves gpu-bundle/ (make gpu-bundle) needs nothing a GPU machine lacks: runs it in a chroot that holds only
 # the bundle, the dynamic loader, glibc, libstdc++, libgcc_s and the CUDA toolkit's cuBLASLt. There, with no
 # GPU, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain gets here,
-# gpu_parity exits 77 (skipped) and gemm_bench times the CPU. Needs root, or user namespaces (unshare -r).
+# gpu_parity exits 77 (skipped) and gemm_bench times the CPU. Needs root, or user namespaces.
 # Prints one PASS/FAIL/SKIP line per check; exits non-zero when one fails.
 #   bash scripts/test_gpu_bundle.sh
 set -u
@@ -26,19 +26,24 @@ if [[ ! -x $bundle/moetrain ]]; then
 fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-# The loader resolves $ORIGIN through /proc/self/exe: the chroot gets its own /proc, in namespaces that
-# take it away when the command ends.
-if [[ $EUID -eq 0 ]]; then jail=(unshare --pid --fork --mount-proc="$root/proc" chroot "$root")
-elif unshare -r true 2>/dev/null; then jail=(unshare -r --pid --fork --mount-proc="$root/proc" chroot "$root")
-else
-  echo "SKIP gpu bundle in a chroot: needs root or user namespaces (unshare -r)"
+mkdir -p "$root/proc"
+# The loader resolves $ORIGIN through /proc/self/exe: the chroot gets its own /proc, in mount and pid
+# namespaces that take it away when the command ends; as root, or else in a user namespace.
+jail=()
+for ns in "--pid" "--map-root-user --pid"; do
+  read -ra ns <<<"$ns --fork --mount-proc=$root/proc"
+  if unshare "${ns[@]}" true 2>/dev/null; then jail=(unshare "${ns[@]}" chroot "$root"); break; fi
+done
+if [[ ${#jail[@]} -eq 0 ]]; then
+  echo "SKIP gpu bundle in a chroot: unshare cannot make mount and pid namespaces here (needs root with" \
+    "CAP_SYS_ADMIN, or user namespaces)"
   exit 0
 fi
 text=(src/config src/io src/model src/train)  # some of the repository's files as training text
 
 # The host side of the chroot: exactly the libraries a GPU machine provides, at the system's paths. Hard
 # links where possible: cuBLASLt is half a gigabyte.
-mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/work/text" "$root/tmp" "$root/proc"
+mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/work/text" "$root/tmp"
 provided='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublasLt|libcublas)\.so'
 for f in "$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/gemm_bench "$bundle"/lib/*; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 } $1 ~ /^\// { print $1, $1 }' | sort -u |
@@ -56,9 +61,12 @@ echo "chroot holds: $(cd "$root" && find lib lib64 -type f | sort | tr '\n' ' ')
 run=(--set training.steps=5 --set log.every=1 --set checkpoint.resume=never)
 data=(--set data.train=/work/data/train_000000.bin --set data.val=/work/data/val_000000.bin)
 
-out=$("${jail[@]}" /work/gpu-bundle/moetrain prepare $(printf -- '--input /work/text/%s ' "${text[@]##*/}") \
-  --out /work/data 2>&1)
-if [[ $? -eq 0 ]]; then pass "chroot: moetrain prepare"; else fail "chroot: moetrain prepare"; echo "$out" | tail -5; fi
+inputs=(); for d in "${text[@]}"; do inputs+=(--input "/work/text/${d##*/}"); done
+if out=$("${jail[@]}" /work/gpu-bundle/moetrain prepare "${inputs[@]}" --out /work/data 2>&1); then
+  pass "chroot: moetrain prepare"
+else
+  fail "chroot: moetrain prepare"; echo "$out" | tail -5
+fi
 
 out=$("${jail[@]}" /work/gpu-bundle/moetrain train /work/configs/tiny.toml "${run[@]}" "${data[@]}" \
   --set run.out_dir=/work/runs --set run.name=bundle 2>&1); rc=$?
