@@ -31,7 +31,7 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.cpp))
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
 LIB_OBJS := $(OBJS) $(CU_OBJS)
 
-.PHONY: all deps run test bench clean
+.PHONY: all deps run test bench clean gpu-bundle
 all: moetrain $(BUILD)/tests/unit_tests
 
 moetrain: $(BUILD)/main.o $(LIB_OBJS)
@@ -59,14 +59,14 @@ data/fortunes/train_000000.bin: | moetrain
 run: moetrain data/fortunes/train_000000.bin
 	./moetrain train configs/tiny.toml
 
-test: all
+test: all $(if $(filter 1,$(CUDA)),gpu-bundle)
 	bash tests/run_tests.sh
 
 bench: moetrain data/fortunes/train_000000.bin
 	bash bench/cpu_tokens_per_sec.sh
 
 clean:
-	rm -rf $(BUILD) moetrain
+	rm -rf $(BUILD) moetrain gpu-bundle
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -80,3 +80,42 @@ $(BUILD)/tests/comm_test: $(BUILD)/tests/mpi/comm_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 all: $(BUILD)/tests/gpu_parity $(BUILD)/bench/gemm_bench $(BUILD)/tests/comm_test
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests
+
+# gpu-bundle/: moetrain, gpu_parity and gemm_bench for a GPU machine that has glibc, libstdc++/libgcc and the
+# CUDA toolkit's cuBLASLt but none of the Debian packages (scripts/gpu_check.sh runs them there). HDF5 and
+# cudart are linked statically; the objects go through an archive, so gpu_parity and gemm_bench take only
+# what they call (no HDF5, no MPI). OpenBLAS's static archive becomes one shared lib/libmoetrain_blas.so with
+# only what the objects call, gold folding the identical kernels of its many CPU targets (half the size), so
+# the three binaries share one copy. scripts/bundle_libs.sh copies the remaining libraries (TOML++, and
+# OpenMPI's, which a one-rank run loads but never initializes) into lib/, found through the $ORIGIN rpath.
+BUNDLE := gpu-bundle
+BUNDLE_BINS := $(BUNDLE)/moetrain $(BUNDLE)/gpu_parity $(BUNDLE)/gemm_bench
+BUNDLE_MAINS := $(BUILD)/main.o $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/bench/gemm_bench.o
+BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' -Wl,--disable-new-dtags \
+  -L$(BUNDLE)/lib -lmoetrain_blas $(shell pkg-config --libs tomlplusplus ompi 2>/dev/null) \
+  $(shell pkg-config --libs-only-L hdf5 2>/dev/null) -Wl,-Bstatic -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
+  -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -ldl -lrt -pthread
+
+ifeq ($(CUDA),1)
+gpu-bundle: $(BUNDLE_BINS)
+	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)"
+
+$(BUILD)/bundle/libmoetrain.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUNDLE)/lib/libmoetrain_blas.so: $(BUNDLE_MAINS) $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -s -fuse-ld=gold -Wl,--icf=all -Wl,-soname,$(notdir $@) -o $@ \
+	  $$(nm -u --quiet $^ | awk '/ (cblas|openblas)_/ { print "-Wl,-u," $$2 }' | sort -u) \
+	  $(shell $(CXX) -print-file-name=libopenblas.a) -pthread
+
+$(BUNDLE)/moetrain: $(BUILD)/main.o
+$(BUNDLE)/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o
+$(BUNDLE)/gemm_bench: $(BUILD)/bench/gemm_bench.o
+$(BUNDLE_BINS): $(BUILD)/bundle/libmoetrain.a $(BUNDLE)/lib/libmoetrain_blas.so
+	$(CXX) -o $@ $(filter %.o,$^) $(BUILD)/bundle/libmoetrain.a $(BUNDLE_LDLIBS)
+else
+gpu-bundle:
+	@echo "make gpu-bundle: needs nvcc (CUDA=1): install the CUDA toolkit, or point NVCC=/path/to/nvcc" >&2; exit 1
+endif

@@ -5,6 +5,7 @@
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
+#   bundle: scripts/test_gpu_bundle.sh (gpu-bundle/ in a chroot without the build's libraries; CUDA builds)
 set -u
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
@@ -20,19 +21,20 @@ else
 fi
 [[ $rc -ne 0 && ${BASH_REMATCH[2]:-0} -eq 0 ]] && { failed=$((failed + 1)); echo "unit tests exited $rc"; }
 
-# A suite that prints one PASS or FAIL line per case.
+# A suite that prints one PASS, FAIL or SKIP line per case.
 line_suite() {
-  local title=$1 script=$2 out rc p f
+  local title=$1 script=$2 out rc p f s
   echo "== $title"
   out=$(bash "$script" 2>&1); rc=$?
   echo "$out"
-  p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL')
-  passed=$((passed + p)); failed=$((failed + f))
+  p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL'); s=$(echo "$out" | grep -c '^SKIP')
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   [[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "$script exited $rc"; }
 }
 line_suite "command-line tests" tests/cli_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
+line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 
 echo "== GPU parity"
 out=$(./build/tests/gpu_parity 2>&1); rc=$?

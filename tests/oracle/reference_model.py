@@ -94,7 +94,8 @@ class Reference:
             if len(token):
                 out = swiglu(x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
                              p[pre + ".experts.w_down"][i])
-                y = y.index_add(0, token, gates[token, slot, None] * out)
+                # under bf16 autocast `out` is bf16 while y keeps x's dtype; index_add needs one dtype
+                y = y.index_add(0, token, (gates[token, slot, None] * out).to(y.dtype))
         routed = torch.zeros(rows, E, dtype=x.dtype).scatter_(1, chosen, 1.0)
         self.loads[pre] = routed.sum(0)
         aux = torch.zeros((), dtype=x.dtype)

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# moetrain's check on a GPU machine, run from the repository root with gpu-bundle/ (make gpu-bundle) in it:
+#   bash scripts/gpu_check.sh
+# Builds nothing. Writes one report, $OUT/gpu_report.txt (OUT defaults to ./gpu-out), and prints its tail: the
+# machine, the bundle's build info, then three sections, each ending in PASS, FAIL or SKIP with the reason:
+#   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
+#   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
+#       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
+#   (c) benchmarks: gemm_bench, and moetrain's tokens/s on cuda against the PyTorch reference model (eager, bf16
+#       autocast) on the same model and batch.
+# A section whose prerequisite fails says which and why, and the next section runs. Everything stops by
+# GPU_CHECK_SECONDS (default 450) so that a run fits in 8 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-450}))
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+report=$OUT/gpu_report.txt
+: > "$report"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+bundle=$PWD/gpu-bundle
+python=${PYTHON:-python3}
+exp=configs/deepseek-v3-small.toml
+steps=50 half=25 tol=1e-3
+results=() status=0
+
+say() { echo "$*" >> "$report"; }
+note() { echo "$*" | tee -a "$report"; }
+result() { results+=("$*"); note "$*"; [[ $* != *": FAIL"* ]] || status=1; }
+
+# limited SECONDS CMD...: runs CMD with its output indented into the report, stopping it after SECONDS or at
+# the deadline, whichever comes first. Returns CMD's status, 124 when stopped; the output stays in $work/last.
+limited() {
+  local want=$1 left=$((deadline - SECONDS)) rc
+  shift
+  if ((left < 5)); then
+    echo "not run: the check's time is up" > "$work/last"; say "    (not run: the check's time is up)"; return 124
+  fi
+  ((want > left)) && want=$left
+  say "\$ ${*#"$bundle/"}"
+  timeout --kill-after=5 "$want" "$@" > "$work/last" 2>&1
+  rc=$?
+  ((rc == 124 || rc == 137)) && { echo "stopped after $want s" >> "$work/last"; rc=124; }
+  sed 's/^/    /' "$work/last" >> "$report"
+  return $rc
+}
+
+note "moetrain GPU check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), report $report"
+if [[ ! -x $bundle/moetrain || ! -f $bundle/BUILD_INFO ]]; then
+  note "FAIL: $bundle/ is missing or incomplete: run make gpu-bundle on the build machine and bring gpu-bundle/ along"
+  exit 1
+fi
+
+say ""; say "== machine"
+say "$(uname -srm); $(ldd --version 2>&1 | head -n 1); $(nproc) cores"
+if smi=$(timeout 20 nvidia-smi 2>&1); then
+  say "$smi"
+  say "$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1)"
+else
+  say "nvidia-smi: $smi"
+fi
+say "python: $("$python" -c 'import sys, torch, h5py; print(sys.version.split()[0], "torch", torch.__version__,
+  "cuda", torch.version.cuda, "h5py", h5py.__version__)' 2>&1 | tail -n 1)"
+say ""; say "== bundle"
+say "$(cat "$bundle/BUILD_INFO")"
+
+# The bundle expects the host's libcublasLt.so.13; a toolkit outside the loader's paths is looked for.
+if ldd "$bundle/gpu_parity" 2>&1 | grep -q 'libcublasLt.so.13 => not found'; then
+  dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+          /usr/local/cuda-13*/lib64; do [[ -e $d/libcublasLt.so.13 ]] && echo "$d"; done | head -n 1)
+  read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
+  [[ -n $dir ]] || dir=$(timeout 60 find /usr /opt "${sites[@]}" -name libcublasLt.so.13 -print -quit 2>/dev/null |
+                         xargs -r dirname)
+  if [[ -z $dir ]]; then
+    note "FAIL: no libcublasLt.so.13 on this machine (CUDA 13 toolkit); set CUDA_HOME to the toolkit"
+    exit 1
+  fi
+  export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "libcublasLt.so.13 from $dir"
+fi
+# A host glibc or libstdc++ older than the bundle's: start the binaries through the bundle's own runtime/.
+launch=()
+if ! err=$("$bundle/moetrain" keys 2>&1 >/dev/null); then
+  say "the binaries do not start with this machine's libraries: $err"
+  launch=("$bundle/runtime/ld-linux-x86-64.so.2" --library-path "$bundle/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  if ! err=$("${launch[@]}" "$bundle/moetrain" keys 2>&1 >/dev/null); then
+    note "FAIL: gpu-bundle/moetrain does not start, with this machine's libraries or the bundle's runtime/: $err"
+    exit 1
+  fi
+  say "running them with the bundle's runtime/ (glibc, libstdc++) instead"
+fi
+mt=("${launch[@]}" "$bundle/moetrain")
+
+say ""; say "== (a) per-op parity: gpu_parity, CUDA ops against the CPU reference"
+limited 120 "${launch[@]}" "$bundle/gpu_parity"
+rc=$?
+no_gpu=""
+((rc == 77)) && no_gpu=$(tail -n 1 "$work/last")
+case $rc in
+  0) result "(a) per-op parity: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
+  77) result "(a) per-op parity: SKIP ($(tail -n 1 "$work/last"))" ;;
+  *) result "(a) per-op parity: FAIL ($(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
+       cut -d' ' -f2 | head -n 5 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
+esac
+
+say ""; say "== (b) end to end: $exp, $steps steps, cuda against cpu (loss within $tol relative)"
+# compare_losses REF RUN: every step's loss of RUN against REF's; prints the largest relative difference.
+compare_losses() {
+  "$python" - "$tol" "$@" <<'PY'
+import sys
+import h5py
+tol, ref_path, run_path = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+def losses(path):
+    with h5py.File(path, "r") as f:
+        return dict(zip(f["step"][()].tolist(), f["loss"][()].tolist()))
+ref, run = losses(ref_path), losses(run_path)
+if sorted(run) != sorted(ref):
+    sys.exit(f"steps {min(run, default=0)}..{max(run, default=0)} logged, the reference has {min(ref)}..{max(ref)}")
+rel = {s: abs(run[s] - ref[s]) / abs(ref[s]) for s in ref}
+worst = max(rel, key=rel.get)
+print(f"max relative difference {rel[worst]:.2e} at step {worst} ({run[worst]:.6f} against {ref[worst]:.6f})")
+sys.exit(0 if rel[worst] <= tol else 1)
+PY
+}
+runs=$work/runs
+common=(--set training.steps="$steps" --set log.every=10 --set checkpoint.every=0 --set run.out_dir="$runs"
+        --set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
+# train NAME DEVICE SECONDS [ARGS...]
+train() { local name=$1 device=$2 seconds=$3; shift 3
+  limited "$seconds" "${mt[@]}" train "$exp" "${common[@]}" --set run.name="$name" --set precision.device="$device" \
+    "$@"; }
+cuda_problem=""  # why moetrain cannot train on cuda here, once the cuda run has shown it
+# Token shards from the repository's own text: the GPU machine has no fortunes corpus.
+inputs=(); for d in $(find src -type f -printf '%h\n' | sort -u); do inputs+=(--input "$d"); done
+if ! limited 60 "${mt[@]}" prepare "${inputs[@]}" --out "$work/data"; then
+  result "(b) end to end: FAIL (moetrain prepare: $(tail -n 1 "$work/last"))"
+elif ! train cpu cpu 150; then
+  result "(b) end to end: FAIL (the cpu run: $(tail -n 1 "$work/last"))"
+else
+  train cuda cuda 120
+  rc=$?
+  if ((rc == 2)) && grep -q 'cannot be used' "$work/last"; then
+    cuda_problem="precision.device=cuda refused: $(grep -m1 'cannot be used' "$work/last" |
+      sed 's/.*cannot be used: //; s/; set precision.device.*//')"
+    result "(b) end to end: SKIP ($cuda_problem)"
+  elif ((rc != 0)); then
+    cuda_problem="the cuda run failed (exit $rc): $(tail -n 1 "$work/last")"
+    result "(b) end to end: FAIL ($cuda_problem)"
+  elif compare_losses "$runs/cpu/log.h5" "$runs/cuda/log.h5" > "$work/cmp" 2>&1; then
+    result "(b) end to end: PASS ($(cat "$work/cmp"))"
+  else
+    result "(b) end to end: FAIL ($(tail -n 1 "$work/cmp"))"
+  fi
+  for pair in "cpu cuda" "cuda cpu"; do
+    read -r first second <<<"$pair"
+    name=${first}_then_$second
+    if [[ -n $cuda_problem ]]; then
+      result "(b) resume $first -> $second: SKIP (needs training on cuda: $cuda_problem)"
+      continue
+    fi
+    if ! { train "$name" "$first" 150 --stop-after $half && train "$name" "$second" 150; }; then
+      result "(b) resume $first -> $second: FAIL ($(tail -n 1 "$work/last"))"
+    elif ! grep -q "resume .*(step $half)" "$work/last"; then
+      result "(b) resume $first -> $second: FAIL (the $second run did not resume from step $half)"
+    elif compare_losses "$runs/cpu/log.h5" "$runs/$name/log.h5" > "$work/cmp" 2>&1; then
+      result "(b) resume $first -> $second: PASS (against the cpu run: $(cat "$work/cmp"))"
+    else
+      result "(b) resume $first -> $second: FAIL ($(tail -n 1 "$work/cmp"))"
+    fi
+  done
+fi
+
+say ""; say "== (c) benchmarks"
+limited 120 "${launch[@]}" "$bundle/gemm_bench"
+rc=$?
+if ((rc == 0)) && grep -q 'gemm cuda' "$work/last"; then
+  result "(c) gemm_bench: PASS ($(grep 'gemm cuda bf16' "$work/last" | tail -n 1))"
+elif ((rc == 0)); then result "(c) gemm_bench: SKIP ($(grep 'skipped' "$work/last"))"
+else result "(c) gemm_bench: FAIL (exit $rc: $(tail -n 1 "$work/last"))"; fi
+
+# Median tokens/s of a log.h5 after its first 5 steps.
+median_tps() {
+  "$python" -c 'import sys, h5py, statistics; f = h5py.File(sys.argv[1], "r")
+print(round(statistics.median(f["tokens_per_s"][5:])))' "$1"
+}
+speed_steps=30
+ours="" theirs=""
+if [[ -n $no_gpu ]]; then
+  ours="no GPU"
+elif [[ -n $cuda_problem ]]; then
+  ours=$cuda_problem
+elif [[ ! -s $work/data/train_000000.bin ]]; then
+  ours="no token shards (section b's prepare failed)"
+elif limited 120 "${mt[@]}" train "$exp" "${common[@]}" --set training.steps=$speed_steps --set run.name=speed \
+    --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 --set checkpoint.resume=never
+then
+  ours=$(median_tps "$runs/speed/log.h5")
+else
+  ours="the run failed: $(tail -n 1 "$work/last")"
+fi
+if [[ -n $no_gpu ]]; then
+  theirs="no GPU"
+elif [[ ! -s $work/data/train_000000.bin ]]; then
+  theirs="no token shards"
+elif limited 60 "${mt[@]}" dump-step "$exp" --out "$work/step.h5" --set data.train="$work/data/train_000000.bin" \
+    --set data.val="$work/data/val_000000.bin" &&
+  limited 150 "$python" bench/torch_train.py "$work/step.h5" 20 "$(nproc)" cuda bf16; then
+  theirs=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
+else
+  theirs="failed: $(tail -n 1 "$work/last")"
+fi
+what="$exp, bf16 GEMMs, median tokens/s"
+if [[ $ours =~ ^[0-9]+$ && $theirs =~ ^[0-9]+$ ]]; then
+  result "(c) tokens/s: PASS ($what: moetrain $ours, PyTorch eager $theirs, ratio $(awk -v a="$ours" -v b="$theirs" \
+    'BEGIN { printf "%.2f", a / b }'))"
+elif [[ -n $no_gpu ]]; then
+  result "(c) tokens/s: SKIP ($no_gpu)"
+elif [[ -n $cuda_problem && $theirs =~ ^[0-9]+$ ]]; then
+  result "(c) tokens/s: SKIP ($what: moetrain: $ours; PyTorch eager $theirs)"
+else
+  result "(c) tokens/s: FAIL ($what: moetrain: $ours; PyTorch: $theirs)"
+fi
+
+say ""; say "== summary ($((SECONDS)) s)"
+for r in "${results[@]}"; do say "$r"; done
+echo; echo "== tail of $report"; tail -n 25 "$report"
+exit $status
