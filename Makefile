@@ -111,7 +111,7 @@ $(BUNDLE)/lib/libmoetrain_blas.so: $(BUNDLE_MAINS) $(LIB_OBJS)
 	  $(shell $(CXX) -print-file-name=libopenblas.a) -pthread
 
 $(BUNDLE)/moetrain: $(BUILD)/main.o
-$(BUNDLE)/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o
+$(BUNDLE)/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o
 $(BUNDLE)/gemm_bench: $(BUILD)/bench/gemm_bench.o
 $(BUNDLE_BINS): $(BUILD)/bundle/libmoetrain.a $(BUNDLE)/lib/libmoetrain_blas.so
 	$(CXX) -o $@ $(filter %.o,$^) $(BUILD)/bundle/libmoetrain.a $(BUNDLE_LDLIBS)

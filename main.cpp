@@ -180,11 +180,13 @@ int main(int argc, char** argv) {
 
   std::string dump_exp, dump_out;
   std::vector<std::string> dump_sets;
+  bool dump_start_only = false;
   CLI::App* dump = app.add_subcommand("dump-step",
       "Run an experiment's first optimizer step and write its inputs, logits, gradients and updated state to HDF5");
   dump->add_option("experiment", dump_exp, "experiment file")->required();
   dump->add_option("--out", dump_out, "output HDF5 file")->required();
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
+  dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
 
   CLI::App* keys = app.add_subcommand("keys", "Print every experiment key with its type, valid values and default");
 
@@ -224,7 +226,7 @@ int main(int argc, char** argv) {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
     if (*dump) {
-      mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out);
+      mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out, dump_start_only);
       std::printf("dump-step: wrote %s\n", dump_out.c_str());
       return 0;
     }

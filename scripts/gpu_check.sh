@@ -2,12 +2,13 @@
 # moetrain's check on a GPU machine, run from the repository root with gpu-bundle/ (make gpu-bundle) in it:
 #   bash scripts/gpu_check.sh
 # Builds nothing. Writes one report, $OUT/gpu_report.txt (OUT defaults to ./gpu-out), and prints its tail: the
-# machine, the bundle's build info, then three sections, each ending in PASS, FAIL or SKIP with the reason:
+# machine, the bundle's build info, then four sections, each ending in PASS, FAIL or SKIP with the reason:
 #   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
 #   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
 #       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
-#   (c) benchmarks: gemm_bench, and moetrain's tokens/s on cuda against the PyTorch reference model (eager, bf16
-#       autocast) on the same model and batch.
+#   (c) benchmarks: gemm_bench, and moetrain's tokens/s and MFU on cuda against the PyTorch reference model (eager,
+#       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
+#   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda.
 # A section whose prerequisite fails says which and why, and the next section runs. Everything stops by
 # GPU_CHECK_SECONDS (default 450) so that a run fits in 8 minutes.
 set -uo pipefail
@@ -179,47 +180,56 @@ if ((rc == 0)) && grep -q 'gemm cuda' "$work/last"; then
 elif ((rc == 0)); then result "(c) gemm_bench: SKIP ($(grep 'skipped' "$work/last"))"
 else result "(c) gemm_bench: FAIL (exit $rc: $(tail -n 1 "$work/last"))"; fi
 
-# Median tokens/s of a log.h5 after its first 5 steps.
-median_tps() {
+# Median tokens/s and MFU of a log.h5 after its first 5 steps: "TOKENS MFU".
+median_speed() {
   "$python" -c 'import sys, h5py, statistics; f = h5py.File(sys.argv[1], "r")
-print(round(statistics.median(f["tokens_per_s"][5:])))' "$1"
+print(round(statistics.median(f["tokens_per_s"][5:])), "%.4f" % statistics.median(f["mfu"][5:]))' "$1"
 }
-speed_steps=30
-ours="" theirs=""
+# speed CONFIG STEPS: moetrain on cuda (bf16 GEMMs) against the PyTorch reference model in eager mode under bf16
+# autocast, same model, weights and batch; MFU against the GPU's dense BF16 peak for both.
+speed() { local cfg=$1 n=$2 name ours theirs what mfu=""
+  name=$(basename "$cfg" .toml)
+  what="$cfg, bf16 GEMMs, median tokens/s"
+  if [[ -n $no_gpu ]]; then result "(c) tokens/s $name: SKIP ($no_gpu)"; return; fi
+  if [[ -n $cuda_problem ]]; then result "(c) tokens/s $name: SKIP ($cuda_problem)"; return; fi
+  if [[ ! -s $work/data/train_000000.bin ]]; then result "(c) tokens/s $name: SKIP (no token shards)"; return; fi
+  local data=(--set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
+  if limited 200 "${mt[@]}" train "$cfg" "${data[@]}" --set training.steps="$n" --set run.out_dir="$runs" \
+      --set run.name="speed_$name" --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 \
+      --set checkpoint.every=0 --set checkpoint.resume=never; then
+    read -r ours mfu <<<"$(median_speed "$runs/speed_$name/log.h5")"
+  else
+    ours="the run failed: $(tail -n 1 "$work/last")"
+  fi
+  if limited 120 "${mt[@]}" dump-step "$cfg" --start-only --out "$work/start_$name.h5" "${data[@]}" &&
+    limited 200 "$python" bench/torch_train.py "$work/start_$name.h5" 20 "$(nproc)" cuda bf16; then
+    theirs=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
+  else
+    theirs="failed: $(tail -n 1 "$work/last")"
+  fi
+  if [[ $ours =~ ^[0-9]+$ && $theirs =~ ^[0-9]+$ ]]; then
+    # Same FLOPs per token and peak: PyTorch's MFU scales with its tokens/s.
+    result "(c) tokens/s $name: PASS ($what: moetrain $ours (MFU $mfu), PyTorch eager $theirs (MFU $(awk -v t="$theirs" \
+      -v m="$mfu" -v o="$ours" 'BEGIN { printf "%.4f", m * t / o }')), ratio \
+      $(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }'))"
+  else
+    result "(c) tokens/s $name: FAIL ($what: moetrain: $ours; PyTorch: $theirs)"
+  fi
+}
+# The demo's model and one of about 1B parameters (d_model 2048).
+speed configs/tiny.toml 30
+speed configs/moe-1b.toml 15
+
+say ""; say "== (d) the PyTorch oracle with moetrain's step on cuda (tests/oracle/run_oracle.sh, 11 configurations)"
 if [[ -n $no_gpu ]]; then
-  ours="no GPU"
+  result "(d) oracle on cuda: SKIP ($no_gpu)"
 elif [[ -n $cuda_problem ]]; then
-  ours=$cuda_problem
-elif [[ ! -s $work/data/train_000000.bin ]]; then
-  ours="no token shards (section b's prepare failed)"
-elif limited 120 "${mt[@]}" train "$exp" "${common[@]}" --set training.steps=$speed_steps --set run.name=speed \
-    --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 --set checkpoint.resume=never
-then
-  ours=$(median_tps "$runs/speed/log.h5")
+  result "(d) oracle on cuda: SKIP ($cuda_problem)"
 else
-  ours="the run failed: $(tail -n 1 "$work/last")"
-fi
-if [[ -n $no_gpu ]]; then
-  theirs="no GPU"
-elif [[ ! -s $work/data/train_000000.bin ]]; then
-  theirs="no token shards"
-elif limited 60 "${mt[@]}" dump-step "$exp" --out "$work/step.h5" --set data.train="$work/data/train_000000.bin" \
-    --set data.val="$work/data/val_000000.bin" &&
-  limited 150 "$python" bench/torch_train.py "$work/step.h5" 20 "$(nproc)" cuda bf16; then
-  theirs=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
-else
-  theirs="failed: $(tail -n 1 "$work/last")"
-fi
-what="$exp, bf16 GEMMs, median tokens/s"
-if [[ $ours =~ ^[0-9]+$ && $theirs =~ ^[0-9]+$ ]]; then
-  result "(c) tokens/s: PASS ($what: moetrain $ours, PyTorch eager $theirs, ratio $(awk -v a="$ours" -v b="$theirs" \
-    'BEGIN { printf "%.2f", a / b }'))"
-elif [[ -n $no_gpu ]]; then
-  result "(c) tokens/s: SKIP ($no_gpu)"
-elif [[ -n $cuda_problem && $theirs =~ ^[0-9]+$ ]]; then
-  result "(c) tokens/s: SKIP ($what: moetrain: $ours; PyTorch eager $theirs)"
-else
-  result "(c) tokens/s: FAIL ($what: moetrain: $ours; PyTorch: $theirs)"
+  MOETRAIN="${mt[*]}" ORACLE_DEVICE=cuda PYTHON=$python limited 200 bash tests/oracle/run_oracle.sh
+  passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+  if ((failed == 0 && passed > 0)); then result "(d) oracle on cuda: PASS ($passed configurations)"
+  else result "(d) oracle on cuda: FAIL ($failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' '))"; fi
 fi
 
 say ""; say "== summary ($((SECONDS)) s)"

@@ -73,6 +73,10 @@ expect "cpu-strict and cpu give the same losses, bit for bit" 0 "^same$" -- bash
   "[[ -n \"$(loss_of strict)\" && \"$(loss_of strict)\" == \"$(loss_of plain)\" ]] && echo same"
 expect "GPU parity checks are sound (strict CPU backend standing in for the GPU)" 0 "^[0-9]+ passed, 0 failed$" -- \
   ./build/tests/gpu_parity --cpu-stand-in
+expect "dump-step --start-only writes the initial state and the batch, not the step" 0 "^start only$" -- bash -c \
+  "$bin dump-step $tmp/exp.toml --start-only --out $tmp/start.h5 >/dev/null && h5ls -r $tmp/start.h5 > $tmp/start.txt &&
+   grep -q '^/before/params ' $tmp/start.txt && grep -q '^/batch/inputs ' $tmp/start.txt &&
+   ! grep -q '^/grads' $tmp/start.txt && echo 'start only'"
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
 expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run

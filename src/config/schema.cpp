@@ -202,7 +202,7 @@ std::vector<Field> schema_fields(Config& c) {
            "where the step runs (cpu-strict: the CPU with device memory unreadable outside ops, for tests)");
   b.choice("precision.matmul", pr.matmul, "GEMM input precision (fp32 accumulation always)");
   b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
-         "device peak TFLOP/s for MFU (0 = known GPUs only)");
+         "device peak TFLOP/s for MFU (0 = the GPU's dense BF16 peak if known: H100, H800, H200 SXM)");
 
   b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the last step)");
   b.integer("checkpoint.keep", c.checkpoint.keep, 1, kInt, "newest checkpoints kept");

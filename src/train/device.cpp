@@ -25,6 +25,15 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+double known_bf16_peak_tflops(const std::string& gpu_name) {
+  // NVIDIA's datasheets as tabulated in the scaling book and glennklockwood.com: 989.4 TFLOP/s dense
+  // BF16 for the SXM H100, the H800 (the same tensor cores) and the H200. The PCIe H100 is slower.
+  if (gpu_name.find("PCIe") != std::string::npos) return 0;
+  for (const char* sxm : {"H100", "H800", "H200"})
+    if (gpu_name.find(sxm) != std::string::npos) return 989.4;
+  return 0;
+}
+
 double estimated_step_bytes(const Config& cfg, int slots) {
   const ModelConfig& m = cfg.model;
   // fp32 weights, gradients and the two AdamW moments.
@@ -64,6 +73,7 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
     if (missing.empty() && (want == DeviceKind::cuda || needed <= 0.9 * double(info.free_bytes))) {
       d.backend = probe;
       d.owned = DeviceChoice::Owned::cuda;
+      d.peak_tflops = known_bf16_peak_tflops(info.name);
       d.description = "cuda:0 " + info.name + " (" + (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") +
                       "; " + memory + ")";
       return d;

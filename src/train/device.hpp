@@ -13,10 +13,13 @@ struct DeviceChoice {
   Backend backend;
   std::string description;  // e.g. "cpu (OpenBLAS, 2 threads)"; why auto chose it
   enum class Owned { none, cuda, strict } owned = Owned::none;  // what release_device() frees
+  double peak_tflops = 0;  // the device's dense BF16 peak when known (MFU's denominator), else 0
 };
 
 // `slots`: micro-batches whose activations the model keeps at once (their memory counts).
 DeviceChoice choose_device(const Config& cfg, int slots);
+// Dense BF16 peak TFLOP/s of a GPU by its CUDA device name, 0 when not known.
+double known_bf16_peak_tflops(const std::string& gpu_name);
 // Device memory the step needs, estimated from the parameters and the planner's activation model.
 double estimated_step_bytes(const Config& cfg, int slots);
 // GEMM input precision from precision.matmul.

@@ -17,7 +17,7 @@ namespace mt {
 
 namespace {
 
-void dump_on(const Config& cfg, const std::string& path, const Backend& be, int slots) {
+void dump_on(const Config& cfg, const std::string& path, const Backend& be, int slots, bool start_only) {
   const auto& m = cfg.model;
   const auto& t = cfg.training;
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
@@ -32,6 +32,18 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
 
   const size_t rows = size_t(t.micro_batch) * m.seq_len;
   std::vector<int> all_inputs(size_t(t.global_batch) * m.seq_len), all_targets(all_inputs.size());
+  const std::vector<hsize_t> batch_dims{hsize_t(t.global_batch), hsize_t(m.seq_len)};
+  if (start_only) {
+    std::vector<int> inputs, targets;
+    for (int mb = 0; mb < t.global_batch / t.micro_batch; ++mb) {
+      batches.fill((long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+      std::copy(inputs.begin(), inputs.end(), all_inputs.begin() + mb * rows);
+      std::copy(targets.begin(), targets.end(), all_targets.begin() + mb * rows);
+    }
+    h5::write_ints(f, "/batch/inputs", all_inputs.data(), batch_dims);
+    h5::write_ints(f, "/batch/targets", all_targets.data(), batch_dims);
+    return;
+  }
   std::vector<float> logits(all_inputs.size() * m.vocab_size);
   const StepTotals totals = accumulate_gradients(model, t.global_batch, t.micro_batch,
       [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
@@ -43,7 +55,6 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
         const std::vector<float> slot_logits = model.logits_to_host(slot);
         std::copy(slot_logits.begin(), slot_logits.end(), logits.begin() + mb * rows * m.vocab_size);
       });
-  const std::vector<hsize_t> batch_dims{hsize_t(t.global_batch), hsize_t(m.seq_len)};
   h5::write_ints(f, "/batch/inputs", all_inputs.data(), batch_dims);
   h5::write_ints(f, "/batch/targets", all_targets.data(), batch_dims);
   h5::write_floats(f, "/logits", logits.data(), {all_inputs.size(), hsize_t(m.vocab_size)});
@@ -72,11 +83,11 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
 
 }  // namespace
 
-void dump_step(const Config& cfg, const std::string& path) {
+void dump_step(const Config& cfg, const std::string& path, bool start_only) {
   const int slots = slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch);
   DeviceChoice device = choose_device(cfg, slots);
   try {
-    dump_on(cfg, path, device.backend, slots);
+    dump_on(cfg, path, device.backend, slots, start_only);
   } catch (...) {
     release_device(device);
     throw;

@@ -13,5 +13,7 @@
 #include "config/config.hpp"
 
 namespace mt {
-void dump_step(const Config& cfg, const std::string& path);
+// start_only: only the config, the initial state and the batch (what a throughput comparison
+// needs), without running the step.
+void dump_step(const Config& cfg, const std::string& path, bool start_only = false);
 }  // namespace mt

@@ -186,7 +186,7 @@ TrainSummary Trainer::run() {
 
   Batches batches(*train_data_, m.seq_len, "data.train");
   const long tokens_per_step = long(t.global_batch) * m.seq_len;
-  const double peak = cfg_.precision.peak_tflops * 1e12;
+  const double peak = (cfg_.precision.peak_tflops > 0 ? cfg_.precision.peak_tflops : device_.peak_tflops) * 1e12;
   const long long last = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
 
   g_stop_requested = 0;

@@ -2,11 +2,13 @@
 # The PyTorch oracle: for each configuration below, `moetrain dump-step` runs one optimizer step
 # and check_step.py recomputes it with PyTorch autograd and torch.optim.AdamW. One PASS or FAIL
 # line per configuration. ORACLE_DEVICE picks precision.device for the step (default cpu-strict:
-# device memory unreadable outside ops; cuda on a GPU machine); PYTHON the interpreter with torch.
+# device memory unreadable outside ops; cuda on a GPU machine); PYTHON the interpreter with torch;
+# MOETRAIN the command that runs moetrain.
 set -u
 cd "$(dirname "$0")/../.."
 python=${PYTHON:-.venv/bin/python}
 device=${ORACLE_DEVICE:-cpu-strict}
+read -ra moetrain <<<"${MOETRAIN:-./moetrain}"  # the binary, maybe behind a loader (the GPU check's bundle)
 if ! "$python" -c "import torch, h5py" 2>/dev/null; then
   echo "FAIL oracle: $python cannot import torch and h5py (run: sh scripts/deps.sh)"
   exit 1
@@ -14,7 +16,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for i in $(seq 1 60); do printf 'oracle document %d: the quick brown fox jumps over the lazy dog\n%%\n' "$i"; done > "$tmp/text"
-./moetrain prepare --input "$tmp/text" --out "$tmp/data" >/dev/null || { echo "FAIL oracle: prepare"; exit 1; }
+"${moetrain[@]}" prepare --input "$tmp/text" --out "$tmp/data" >/dev/null || { echo "FAIL oracle: prepare"; exit 1; }
 
 cat > "$tmp/base.toml" <<TOML
 [model]
@@ -50,7 +52,7 @@ TOML
 check() {  # check NAME --set ... : one configuration
   local name=$1; shift
   local out
-  if ! out=$(./moetrain dump-step "$tmp/base.toml" --out "$tmp/$name.h5" --set precision.device="$device" "$@" 2>&1); then
+  if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name.h5" --set precision.device="$device" "$@" 2>&1); then
     echo "FAIL oracle $name: dump-step failed: $out"; return
   fi
   if out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
