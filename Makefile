@@ -15,17 +15,19 @@ CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -Isrc -pthread
 CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lopenblas -pthread
 
+# The CUDA backend is kernels/ with nvcc, src/ops/cuda_stub.cpp without; every other object is the same
+# in both builds, so one build folder serves either.
 SRCS := $(shell find src -name '*.cpp' | sort)
-OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 CU_SRCS := $(sort $(wildcard kernels/*.cu))
 
 ifeq ($(CUDA),1)
+  SRCS := $(filter-out src/ops/cuda_stub.cpp,$(SRCS))
   CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/%.o)
-  CXXFLAGS += -DMOETRAIN_CUDA=1 -I$(CUDA_HOME)/include
   NVCCFLAGS ?= -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-  NVCCFLAGS += -DMOETRAIN_CUDA=1 -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lnccl
+  NVCCFLAGS += -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
 endif
+OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 
 TEST_SRCS := $(sort $(wildcard tests/test_*.cpp))
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)

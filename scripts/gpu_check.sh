@@ -229,7 +229,9 @@ else
   MOETRAIN="${mt[*]}" ORACLE_DEVICE=cuda PYTHON=$python limited 200 bash tests/oracle/run_oracle.sh
   passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
   if ((failed == 0 && passed > 0)); then result "(d) oracle on cuda: PASS ($passed configurations)"
-  else result "(d) oracle on cuda: FAIL ($failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' '))"; fi
+  else
+    result "(d) oracle on cuda: FAIL ($failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' '))"
+  fi
 fi
 
 say ""; say "== summary ($((SECONDS)) s)"

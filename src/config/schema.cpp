@@ -102,7 +102,9 @@ class Binder {
             if (got == name) { target = v; return ""; }
           return "must be one of " + valid + ", got \"" + got + "\"";
         },
-        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, std::string(name_of(target))); }});
+        [&target](toml::table& t, const std::string& leaf) {
+          t.insert_or_assign(leaf, std::string(name_of(target)));
+        }});
   }
 
  private:

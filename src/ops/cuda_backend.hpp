@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA device as a Backend. Plain C++ so that host code can include it without nvcc.
-// Defined in kernels/cuda_backend.cu when built with CUDA (MOETRAIN_CUDA), otherwise by the
+// Defined in kernels/cuda_backend.cu when built with CUDA, otherwise by the
 // stub in src/ops/cuda_stub.cpp, so callers never need their own #ifdef.
 #include <string>
 

@@ -1,7 +1,5 @@
-// CPU-only builds (no nvcc at build time): the CUDA backend entry points exist but report that
-// CUDA is unavailable, so callers link and behave the same in both builds.
-#ifndef MOETRAIN_CUDA
-
+// CPU-only builds (no nvcc at build time) link this instead of kernels/: the CUDA backend entry
+// points exist but report that CUDA is unavailable, so callers link and behave the same in both.
 #include "ops/cuda_backend.hpp"
 #include "util/error.hpp"
 
@@ -23,5 +21,3 @@ CudaDeviceInfo cuda_device_info(int) { throw UserError(std::string("cannot use a
 void cuda_backend_destroy(Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
 }  // namespace mt
-
-#endif  // MOETRAIN_CUDA

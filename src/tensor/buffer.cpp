@@ -49,13 +49,14 @@ void Buffer::zero() const {
 
 void Buffer::upload(const void* host, size_t n, size_t offset) const {
   if (offset + n > count_) throw std::logic_error("Buffer::upload past the end");
-  if (n) backend_.upload(static_cast<std::byte*>(data_) + offset * dtype_bytes(dtype_), host, n * dtype_bytes(dtype_));
+  const size_t size = dtype_bytes(dtype_);
+  if (n) backend_.upload(static_cast<std::byte*>(data_) + offset * size, host, n * size);
 }
 
 void Buffer::download(void* host, size_t n, size_t offset) const {
   if (offset + n > count_) throw std::logic_error("Buffer::download past the end");
-  if (n)
-    backend_.download(host, static_cast<const std::byte*>(data_) + offset * dtype_bytes(dtype_), n * dtype_bytes(dtype_));
+  const size_t size = dtype_bytes(dtype_);
+  if (n) backend_.download(host, static_cast<const std::byte*>(data_) + offset * size, n * size);
 }
 
 std::vector<float> Buffer::to_host_f32() const {

@@ -164,7 +164,8 @@ class Executor {
     const int pos = p.loc.position;
     if (t.pass == Pass::forward) {
       add_forward_result(totals_, p.result, model_.config(), global_batch_);
-      if (!last_position(p)) deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output_to_host(t.chunk, p.slot));
+      if (!last_position(p))
+        deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output_to_host(t.chunk, p.slot));
       if (timed) totals_.t_forward += p.seconds;
       return;
     }
