@@ -48,6 +48,8 @@ eval_every = 2
 eval_batches = 1
 [lr_schedule]
 warmup_steps = 1
+[precision]
+device = "cpu-strict"  # every run below keeps off device memory or crashes
 TOML
 expect "dry run validates and prints the resolved config" 0 "valid" -- $bin train "$tmp/exp.toml" --dry-run
 expect "train runs and writes log and checkpoint" 0 "done: 4 steps" -- $bin train "$tmp/exp.toml"
