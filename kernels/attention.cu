@@ -165,6 +165,36 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0) delta[(b * s.heads + h) * s.seq + i] = acc;
 }
 
+// acc[j][c] += sum over r of a[r][j] * b[r][c] for a [kTile][kTile] tile `a` (a transposed product).
+// Thread e always owns the same accumulator elements, so calls need no synchronisation among them.
+__device__ void add_transposed_product(float* acc, int lacc, const float* a, const float* b, int lb, int cols) {
+  for (int e = threadIdx.x; e < kTile * cols; e += kThreads) {
+    const int j = e / cols, c = e - j * cols;
+    float sum = acc[j * lacc + c];
+    for (int r = 0; r < kTile; ++r) sum += a[r * kTile + j] * b[r * lb + c];
+    acc[j * lacc + c] = sum;
+  }
+}
+
+// acc[r][c] += sum over j of a[r][j] * b[j][c] for a [kTile][kTile] tile `a`.
+__device__ void add_product(float* acc, int lacc, const float* a, const float* b, int lb, int cols) {
+  for (int e = threadIdx.x; e < kTile * cols; e += kThreads) {
+    const int r = e / cols, c = e - r * cols;
+    float sum = acc[r * lacc + c];
+    for (int j = 0; j < kTile; ++j) sum += a[r * kTile + j] * b[j * lb + c];
+    acc[r * lacc + c] = sum;
+  }
+}
+
+// Rows row0.. of a [kTile][ltile] tile to a head's rows in global memory, those inside the sequence.
+__device__ void store_rows(float* __restrict__ head, size_t ld, const float* tile, int ltile, int row0, int seq,
+                           int cols) {
+  for (int e = threadIdx.x; e < kTile * cols; e += kThreads) {
+    const int r = e / cols, c = e - r * cols;
+    if (row0 + r < seq) head[size_t(row0 + r) * ld + c] = tile[r * ltile + c];
+  }
+}
+
 // For query rows q0.. and key rows k0.. (warp-owned rows, one key per lane): the probability
 // p = exp(scale q.k - lse) into sp (when given) and ds = p (dout.v - D) scale into sds, both 0
 // where masked.
@@ -221,29 +251,11 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, sp, sds);
     __syncthreads();
-    // Thread e always owns the same accumulator elements, so they need no synchronisation.
-    for (int e = threadIdx.x; e < kTile * s.v_dim; e += kThreads) {
-      const int j = e / s.v_dim, c = e - j * s.v_dim;
-      float a = adv[j * lv + c];
-      for (int r = 0; r < kTile; ++r) a += sp[r * kTile + j] * sdo[r * lv + c];
-      adv[j * lv + c] = a;
-    }
-    for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
-      const int j = e / s.qk_dim, c = e - j * s.qk_dim;
-      float a = adk[j * lq + c];
-      for (int r = 0; r < kTile; ++r) a += sds[r * kTile + j] * sq[r * lq + c];
-      adk[j * lq + c] = a;
-    }
+    add_transposed_product(adv, lv, sp, sdo, lv, s.v_dim);   // dV += P^T dO
+    add_transposed_product(adk, lq, sds, sq, lq, s.qk_dim);  // dK += dS^T Q
   }
-
-  for (int e = threadIdx.x; e < kTile * s.v_dim; e += kThreads) {
-    const int j = e / s.v_dim, c = e - j * s.v_dim;
-    if (k0 + j < s.seq) dv[hv + size_t(k0 + j) * ldv + c] = adv[j * lv + c];
-  }
-  for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
-    const int j = e / s.qk_dim, c = e - j * s.qk_dim;
-    if (k0 + j < s.seq) dk[hq + size_t(k0 + j) * ldq + c] = adk[j * lq + c];
-  }
+  store_rows(dv + hv, ldv, adv, lv, k0, s.seq, s.v_dim);
+  store_rows(dk + hq, ldq, adk, lq, k0, s.seq, s.qk_dim);
 }
 
 // dQ = dS K for one query tile, summed over the key tiles at or before it.
@@ -280,18 +292,9 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, nullptr, sds);
     __syncthreads();
-    for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
-      const int r = e / s.qk_dim, c = e - r * s.qk_dim;
-      float a = adq[r * lq + c];
-      for (int j = 0; j < kTile; ++j) a += sds[r * kTile + j] * sk[j * lq + c];
-      adq[r * lq + c] = a;
-    }
+    add_product(adq, lq, sds, sk, lq, s.qk_dim);  // dQ += dS K
   }
-
-  for (int e = threadIdx.x; e < kTile * s.qk_dim; e += kThreads) {
-    const int r = e / s.qk_dim, c = e - r * s.qk_dim;
-    if (q0 + r < s.seq) dq[hq + size_t(q0 + r) * ldq + c] = adq[r * lq + c];
-  }
+  store_rows(dq + hq, ldq, adq, lq, q0, s.seq, s.qk_dim);
 }
 
 Shape shape_of(int batch, int seq, int heads, int qk_dim, int v_dim, float scale) {
