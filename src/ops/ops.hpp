@@ -8,14 +8,22 @@
 #include <string>
 #include <vector>
 
+#include "ops/fp8_recipe.hpp"
 #include "ops/moe_args.hpp"
 #include "ops/update_args.hpp"
 
 namespace mt {
 
 // Storage precision of GEMM inputs. bf16 rounds A and B to bfloat16 (round to nearest even)
-// and accumulates in fp32: the CPU reference emulates exactly what the GPU path computes.
-enum class GemmInputs { fp32, bf16 };
+// and accumulates in fp32: the CPU reference emulates exactly what the GPU path computes. fp8
+// quantizes them as the call's recipe says (ops/fp8_recipe.hpp), by what each operand is.
+enum class GemmInputs { fp32, bf16, fp8 };
+
+// What an FP8 GEMM needs besides GemmInputs::fp8: the recipe and the kind of each operand.
+struct Fp8Gemm {
+  const Fp8Recipe* recipe = nullptr;
+  Fp8Operand a = Fp8Operand::activation, b = Fp8Operand::weight;
+};
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B) is [k,n].
 // A is stored [m,k] (or [k,m] when trans_a), B is stored [k,n] (or [n,k] when trans_b).
@@ -26,6 +34,7 @@ struct GemmArgs {
   float* c = nullptr;
   float alpha = 1.0f, beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
+  Fp8Gemm fp8;  // read when inputs is fp8
 };
 
 // One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands
@@ -44,6 +53,7 @@ struct GroupedGemmArgs {
   float* c = nullptr;
   float beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
+  Fp8Gemm fp8;  // read when inputs is fp8
 };
 
 // y = x * rstd * weight per row, rstd = 1/sqrt(mean(x^2) + eps). rstd is saved for backward.
