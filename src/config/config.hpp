@@ -38,11 +38,31 @@ struct Names<DeviceKind> {
        {"cpu-strict", DeviceKind::cpu_strict}}};
 };
 
-enum class MatmulPrecision { fp32, bf16 };
+enum class MatmulPrecision { fp32, bf16, fp8 };
 template <>
 struct Names<MatmulPrecision> {
-  static constexpr std::array<std::pair<const char*, MatmulPrecision>, 2> list{
-      {{"fp32", MatmulPrecision::fp32}, {"bf16", MatmulPrecision::bf16}}};
+  static constexpr std::array<std::pair<const char*, MatmulPrecision>, 3> list{
+      {{"fp32", MatmulPrecision::fp32}, {"bf16", MatmulPrecision::bf16}, {"fp8", MatmulPrecision::fp8}}};
+};
+
+// FP8 formats: E4M3 for every operand (DeepSeek-V3), or E4M3 forward with E5M2 gradients.
+enum class Fp8Formats { e4m3, e4m3_e5m2 };
+template <>
+struct Names<Fp8Formats> {
+  static constexpr std::array<std::pair<const char*, Fp8Formats>, 2> list{
+      {{"e4m3", Fp8Formats::e4m3}, {"e4m3_e5m2", Fp8Formats::e4m3_e5m2}}};
+};
+enum class Fp8Scaling { tile, tensor };
+template <>
+struct Names<Fp8Scaling> {
+  static constexpr std::array<std::pair<const char*, Fp8Scaling>, 2> list{
+      {{"tile", Fp8Scaling::tile}, {"tensor", Fp8Scaling::tensor}}};
+};
+enum class Fp8Scale { pow2, fp32 };
+template <>
+struct Names<Fp8Scale> {
+  static constexpr std::array<std::pair<const char*, Fp8Scale>, 2> list{
+      {{"pow2", Fp8Scale::pow2}, {"fp32", Fp8Scale::fp32}}};
 };
 
 struct RunConfig {
@@ -137,6 +157,19 @@ struct PrecisionConfig {
   double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
 };
 
+// precision.matmul = "fp8": DeepSeek-V3's recipe (report section 3.3) and its ablations.
+struct Fp8Config {
+  Fp8Formats formats = Fp8Formats::e4m3;
+  int tile = 128;                  // activation and gradient pieces: 1 x tile along K
+  int block = 128;                 // weight pieces: block x block
+  Fp8Scaling scaling = Fp8Scaling::tile;
+  Fp8Scale scale = Fp8Scale::pow2;
+  int accumulator_bits = 0;        // CPU emulation: 0 = fp32 sums; else the partial sum's fraction bits
+  int promote_every = 128;         // ... added into fp32 every this many products (0 = never)
+  bool head = false;               // the output head in FP8 too (the report keeps it in BF16)
+  bool router = false;             // the MoE router in FP8 too (likewise)
+};
+
 struct CheckpointConfig {
   int every = 100;              // 0 = only at the end
   int keep = 2;                 // newest checkpoints kept on disk
@@ -156,6 +189,7 @@ struct Config {
   LrScheduleConfig lr_schedule;
   ParallelConfig parallel;
   PrecisionConfig precision;
+  Fp8Config fp8;
   CheckpointConfig checkpoint;
   LogConfig log;
 

@@ -45,6 +45,16 @@ class Binder {
         [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, int64_t(target)); }});
   }
 
+  void flag(const std::string& key, bool& target, const std::string& doc) {
+    out_.push_back(Field{key, "boolean", "true | false", doc,
+        [&target](const toml::node& n) -> std::string {
+          if (!n.is_boolean()) return "must be true or false, got " + type_name(n);
+          target = n.as_boolean()->get();
+          return "";
+        },
+        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
+  }
+
   // Floats accept integers too (lr = 1 means 1.0). lo_open/hi_open make a bound exclusive.
   void real(const std::string& key, double& target, double lo, double hi, bool lo_open, bool hi_open,
             const std::string& doc) {
@@ -202,9 +212,22 @@ std::vector<Field> schema_fields(Config& c) {
   auto& pr = c.precision;
   b.choice("precision.device", pr.device,
            "where the step runs (cpu-strict: the CPU with device memory unreadable outside ops, for tests)");
-  b.choice("precision.matmul", pr.matmul, "GEMM input precision (fp32 accumulation always)");
+  b.choice("precision.matmul", pr.matmul, "GEMM input precision (fp32 accumulation always; fp8: see [fp8])");
   b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
          "device peak TFLOP/s for MFU (0 = the GPU's dense BF16 peak if known: H100, H800, H200 SXM)");
+
+  auto& f8 = c.fp8;
+  b.choice("fp8.formats", f8.formats, "FP8 formats: E4M3 everywhere, or E4M3 forward and E5M2 gradients");
+  b.integer("fp8.tile", f8.tile, 1, kInt, "activation and gradient pieces: 1 x tile along the product's K");
+  b.integer("fp8.block", f8.block, 1, kInt, "weight pieces: block x block");
+  b.choice("fp8.scaling", f8.scaling, "tile: per piece (DeepSeek-V3); tensor: one scale per operand (ablation)");
+  b.choice("fp8.scale", f8.scale, "pow2: power-of-two scales (exact division); fp32: amax / max");
+  b.integer("fp8.accumulator_bits", f8.accumulator_bits, 0, 23,
+            "CPU emulation of the tensor cores' sum: 0 = fp32; else fraction bits kept (Hopper: about 14)");
+  b.integer("fp8.promote_every", f8.promote_every, 0, kInt,
+            "with accumulator_bits: products summed before adding into fp32 (0 = never)");
+  b.flag("fp8.head", f8.head, "the output head in FP8 too (DeepSeek-V3 keeps it in BF16)");
+  b.flag("fp8.router", f8.router, "the MoE router in FP8 too (DeepSeek-V3 keeps it in BF16)");
 
   b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the last step)");
   b.integer("checkpoint.keep", c.checkpoint.keep, 1, kInt, "newest checkpoints kept");

@@ -8,7 +8,8 @@ void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, 
                             const float* weights, int n_in, int n_out, float* out, bool accumulate) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .n = n_out, .k = n_in,
                          .a = x, .b = weights, .trans_b = true, .c = out, .beta = accumulate ? 1.0f : 0.0f,
-                         .inputs = env.gemm_inputs});
+                         .inputs = env.gemm_inputs,
+                         .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight)});
 }
 // dx[rows, n_in] (= or +=) dy[rows, n_out] W_g.
 void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets,
@@ -16,13 +17,14 @@ void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeigh
                                    bool accumulate) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .n = n_in, .k = n_out,
                          .a = dy, .b = weights, .trans_b = false, .c = dx, .beta = accumulate ? 1.0f : 0.0f,
-                         .inputs = env.gemm_inputs});
+                         .inputs = env.gemm_inputs, .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
 }
 // dW_g[n_out, n_in] += dy_g^T x_g.
 void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets,
                                     const float* dy, const float* x, int n_in, int n_out, float* dw) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::reduce, .m = n_out, .n = n_in,
-                         .a = dy, .b = x, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs});
+                         .a = dy, .b = x, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs,
+                         .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::activation)});
 }
 }  // namespace
 

@@ -19,13 +19,33 @@ struct ShardPlace {
   Split tp_split(int dim) const { return {dim, tp_size, tp_rank}; }
 };
 
+// The GEMM precision of a model: the inputs' storage, and with fp8 the recipe and which of the
+// layers DeepSeek-V3 keeps in BF16 (output head, MoE router) run in FP8 anyway.
+struct MatmulSetup {
+  GemmInputs inputs = GemmInputs::fp32;
+  Fp8Recipe fp8;
+  bool fp8_head = false, fp8_router = false;
+  MatmulSetup(GemmInputs i = GemmInputs::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
+};
+
 struct LayerEnv {
   const Backend* backend = nullptr;
   GemmInputs gemm_inputs = GemmInputs::fp32;
   ParamStore* params = nullptr;
   ShardPlace shard;
+  const Fp8Recipe* fp8 = nullptr;  // the recipe, when gemm_inputs is fp8
+  bool fp8_router = false;
 
   const Backend& be() const { return *backend; }
+
+  // This layer in the precision FP8 training keeps for sensitive layers: BF16 GEMM inputs.
+  LayerEnv high_precision() const {
+    LayerEnv e = *this;
+    if (e.gemm_inputs == GemmInputs::fp8) e.gemm_inputs = GemmInputs::bf16;
+    return e;
+  }
+  // What an FP8 GEMM of this layer knows of its operands.
+  Fp8Gemm fp8_operands(Fp8Operand a, Fp8Operand b) const { return {fp8, a, b}; }
 
   // Sums the partial results of a row-parallel product (or the input gradient of a column-
   // parallel one) over the tensor-parallel group.
@@ -37,18 +57,21 @@ struct LayerEnv {
   void linear_forward(const float* x, const float* w, int rows, int in, int out, float* y,
                       bool accumulate = false) const {
     backend->gemm({.m = rows, .n = out, .k = in, .a = x, .b = w, .trans_b = true, .c = y,
-                   .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs});
+                   .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
+                   .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight)});
   }
   // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...)
   void linear_backward_input(const float* dy, const float* w, int rows, int in, int out, float* dx,
                              bool accumulate = false) const {
     backend->gemm({.m = rows, .n = in, .k = out, .a = dy, .b = w, .c = dx,
-                   .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs});
+                   .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
+                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
   }
   // dW[out,in] += dy[rows,out]^T x[rows,in]
   void linear_backward_weight(const float* dy, const float* x, int rows, int in, int out, float* dw) const {
     backend->gemm({.m = out, .n = in, .k = rows, .a = dy, .trans_a = true, .b = x, .c = dw,
-                   .beta = 1.0f, .inputs = gemm_inputs});
+                   .beta = 1.0f, .inputs = gemm_inputs,
+                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::activation)});
   }
 };
 

@@ -4,9 +4,11 @@
 
 namespace mt {
 
-Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs,
+Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, const MatmulSetup& matmul,
              int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
-    : cfg_(cfg), env_{&backend, gemm_inputs, &params, shard}, chunks_(std::move(chunks)) {
+    : cfg_(cfg), matmul_(matmul),
+      env_{&backend, matmul.inputs, &params, shard, &matmul_.fp8, matmul.fp8_router},
+      head_env_(matmul.fp8_head ? env_ : env_.high_precision()), chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
@@ -134,7 +136,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[nb],
                       .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
   s.logits = arena.floats(size_t(rows) * V);
-  env_.linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
+  head_env_.linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
   s.dlogits = arena.floats(size_t(rows) * V);
   float* losses = arena.floats(rows);
   r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
@@ -182,7 +184,7 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
                       .rstd = m.n_rstd});
   float* logits = arena.floats(size_t(rows) * V);
-  env_.linear_forward(m.n, params.value(head), rows, D, V, logits);
+  head_env_.linear_forward(m.n, params.value(head), rows, D, V, logits);
   m.dlogits = arena.floats(size_t(rows) * V);
   float* losses = arena.floats(rows);
   return be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
@@ -198,7 +200,7 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
   const size_t n = size_t(rows) * D;
   m.dn = arena.floats(n);
-  env_.linear_backward_input(m.dlogits, params.value(head), rows, D, V, m.dn);
+  head_env_.linear_backward_input(m.dlogits, params.value(head), rows, D, V, m.dn);
   m.dh = arena.floats(n);
   be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
                              .rstd = m.n_rstd, .dx = m.dh});
@@ -226,7 +228,7 @@ void Model::mtp_backward_weight(int chunk, int slot, int k) {
   const MtpModule& mod = mtp[k];
   const Backend& be = env_.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
-  env_.linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
+  head_env_.linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
   be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd, .dweight = params.grad(mod.out_norm)});
   mod.block->backward_weight(slot);
   env_.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
@@ -248,7 +250,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
   s.grads[nb] = arena.floats(n);
   if (stage.last) {
     s.dnormed = arena.floats(n);
-    env_.linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
+    head_env_.linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
     be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb],
                                .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[nb]});
     // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
@@ -270,7 +272,7 @@ void Model::backward_weight(int chunk, int slot) {
   const Backend& be = env_.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
   if (stage.last) {
-    env_.linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
+    head_env_.linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
     be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
                                 .dweight = params.grad(final_norm)});
   }

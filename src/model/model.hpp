@@ -59,7 +59,7 @@ class Model {
  public:
   // `shard`: the slice of each layer this rank holds; `chunks`: the stages it holds (the whole
   // model by default). `max_in_flight`: slots per chunk.
-  Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, GemmInputs gemm_inputs, int max_in_flight,
+  Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, const MatmulSetup& matmul, int max_in_flight,
         const ShardPlace& shard = {}, std::vector<StageSpec> chunks = {});
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -124,7 +124,9 @@ class Model {
   void mtp_backward_weight(int chunk, int slot, int k);
   std::vector<float> to_host(const float* device, size_t n) const;
   ModelConfig cfg_;
+  MatmulSetup matmul_;  // env_ points at its recipe
   LayerEnv env_;
+  LayerEnv head_env_;   // the output head's GEMMs: BF16 under FP8 unless fp8.head
   std::vector<StageSpec> chunks_;
   std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
   std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]

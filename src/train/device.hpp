@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "model/layer_env.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
@@ -24,8 +25,17 @@ double known_bf16_peak_tflops(const std::string& gpu_name);
 double estimated_step_bytes(const Config& cfg, int slots);
 // GEMM input precision from precision.matmul.
 inline GemmInputs gemm_inputs(const PrecisionConfig& p) {
-  return p.matmul == MatmulPrecision::bf16 ? GemmInputs::bf16 : GemmInputs::fp32;
+  switch (p.matmul) {
+    case MatmulPrecision::bf16: return GemmInputs::bf16;
+    case MatmulPrecision::fp8: return GemmInputs::fp8;
+    case MatmulPrecision::fp32: break;
+  }
+  return GemmInputs::fp32;
 }
+// The op-level FP8 recipe of the [fp8] section.
+Fp8Recipe fp8_recipe(const Fp8Config& c);
+// The model's GEMM precision from precision.matmul and [fp8].
+MatmulSetup matmul_setup(const Config& cfg);
 void release_device(DeviceChoice& d);
 
 }  // namespace mt

@@ -22,7 +22,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   const auto& t = cfg.training;
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
   Batches batches(data, m.seq_len, "data.train");
-  Model model(m, uint64_t(cfg.run.seed), be, gemm_inputs(cfg.precision), slots);
+  Model model(m, uint64_t(cfg.run.seed), be, matmul_setup(cfg), slots);
 
   h5::silence_errors();
   h5::Handle f = h5::create_file(path, false);

@@ -77,7 +77,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .tp = groups_.tp.get(), .ep = groups_.ep.get()};
-  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, gemm_inputs(cfg.precision),
+  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, matmul_setup(cfg),
                                    slots, shard, stages);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
 }

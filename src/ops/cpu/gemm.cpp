@@ -1,16 +1,22 @@
 // Reference GEMM: OpenBLAS sgemm. The bf16 variant rounds copies of A and B to bfloat16 first,
-// so it computes exactly the products the GPU's BF16-input, FP32-accumulate GEMM computes.
+// so it computes exactly the products the GPU's BF16-input, FP32-accumulate GEMM computes. FP8
+// inputs are quantized by the call's recipe (fp8_quant.cpp).
 #include <cblas.h>
 
 #include <vector>
 
 #include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
+#include "ops/cpu/fp8_quant.hpp"
 
 namespace mt::cpu {
 
 void gemm(DeviceState*, const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
+  if (g.inputs == GemmInputs::fp8 && g.k > 0) {
+    gemm_fp8(g);
+    return;
+  }
   const float* a = g.a;
   const float* b = g.b;
   std::vector<float> a16, b16;

@@ -1,0 +1,36 @@
+#pragma once
+// FP8 quantization of a row-major matrix on the CPU, piece by piece (ops/fp8_recipe.hpp says which
+// pieces), and the FP8 GEMM the CPU reference runs: both operands quantized as their kinds say,
+// then multiplied with fp32 accumulation or the recipe's limited-precision accumulator.
+#include <cstdint>
+#include <vector>
+
+#include "ops/ops.hpp"
+
+namespace mt::cpu {
+
+// The shape of one scaled piece of a stored [rows, cols] matrix.
+struct Fp8Pieces {
+  int rows = 1, cols = 1;
+};
+// Pieces of an operand of `kind` whose product dimension K runs along its stored rows
+// (k_along_rows) or columns.
+Fp8Pieces fp8_pieces(const Fp8Recipe& r, Fp8Operand kind, bool k_along_rows, int rows, int cols);
+
+struct Fp8Matrix {
+  int rows = 0, cols = 0;
+  Fp8Pieces pieces;
+  Fp8Format format = Fp8Format::e4m3;
+  std::vector<uint8_t> codes;  // [rows, cols]
+  std::vector<float> scales;   // one per piece, row-major over the grid of pieces
+  float scale_at(int r, int c) const;
+};
+
+Fp8Matrix fp8_quantize(const float* x, int rows, int cols, Fp8Pieces pieces, Fp8Format format, bool pow2_scales);
+// Codes times their pieces' scales.
+std::vector<float> fp8_dequantize(const Fp8Matrix& q);
+
+// The GemmArgs with inputs == fp8 (called by gemm()).
+void gemm_fp8(const GemmArgs& g);
+
+}  // namespace mt::cpu
