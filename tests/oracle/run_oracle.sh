@@ -76,3 +76,12 @@ check global_batch_aux_no_bias --set model.moe.aux_loss=global_batch --set model
 check no_shared_experts --set model.moe.n_shared_experts=0
 check mtp_depth_2 --set model.mtp.depth=2 --set model.mtp.weight=0.5
 check dense_only_mtp --set model.n_dense_layers=3 --set model.mtp.depth=1
+
+# FP8 conversion against PyTorch's float8 types (on the build machine; the GPU check has no build/).
+if [[ -x build/tests/fp8_codes ]]; then
+  if out=$("$python" tests/oracle/check_fp8.py build/tests/fp8_codes 2>&1); then
+    echo "PASS oracle fp8 conversion: $(echo "$out" | tr '\n' ' ')"
+  else
+    echo "FAIL oracle fp8 conversion:"; echo "$out" | tail -n 8 | sed 's/^/    /'
+  fi
+fi
