@@ -66,7 +66,30 @@ MT_HD inline float fp8_to_float(uint8_t code, Fp8Format format) {
   return sign * ldexpf(float((1 << m) + fraction), exponent - f.bias - m);
 }
 
-// The value x takes after a round trip through the format.
-MT_HD inline float round_to_fp8(float x, Fp8Format format) { return fp8_to_float(float_to_fp8(x, format), format); }
+// The value x takes after a round trip through the format: fp8_to_float(float_to_fp8(x)), computed
+// on x's bits (the CPU emulation's inner loop).
+MT_HD inline float round_to_fp8(float x, Fp8Format format) {
+  const Fp8Layout f = fp8_layout(format);
+  if (x != x) return x;
+  const float a = fabsf(x);
+  if (a >= f.max_value) return copysignf(f.max_value, x);
+  const int min_exponent = 1 - f.bias;
+  if (a < ldexpf(1.0f, min_exponent)) {  // the subnormal grid: multiples of 2^(min_exponent - m)
+    const int m = f.mantissa_bits;
+    return copysignf(ldexpf(rintf(ldexpf(a, m - min_exponent)), min_exponent - m), x);
+  }
+  // Round the fraction to m bits, ties to even; a carry moves into the exponent.
+  const int drop = 23 - f.mantissa_bits;
+  uint32_t u = float_bits(x);
+  u += (uint32_t(1) << (drop - 1)) - 1 + ((u >> drop) & 1);
+  u &= ~((uint32_t(1) << drop) - 1);
+  float r;
+#ifdef __CUDA_ARCH__
+  r = __uint_as_float(u);
+#else
+  std::memcpy(&r, &u, 4);
+#endif
+  return fabsf(r) > f.max_value ? copysignf(f.max_value, x) : r;
+}
 
 }  // namespace mt

@@ -29,6 +29,9 @@ struct Fp8Matrix {
 Fp8Matrix fp8_quantize(const float* x, int rows, int cols, Fp8Pieces pieces, Fp8Format format, bool pow2_scales);
 // Codes times their pieces' scales.
 std::vector<float> fp8_dequantize(const Fp8Matrix& q);
+// The same values straight from x, without the codes.
+std::vector<float> fp8_round_trip(const float* x, int rows, int cols, Fp8Pieces pieces, Fp8Format format,
+                                  bool pow2_scales);
 
 // The GemmArgs with inputs == fp8 (called by gemm()).
 void gemm_fp8(const GemmArgs& g);
