@@ -83,6 +83,14 @@ same "pp=4 dualpipe, MTP" 'pp=4,schedule="dualpipe"' -- model.n_layers=4 trainin
 same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.attention.kind=\"mla\" model.mtp.depth=1
 same "pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1
 same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
+# FP8: data, expert and pipeline parallelism leave every product's K whole, so each layout
+# quantizes what one rank does. Under tp=2 the row-parallel products' K is halved and a 128-wide
+# tile of one rank becomes two pieces with scales of their own; with power-of-two scales that
+# changes nothing (the fp8 grid is floating point: a power-of-two scale only shifts exponents),
+# except for values in the subnormal range.
+same "fp8: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1 \
+  precision.matmul=\"fp8\"
+same "fp8: tp=2 x dp=2, tiles straddling the shards" tp=2,dp=2 -- precision.matmul=\"fp8\"
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
 # 2 steps, pp=2 x tp=2 runs steps 3 and 4; against 4 uninterrupted steps on one rank.
