@@ -115,6 +115,8 @@ int cmd_plan(const PlanOptions& o) {
     throw mt::UserError("plan: --gpus " + std::to_string(gpus) + " is more than the " + std::to_string(c.accelerators) +
                         " accelerators of " + o.cluster);
   const int batch = cfg.training.global_batch;
+  // FP8 means what it means to train: precision.matmul = "fp8" (--fp8 is short for that --set).
+  const bool fp8 = o.fp8 || cfg.precision.matmul == mt::MatmulPrecision::fp8;
   std::vector<Estimate> rows;
   const Estimate* best = nullptr;
   const Estimate* flat = nullptr;
@@ -125,7 +127,7 @@ int cmd_plan(const PlanOptions& o) {
       throw mt::UserError("plan: --layout " + o.layout + ": " + why);
     rows.push_back(estimate_step(cfg.model, batch, c, l));
   } else {
-    found = search_layouts(cfg.model, batch, c, gpus, o.fp8);
+    found = search_layouts(cfg.model, batch, c, gpus, fp8);
     for (const Estimate& e : found.ranked) {
       if (!best) best = &e;
       if (!flat && e.layout.pp == 1) flat = &e;
@@ -140,8 +142,8 @@ int cmd_plan(const PlanOptions& o) {
   std::printf("global batch %d sequences of %d tokens; %.1f GFLOP per token (causal, with MTP)\n", batch,
               cfg.model.seq_len, mt::training_flops_per_token(cfg.model) / 1e9);
   if (o.layout.empty())
-    std::printf("searched %d valid layouts (%s); %d did not fit in memory\n", found.considered, o.fp8 ? "FP8" : "BF16",
-                found.too_big);
+    std::printf("searched %d valid layouts (precision.matmul = %s); %d did not fit in memory\n", found.considered,
+                fp8 ? "fp8" : "bf16", found.too_big);
   std::printf("%s", estimates_table(rows).c_str());
   if (o.explain) std::printf("\n%s", explain(best, flat).c_str());
   return 0;
@@ -215,7 +217,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)");
   plan_cmd->add_option("--layout", plan.layout,
                        "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on");
-  plan_cmd->add_flag("--fp8", plan.fp8, "search FP8 layouts (default BF16)");
+  plan_cmd->add_flag("--fp8", plan.fp8,
+                     "search FP8 layouts: short for --set precision.matmul=fp8 (default: the experiment's precision)");
   plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)");
   plan_cmd->add_flag("--explain", plan.explain, "compare the best layout with the best one without pipeline parallelism");
   plan_cmd->add_flag("--json", plan.json, "print the layouts as JSON");
