@@ -35,5 +35,7 @@ void shift_tokens(DeviceState*, const ShiftTokensArgs&);
 void scale(DeviceState*, const ScaleArgs&);
 double sum_squares(DeviceState*, const SumSquaresArgs&);
 void adamw(DeviceState*, const AdamwArgs&);
+void fp8_pack_rows(DeviceState*, const Fp8PackRowsArgs&);
+void fp8_unpack_rows(DeviceState*, const Fp8UnpackRowsArgs&);
 
 }  // namespace mt::cuda

@@ -53,7 +53,8 @@ double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y,
       [&] {
         if (n_shared_ > 0) swiglu_forward(env_, arena, shared_weights(), x, rows, y, false, s.shared);
         else be.zero(y, size_t(rows) * d_ * sizeof(float));
-      });
+      },
+      env_.gemm_inputs == GemmInputs::fp8);
   be.moe_combine({.tokens = rows, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
                   .gates = s.routing.gates, .y = y});
   return aux;

@@ -58,7 +58,7 @@ void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
 }
 
 void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float* in, float* out,
-                               const ExpertsFn& experts, const std::function<void()>& meanwhile) const {
+                               const ExpertsFn& experts, const std::function<void()>& meanwhile, bool fp8_rows) const {
   if (env_.shard.ep_size == 1) {
     meanwhile();
     experts(in, s.expert_begin, s.pairs, out);
@@ -68,9 +68,29 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float
   const size_t n_out = size_t(std::accumulate(s.send_values.begin(), s.send_values.end(), 0));
   const size_t n_in = size_t(s.rows_in) * d_;
   float* arrival = arena.floats(n_in);
-  auto request = env_.shard.ep->iall_to_all_v({in, n_out}, s.send_values, {arrival, n_in}, s.recv_values);
-  meanwhile();
-  request->wait();
+  if (fp8_rows) {
+    const Fp8Recipe& r = *env_.fp8;
+    const int row_floats = fp8_packed_row_floats(d_, r.tile);
+    std::vector<int> send(s.send_values.size()), recv(s.recv_values.size());
+    for (size_t q = 0; q < send.size(); ++q) {
+      send[q] = s.send_values[q] / d_ * row_floats;
+      recv[q] = s.recv_values[q] / d_ * row_floats;
+    }
+    float* leaving = arena.floats(size_t(s.pairs) * row_floats);
+    float* packed = arena.floats(size_t(s.rows_in) * row_floats);
+    be.fp8_pack_rows({.rows = s.pairs, .cols = d_, .tile = r.tile, .format = r.forward, .pow2_scales = r.pow2_scales,
+                      .x = in, .packed = leaving});
+    auto request = env_.shard.ep->iall_to_all_v({leaving, size_t(s.pairs) * row_floats}, send,
+                                                {packed, size_t(s.rows_in) * row_floats}, recv);
+    meanwhile();
+    request->wait();
+    be.fp8_unpack_rows({.rows = s.rows_in, .cols = d_, .tile = r.tile, .format = r.forward, .packed = packed,
+                        .x = arrival});
+  } else {
+    auto request = env_.shard.ep->iall_to_all_v({in, n_out}, s.send_values, {arrival, n_in}, s.recv_values);
+    meanwhile();
+    request->wait();
+  }
   float* local_in = arena.floats(n_in);
   be.gather_rows({.rows = s.rows_in, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = local_in});
   float* local_out = arena.floats(n_in);

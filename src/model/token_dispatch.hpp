@@ -4,7 +4,9 @@
 // holds experts [ep_rank * E/ep, (ep_rank+1) * E/ep): the per-expert counts travel first (the
 // host needs them to size the exchange), then the rows by all-to-all-v; they arrive grouped by
 // (source, local expert), are put in (local expert, source) order for the grouped GEMMs, and go
-// back the same way. Every row is kept: no capacity limit, no dropping.
+// back the same way. Every row is kept: no capacity limit, no dropping. With FP8 GEMMs the rows
+// go out as FP8 codes with their 1 x tile scales, as DeepSeek-V3 dispatches (the expert's first
+// GEMM quantizes them the same way, so the result is unchanged); results come back in fp32.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -36,9 +38,9 @@ class TokenDispatcher {
   // order [tokens * top_k, d_model].
   float* permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load, DispatchSaved& s);
   // out (permuted order) = experts(in) wherever each row's expert lives; `meanwhile` runs while
-  // the rows travel.
+  // the rows travel; `fp8_rows`: they travel in FP8 (the forward dispatch under FP8 GEMMs).
   void exchange(Arena& arena, const DispatchSaved& s, const float* in, float* out, const ExpertsFn& experts,
-                const std::function<void()>& meanwhile) const;
+                const std::function<void()>& meanwhile, bool fp8_rows = false) const;
   int local_experts() const { return experts_ / env_.shard.ep_size; }
 
  private:

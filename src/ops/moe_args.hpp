@@ -3,6 +3,8 @@
 // combine, the balance-loss statistics and the bias update. Included by ops/ops.hpp.
 #include <cstddef>
 
+#include "ops/fp8.hpp"
+
 namespace mt {
 
 // y = 1 / (1 + exp(-x)) over n values; x and y may be the same buffer.
@@ -104,6 +106,25 @@ struct BiasUpdateArgs {
   const double* load = nullptr;
   float* bias = nullptr;
 };
+
+// Rows in FP8 for the expert-parallel dispatch: each row of `cols` values becomes its codes
+// (cols bytes, padded to whole floats) followed by one scale per 1 x `tile` piece, packed into
+// fp8_packed_row_floats() floats, so the all-to-all moves about a quarter of the fp32 bytes.
+// Unpacking writes the values the codes stand for (codes times scales).
+struct Fp8PackRowsArgs {
+  int rows = 0, cols = 0, tile = 128;
+  Fp8Format format = Fp8Format::e4m3;
+  bool pow2_scales = true;
+  const float* x = nullptr;  // [rows, cols]
+  float* packed = nullptr;   // [rows, fp8_packed_row_floats(cols, tile)]
+};
+struct Fp8UnpackRowsArgs {
+  int rows = 0, cols = 0, tile = 128;
+  Fp8Format format = Fp8Format::e4m3;
+  const float* packed = nullptr;
+  float* x = nullptr;  // [rows, cols] out
+};
+MT_HD inline int fp8_packed_row_floats(int cols, int tile) { return (cols + 3) / 4 + (cols + tile - 1) / tile; }
 
 // Multi-token prediction's inputs at depth `shift`: position r takes token and target r + shift
 // of its sequence, or token 0 and target -1 (no loss) past the sequence's end.

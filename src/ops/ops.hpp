@@ -175,6 +175,8 @@ struct OpTable {
   void (*scale)(DeviceState*, const ScaleArgs&);
   double (*sum_squares)(DeviceState*, const SumSquaresArgs&);
   void (*adamw)(DeviceState*, const AdamwArgs&);
+  void (*fp8_pack_rows)(DeviceState*, const Fp8PackRowsArgs&);
+  void (*fp8_unpack_rows)(DeviceState*, const Fp8UnpackRowsArgs&);
 };
 
 // Every arithmetic entry of OpTable, for code that treats them alike (missing_ops, the strict
@@ -185,7 +187,7 @@ struct OpTable {
   X(embedding_forward) X(embedding_backward) X(add) X(copy_columns) X(grouped_gemm) X(sigmoid)        \
   X(router_select) X(moe_permute) X(gather_rows) X(moe_combine) X(moe_combine_backward)               \
   X(balance_loss) X(balance_prob_sums) X(global_balance) X(router_backward) X(bias_update)             \
-  X(shift_tokens) X(scale) X(sum_squares) X(adamw)
+  X(shift_tokens) X(scale) X(sum_squares) X(adamw) X(fp8_pack_rows) X(fp8_unpack_rows)
 
 // Names of the table entries a backend leaves empty (it cannot run the whole model yet).
 std::vector<std::string> missing_ops(const OpTable& t);
@@ -225,6 +227,8 @@ struct Backend {
   void scale(const ScaleArgs& a) const { ops->scale(state, a); }
   double sum_squares(const SumSquaresArgs& a) const { return ops->sum_squares(state, a); }
   void adamw(const AdamwArgs& a) const { ops->adamw(state, a); }
+  void fp8_pack_rows(const Fp8PackRowsArgs& a) const { ops->fp8_pack_rows(state, a); }
+  void fp8_unpack_rows(const Fp8UnpackRowsArgs& a) const { ops->fp8_unpack_rows(state, a); }
 
   // Memory: device buffers are reached from the host only through these.
   void* alloc(size_t bytes) const { return ops->alloc(state, bytes); }

@@ -3,6 +3,7 @@
 // update, the MTP shift, grouped GEMMs and the optimizer's ops. Integer results (choices,
 // permutations) must match exactly; sums done in the CPU's order by one GPU thread to 1e-12.
 #include <algorithm>
+#include <cstring>
 
 #include "parity.hpp"
 
@@ -11,6 +12,7 @@ namespace parity {
 namespace {
 
 using mt::Backend;
+using mt::Fp8Format;
 
 std::string shape(int tokens, int experts, int top_k) {
   return " tokens=" + std::to_string(tokens) + " experts=" + std::to_string(experts) + " top_k=" + std::to_string(top_k);
@@ -237,6 +239,31 @@ void check_shift(Report& rep, const Backend& cpu, const Backend& gpu, int rows, 
             std::max(relative_error(g_out.download(), out), relative_error(g_out_t.download(), out_t)), 0);
 }
 
+void check_fp8_rows(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int cols, Fp8Format format,
+                    uint64_t seed) {
+  Lcg rng(seed);
+  const std::string name = " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+                           (format == Fp8Format::e4m3 ? " e4m3" : " e5m2");
+  const std::vector<float> x = random_values(size_t(rows) * cols, rng, -30.0f, 30.0f);
+  const size_t packed_floats = size_t(rows) * mt::fp8_packed_row_floats(cols, 128);
+  std::vector<float> packed(packed_floats), back(x.size());
+  mt::Fp8PackRowsArgs pack{.rows = rows, .cols = cols, .tile = 128, .format = format, .pow2_scales = true,
+                           .x = x.data(), .packed = packed.data()};
+  cpu.fp8_pack_rows(pack);
+  DeviceVec<float> d_x(gpu, x), g_packed(gpu, poison<float>(packed_floats));
+  pack.x = d_x.get(), pack.packed = g_packed.get();
+  gpu.fp8_pack_rows(pack);
+  const std::vector<float> got = g_packed.download();
+  rep.check("fp8_pack_rows (bytes)" + name, std::memcmp(got.data(), packed.data(), packed_floats * 4) == 0 ? 0 : 1, 0);
+  mt::Fp8UnpackRowsArgs unpack{.rows = rows, .cols = cols, .tile = 128, .format = format, .packed = packed.data(),
+                               .x = back.data()};
+  cpu.fp8_unpack_rows(unpack);
+  DeviceVec<float> d_packed(gpu, packed), g_back(gpu, poison<float>(x.size()));
+  unpack.packed = d_packed.get(), unpack.x = g_back.get();
+  gpu.fp8_unpack_rows(unpack);
+  rep.check("fp8_unpack_rows" + name, relative_error(g_back.download(), back), 0);
+}
+
 }  // namespace
 
 void check_moe_ops(Report& rep, const Backend& cpu, const Backend& gpu, uint64_t& seed) {
@@ -254,6 +281,8 @@ void check_moe_ops(Report& rep, const Backend& cpu, const Backend& gpu, uint64_t
   check_update(rep, cpu, gpu, 1000003, seed++);
   check_shift(rep, cpu, gpu, 12 * 37, 37, 1);
   check_shift(rep, cpu, gpu, 12 * 37, 37, 3);
+  check_fp8_rows(rep, cpu, gpu, 4096, 7168 / 8, Fp8Format::e4m3, seed++);
+  check_fp8_rows(rep, cpu, gpu, 33, 300, Fp8Format::e5m2, seed++);
 }
 
 }  // namespace parity

@@ -91,6 +91,9 @@ same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"'
 same "fp8: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1 \
   precision.matmul=\"fp8\"
 same "fp8: tp=2 x dp=2, tiles straddling the shards" tp=2,dp=2 -- precision.matmul=\"fp8\"
+# The dispatch to the experts travels as FP8 codes and scales; the experts quantize what arrives
+# exactly as one rank quantizes its rows.
+same "fp8: ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
 # 2 steps, pp=2 x tp=2 runs steps 3 and 4; against 4 uninterrupted steps on one rank.
