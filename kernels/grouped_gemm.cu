@@ -22,10 +22,11 @@ void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
     if (rows == 0) continue;
     if (a.ragged == Ragged::rows)
       gemm(s, {.m = rows, .n = a.n, .k = a.k, .a = a.a + size_t(begin) * a.k, .b = a.b + size_t(g) * a.n * a.k,
-               .trans_b = a.trans_b, .c = a.c + size_t(begin) * a.n, .beta = a.beta, .inputs = a.inputs});
+               .trans_b = a.trans_b, .c = a.c + size_t(begin) * a.n, .beta = a.beta, .inputs = a.inputs, .fp8 = a.fp8});
     else
       gemm(s, {.m = a.m, .n = a.n, .k = rows, .a = a.a + size_t(begin) * a.m, .trans_a = true,
-               .b = a.b + size_t(begin) * a.n, .c = a.c + size_t(g) * a.m * a.n, .beta = 1.0f, .inputs = a.inputs});
+               .b = a.b + size_t(begin) * a.n, .c = a.c + size_t(g) * a.m * a.n, .beta = 1.0f, .inputs = a.inputs,
+               .fp8 = a.fp8});
   }
 }
 

@@ -34,7 +34,7 @@ struct GemmArgs {
   float* c = nullptr;
   float alpha = 1.0f, beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
-  Fp8Gemm fp8;  // read when inputs is fp8
+  Fp8Gemm fp8 = {};  // read when inputs is fp8
 };
 
 // One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands
@@ -53,7 +53,7 @@ struct GroupedGemmArgs {
   float* c = nullptr;
   float beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
-  Fp8Gemm fp8;  // read when inputs is fp8
+  Fp8Gemm fp8 = {};  // read when inputs is fp8
 };
 
 // y = x * rstd * weight per row, rstd = 1/sqrt(mean(x^2) + eps). rstd is saved for backward.
