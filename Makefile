@@ -73,7 +73,8 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # GPU parity test and GPU benchmarks: separate binaries that say "skipped: no GPU" without one.
-$(BUILD)/tests/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o $(LIB_OBJS)
+PARITY_OBJS := $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o $(BUILD)/tests/gpu/parity_fp8.o
+$(BUILD)/tests/gpu_parity: $(PARITY_OBJS) $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
@@ -95,7 +96,7 @@ $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 # OpenMPI's, which a one-rank run loads but never initializes) into lib/, found through the $ORIGIN rpath.
 BUNDLE := gpu-bundle
 BUNDLE_BINS := $(BUNDLE)/moetrain $(BUNDLE)/gpu_parity $(BUNDLE)/gemm_bench
-BUNDLE_MAINS := $(BUILD)/main.o $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/bench/gemm_bench.o
+BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/bench/gemm_bench.o
 BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' -Wl,--disable-new-dtags \
   -L$(BUNDLE)/lib -lmoetrain_blas $(shell pkg-config --libs tomlplusplus ompi 2>/dev/null) \
   $(shell pkg-config --libs-only-L hdf5 2>/dev/null) -Wl,-Bstatic -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
@@ -116,7 +117,7 @@ $(BUNDLE)/lib/libmoetrain_blas.so: $(BUNDLE_MAINS) $(LIB_OBJS)
 	  $(shell $(CXX) -print-file-name=libopenblas.a) -pthread
 
 $(BUNDLE)/moetrain: $(BUILD)/main.o
-$(BUNDLE)/gpu_parity: $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o
+$(BUNDLE)/gpu_parity: $(PARITY_OBJS)
 $(BUNDLE)/gemm_bench: $(BUILD)/bench/gemm_bench.o
 $(BUNDLE_BINS): $(BUILD)/bundle/libmoetrain.a $(BUNDLE)/lib/libmoetrain_blas.so
 	$(CXX) -o $@ $(filter %.o,$^) $(BUILD)/bundle/libmoetrain.a $(BUNDLE_LDLIBS)

@@ -13,7 +13,8 @@ namespace mt {
 // Reusable device buffers for temporaries, one per purpose so that two live temporaries of one
 // op never share memory. They only grow.
 enum ScratchSlot {
-  kScratchGemmA = 0, kScratchGemmB, kScratchReduce, kScratchCounts, kScratchSort, kScratchAttention, kScratchSlots
+  kScratchGemmA = 0, kScratchGemmB, kScratchGemmOut, kScratchReduce, kScratchCounts, kScratchSort, kScratchAttention,
+  kScratchSlots
 };
 
 struct DeviceState {
@@ -25,6 +26,7 @@ struct DeviceState {
   size_t workspace_bytes = 0;
   void* scratch[kScratchSlots] = {};
   size_t scratch_bytes[kScratchSlots] = {};
+  bool fp8_fallback_noted = false;  // the one note that an FP8 GEMM ran on dequantized copies
 };
 
 // Makes the state's GPU current for the calling thread, so backends on different GPUs can be

@@ -1,7 +1,8 @@
 // GemmArgs on the GPU through cuBLASLt, with the CPU reference's semantics (row-major,
 // C = alpha*op(A)*op(B) + beta*C). bf16 inputs are rounded to bfloat16 copies first, exactly as
 // src/ops/bf16.hpp does on the CPU, then multiplied with fp32 accumulation; fp32 inputs use
-// plain fp32 compute (no TF32), so both paths differ from the CPU only in summation order.
+// plain fp32 compute (no TF32), so both paths differ from the CPU only in summation order. fp8
+// inputs go to gemm_fp8.cu.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"
+#include "gemm_lt.cuh"
 
 namespace mt::cuda {
 
@@ -43,34 +45,6 @@ const __nv_bfloat16* bf16_copy(DeviceState* s, ScratchSlot slot, const float* sr
   return dst;
 }
 
-// Largest power of two (up to cuBLASLt's default assumption of 256) dividing the address. The
-// heuristic otherwise assumes 256-byte alignment and may pick kernels that fault on sub-views.
-uint32_t alignment_of(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  uint32_t al = 256;
-  while (al > 1 && (a % al) != 0) al >>= 1;
-  return al;
-}
-
-// The cuBLASLt descriptors of one call, destroyed on every path out.
-struct LtCall {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtCall() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (out) cublasLtMatrixLayoutDestroy(out);
-    if (second) cublasLtMatrixLayoutDestroy(second);
-    if (first) cublasLtMatrixLayoutDestroy(first);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
-
-void set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void* p) {
-  const uint32_t al = alignment_of(p);
-  MT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al));
-}
-
 }  // namespace
 
 void gemm(DeviceState* s, const GemmArgs& g) {
@@ -82,16 +56,19 @@ void gemm(DeviceState* s, const GemmArgs& g) {
     MT_CUDA_CHECK_LAUNCH();
     return;
   }
-
-  const bool bf16 = g.inputs == GemmInputs::bf16;
-  const void* a = g.a;
-  const void* b = g.b;
-  if (bf16) {
-    a = bf16_copy(s, kScratchGemmA, g.a, size_t(g.m) * g.k);
-    b = bf16_copy(s, kScratchGemmB, g.b, size_t(g.k) * g.n);
+  if (g.inputs == GemmInputs::fp8) {
+    gemm_fp8(s, g);
+    return;
   }
-  const cudaDataType_t in_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  if (g.inputs == GemmInputs::bf16) {
+    const __nv_bfloat16* a = bf16_copy(s, kScratchGemmA, g.a, size_t(g.m) * g.k);
+    gemm_lt(s, g, a, bf16_copy(s, kScratchGemmB, g.b, size_t(g.k) * g.n), CUDA_R_16BF);
+  } else {
+    gemm_lt(s, g, g.a, g.b, CUDA_R_32F);
+  }
+}
 
+void gemm_lt(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cudaDataType_t in_type) {
   // cuBLASLt is column-major, and a row-major X[r,c] is a column-major X^T[c,r]. So compute
   // C^T[n,m] = op(B)^T[n,k] * op(A)^T[k,m]: cuBLAS's first operand is our B, its second our A,
   // with the same transpose flags, and C^T needs no copy. Layouts describe the stored matrices.
@@ -129,7 +106,8 @@ void gemm(DeviceState* s, const GemmArgs& g) {
     std::fprintf(stderr,
                  "moetrain cuBLAS error: no cuBLASLt algorithm for gemm m=%d n=%d k=%d trans_a=%d trans_b=%d "
                  "inputs=%s at %s:%d\n",
-                 g.m, g.n, g.k, int(g.trans_a), int(g.trans_b), bf16 ? "bf16" : "fp32", __FILE__, __LINE__);
+                 g.m, g.n, g.k, int(g.trans_a), int(g.trans_b), in_type == CUDA_R_16BF ? "bf16" : "fp32", __FILE__,
+                 __LINE__);
     std::exit(3);
   }
   // alpha and beta are read from host memory at call time (the default pointer mode).

@@ -2,7 +2,10 @@
 // The CUDA device as a Backend. Plain C++ so that host code can include it without nvcc.
 // Defined in kernels/cuda_backend.cu when built with CUDA, otherwise by the
 // stub in src/ops/cuda_stub.cpp, so callers never need their own #ifdef.
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "ops/ops.hpp"
 
@@ -25,5 +28,21 @@ CudaDeviceInfo cuda_device_info(int device);
 
 // Releases everything cuda_backend_create made; leaves `b` empty.
 void cuda_backend_destroy(Backend& b);
+
+// Milliseconds the GPU spends on what `work` queues on `gpu` (CUDA events around it on the
+// backend's stream; waits for them). For benchmarks.
+double cuda_elapsed_ms(const Backend& gpu, const std::function<void()>& work);
+
+// For tests: the FP8 codes and scales the CUDA GEMM makes of one operand. x (device memory) is
+// stored [rows, cols] with the product's K along its rows (k_along_rows) or its columns. codes come
+// back as cuBLASLt reads them, [outer_pad, k_pad] with K contiguous and zeros in the padding;
+// scales one per piece, row-major over the [outer, k] grid of pieces (piece_outer x piece_k).
+struct CudaFp8Operand {
+  int outer = 0, k = 0, outer_pad = 0, k_pad = 0, piece_outer = 1, piece_k = 1;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+};
+CudaFp8Operand cuda_fp8_quantize(const Backend& gpu, const float* x, int rows, int cols, bool k_along_rows,
+                                 Fp8Operand kind, const Fp8Recipe& recipe);
 
 }  // namespace mt

@@ -380,6 +380,7 @@ int main(int argc, char** argv) {
 
 
   parity::check_moe_ops(rep, cpu, gpu, seed);
+  parity::check_fp8(rep, cpu, gpu, !stand_in, seed);
 
   if (stand_in) cpu_strict_backend_destroy(gpu);
   else cuda_backend_destroy(gpu);

@@ -93,4 +93,8 @@ std::vector<T> poison(size_t n) {
 // Parity checks of the MoE and optimizer ops (tests/gpu/parity_moe.cpp).
 void check_moe_ops(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, uint64_t& seed);
 
+// Parity checks of the FP8 GEMM (tests/gpu/parity_fp8.cpp); `cuda`: gpu is the CUDA backend, whose
+// quantizer is also checked on its own.
+void check_fp8(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, bool cuda, uint64_t& seed);
+
 }  // namespace parity
