@@ -18,7 +18,6 @@ namespace mt::cuda {
 namespace {
 
 constexpr int kMaxRowThreads = 1024;
-constexpr int kSumThreads = 1024;
 
 __global__ void row_kernel(const float* logits, const int* targets, float* losses, float* dlogits, double* row_loss,
                            int vocab, float grad_scale) {
@@ -56,14 +55,6 @@ __global__ void row_kernel(const float* logits, const int* targets, float* losse
   }
 }
 
-// Sum of v[0..n) by one block, in an order fixed by kSumThreads.
-__global__ void sum_kernel(const double* v, int n, double* out) {
-  double acc = 0.0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) acc += v[i];
-  acc = block_reduce(acc, SumOp{}, 0.0);
-  if (threadIdx.x == 0) *out = acc;
-}
-
 }  // namespace
 
 double cross_entropy(DeviceState* s, const CrossEntropyArgs& a) {
@@ -74,12 +65,7 @@ double cross_entropy(DeviceState* s, const CrossEntropyArgs& a) {
   row_kernel<<<a.rows, row_threads(a.vocab, kMaxRowThreads), 0, s->stream>>>(a.logits, a.targets, a.losses,
                                                                              a.dlogits, buf, a.vocab, a.grad_scale);
   MT_CUDA_CHECK_LAUNCH();
-  sum_kernel<<<1, kSumThreads, 0, s->stream>>>(buf, a.rows, buf + a.rows);
-  MT_CUDA_CHECK_LAUNCH();
-  double total = 0.0;
-  MT_CUDA_CHECK(cudaMemcpyAsync(&total, buf + a.rows, sizeof total, cudaMemcpyDeviceToHost, s->stream));
-  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-  return total;
+  return sum_to_host(s, buf, a.rows, buf + a.rows);
 }
 
 }  // namespace mt::cuda

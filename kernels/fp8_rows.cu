@@ -25,14 +25,14 @@ __global__ void unpack_kernel(Fp8UnpackRowsArgs a, int row_floats) {
 void fp8_pack_rows(DeviceState* s, const Fp8PackRowsArgs& a) {
   if (a.rows == 0) return;
   activate(s);
-  pack_kernel<<<(a.rows + kBlock - 1) / kBlock, kBlock, 0, s->stream>>>(a, fp8_packed_row_floats(a.cols, a.tile));
+  pack_kernel<<<blocks_for(a.rows), kBlock, 0, s->stream>>>(a, fp8_packed_row_floats(a.cols, a.tile));
   MT_CUDA_CHECK_LAUNCH();
 }
 
 void fp8_unpack_rows(DeviceState* s, const Fp8UnpackRowsArgs& a) {
   if (a.rows == 0) return;
   activate(s);
-  unpack_kernel<<<(a.rows + kBlock - 1) / kBlock, kBlock, 0, s->stream>>>(a, fp8_packed_row_floats(a.cols, a.tile));
+  unpack_kernel<<<blocks_for(a.rows), kBlock, 0, s->stream>>>(a, fp8_packed_row_floats(a.cols, a.tile));
   MT_CUDA_CHECK_LAUNCH();
 }
 

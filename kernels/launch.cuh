@@ -17,6 +17,9 @@ inline unsigned stride_grid(const DeviceState* s, size_t n, int threads) {
   return unsigned(want == 0 ? 1 : want < cap ? want : cap);
 }
 
+// Blocks of kBlock threads for one thread per item.
+inline unsigned blocks_for(size_t n) { return unsigned((n + kBlock - 1) / kBlock); }
+
 // Threads for one block per row of `cols` values: a whole number of warps, at most `max_threads`.
 inline int row_threads(int cols, int max_threads) {
   const int warps = (cols + 31) / 32;

@@ -139,7 +139,7 @@ void moe_combine_backward(DeviceState* s, const MoeCombineBackwardArgs& a) {
 void shift_tokens(DeviceState* s, const ShiftTokensArgs& a) {
   if (a.rows == 0) return;
   activate(s);
-  shift_kernel<<<(a.rows + kBlock - 1) / kBlock, kBlock, 0, s->stream>>>(a);
+  shift_kernel<<<blocks_for(a.rows), kBlock, 0, s->stream>>>(a);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,12 +4,11 @@
 // reference's order wherever a single thread can own them (f, the probability sums, the
 // global-batch loss, the mean load), so those are bitwise equal; the micro-batch loss is a
 // block reduction (a different summation order, within the parity tolerance).
-#include <cub/block/block_reduce.cuh>
-
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "launch.cuh"
 #include "ops/routing_math.hpp"
+#include "reduce.cuh"
 
 namespace mt::cuda {
 
@@ -63,15 +62,6 @@ __global__ void token_loss_kernel(BalanceLossArgs a, double* terms) {
   terms[t] = term;
 }
 
-__global__ void sum_kernel(const double* terms, int n, double* out) {
-  using Reduce = cub::BlockReduce<double, kBlock>;
-  __shared__ typename Reduce::TempStorage tmp;
-  double v = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) v += terms[i];
-  v = Reduce(tmp).Sum(v);
-  if (threadIdx.x == 0) *out = v;
-}
-
 __global__ void token_totals_kernel(const float* scores, int tokens, int experts, double* totals) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= tokens) return;
@@ -112,8 +102,6 @@ __global__ void bias_update_kernel(BiasUpdateArgs a) {
   }
 }
 
-unsigned blocks_for(size_t n) { return unsigned((n + kBlock - 1) / kBlock); }
-
 }  // namespace
 
 void sigmoid(DeviceState* s, const SigmoidArgs& a) {
@@ -146,9 +134,7 @@ double balance_loss(DeviceState* s, const BalanceLossArgs& a) {
   auto* terms = static_cast<double*>(scratch(s, kScratchReduce, (size_t(a.tokens) + 1) * sizeof(double)));
   token_loss_kernel<<<blocks_for(a.tokens), kBlock, 0, s->stream>>>(a, terms);
   MT_CUDA_CHECK_LAUNCH();
-  sum_kernel<<<1, kBlock, 0, s->stream>>>(terms, a.tokens, terms + a.tokens);
-  MT_CUDA_CHECK_LAUNCH();
-  return read_back(s, terms + a.tokens);
+  return sum_to_host(s, terms, a.tokens, terms + a.tokens);
 }
 
 void balance_prob_sums(DeviceState* s, const BalanceProbSumsArgs& a) {

@@ -7,6 +7,7 @@
 #include "cuda_ops.hpp"
 #include "launch.cuh"
 #include "ops/adamw_math.hpp"
+#include "reduce.cuh"
 
 namespace mt::cuda {
 
@@ -25,15 +26,6 @@ __global__ void partial_squares_kernel(const float* __restrict__ x, size_t n, do
     v += double(x[i]) * x[i];
   v = Reduce(tmp).Sum(v);
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
-}
-
-__global__ void total_kernel(const double* partials, int n, double* out) {
-  using Reduce = cub::BlockReduce<double, kBlock>;
-  __shared__ typename Reduce::TempStorage tmp;
-  double v = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) v += partials[i];
-  v = Reduce(tmp).Sum(v);
-  if (threadIdx.x == 0) *out = v;
 }
 
 __global__ void adamw_kernel(AdamwArgs a) {
@@ -58,9 +50,7 @@ double sum_squares(DeviceState* s, const SumSquaresArgs& a) {
   auto* partials = static_cast<double*>(scratch(s, kScratchReduce, (size_t(blocks) + 1) * sizeof(double)));
   partial_squares_kernel<<<blocks, kBlock, 0, s->stream>>>(a.x, a.n, partials);
   MT_CUDA_CHECK_LAUNCH();
-  total_kernel<<<1, kBlock, 0, s->stream>>>(partials, int(blocks), partials + blocks);
-  MT_CUDA_CHECK_LAUNCH();
-  return read_back(s, partials + blocks);
+  return sum_to_host(s, partials, int(blocks), partials + blocks);
 }
 
 void adamw(DeviceState* s, const AdamwArgs& a) {

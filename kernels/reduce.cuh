@@ -2,7 +2,13 @@
 // Warp and block reductions shared by the kernels. Blocks must have a multiple of 32 threads (at most 1024).
 #include <cuda_runtime.h>
 
+#include "cuda_state.cuh"
+
 namespace mt::cuda {
+
+// The sum of values[0..n) (device memory), computed by one block on the stream into *out (device
+// memory, not among the values) and read back: the end of ops that return a total.
+double sum_to_host(DeviceState* s, const double* values, int n, double* out);
 
 struct SumOp {
   template <typename T>
