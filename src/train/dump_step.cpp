@@ -33,30 +33,28 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   const size_t rows = size_t(t.micro_batch) * m.seq_len;
   std::vector<int> all_inputs(size_t(t.global_batch) * m.seq_len), all_targets(all_inputs.size());
   const std::vector<hsize_t> batch_dims{hsize_t(t.global_batch), hsize_t(m.seq_len)};
-  if (start_only) {
-    std::vector<int> inputs, targets;
-    for (int mb = 0; mb < t.global_batch / t.micro_batch; ++mb) {
-      batches.fill((long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
-      std::copy(inputs.begin(), inputs.end(), all_inputs.begin() + mb * rows);
-      std::copy(targets.begin(), targets.end(), all_targets.begin() + mb * rows);
-    }
+  // Every micro-batch's tokens also go into the file's batch.
+  const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
+    batches.fill((long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+    std::copy(inputs.begin(), inputs.end(), all_inputs.begin() + mb * rows);
+    std::copy(targets.begin(), targets.end(), all_targets.begin() + mb * rows);
+  };
+  auto write_batch = [&] {
     h5::write_ints(f, "/batch/inputs", all_inputs.data(), batch_dims);
     h5::write_ints(f, "/batch/targets", all_targets.data(), batch_dims);
+  };
+  if (start_only) {
+    std::vector<int> inputs, targets;
+    for (int mb = 0; mb < t.global_batch / t.micro_batch; ++mb) fill(mb, inputs, targets);
+    write_batch();
     return;
   }
   std::vector<float> logits(all_inputs.size() * m.vocab_size);
-  const StepTotals totals = accumulate_gradients(model, t.global_batch, t.micro_batch,
-      [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
-        batches.fill((long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
-        std::copy(inputs.begin(), inputs.end(), all_inputs.begin() + mb * rows);
-        std::copy(targets.begin(), targets.end(), all_targets.begin() + mb * rows);
-      },
-      [&](int mb, int slot) {
-        const std::vector<float> slot_logits = model.logits_to_host(slot);
-        std::copy(slot_logits.begin(), slot_logits.end(), logits.begin() + mb * rows * m.vocab_size);
-      });
-  h5::write_ints(f, "/batch/inputs", all_inputs.data(), batch_dims);
-  h5::write_ints(f, "/batch/targets", all_targets.data(), batch_dims);
+  const StepTotals totals = accumulate_gradients(model, t.global_batch, t.micro_batch, fill, [&](int mb, int slot) {
+    const std::vector<float> slot_logits = model.logits_to_host(slot);
+    std::copy(slot_logits.begin(), slot_logits.end(), logits.begin() + mb * rows * m.vocab_size);
+  });
+  write_batch();
   h5::write_floats(f, "/logits", logits.data(), {all_inputs.size(), hsize_t(m.vocab_size)});
   write_param_set(f, "/grads", model.params, model.params.host_grads());
   h5::write_double_attr(f, "loss", totals.ce_sum / double(all_inputs.size()));
