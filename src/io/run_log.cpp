@@ -49,6 +49,12 @@ OldRows read_old(const std::string& path) {
 }
 }  // namespace
 
+std::vector<std::string> log_scalar_names() {
+  std::vector<std::string> names;
+  for (auto& [name, member] : kScalars) names.push_back(name);
+  return names;
+}
+
 RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_step) : path_(path) {
   h5::silence_errors();
   row_floats_ = facts.moe_layers * facts.experts;

@@ -29,6 +29,9 @@ struct StepRecord {
 inline constexpr int kPhases = 7;
 inline constexpr const char* kPhaseNames = "compute,tp_comm,ep_comm,pipeline_wait,grad_sync,optimizer,step";
 
+// The per-step scalar series of the log, by dataset name ("loss", "time/step", ...).
+std::vector<std::string> log_scalar_names();
+
 struct RunFacts {
   std::string config_toml;
   std::map<std::string, double> numbers;  // e.g. total_params, flops_per_token
