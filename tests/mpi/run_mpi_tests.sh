@@ -48,12 +48,14 @@ base > "$tmp/exp.toml"
 
 # same NAME LAYOUT -- SETTINGS...: one rank against the layout LAYOUT ("dp=2,tp=2,zero=1": keys of
 # [parallel]), both with SETTINGS; mpirun starts dp*tp*pp ranks.
+# MPI_MATRIX_MATMUL=fp8 runs every case with that precision.matmul (the whole matrix in FP8).
 case_number=0
 same() {
   local name=$1 layout=$2; shift 3
   local run=case$((++case_number))
   local sets=() layout_sets=() s kv ranks=1
   for s in "$@"; do sets+=(--set "$s"); done
+  [[ -n ${MPI_MATRIX_MATMUL:-} ]] && sets+=(--set "precision.matmul=\"$MPI_MATRIX_MATMUL\"") && name="$name [$MPI_MATRIX_MATMUL]"
   for kv in ${layout//,/ }; do
     layout_sets+=(--set "parallel.$kv")
     case $kv in dp=*|tp=*|pp=*) ranks=$((ranks * ${kv#*=})) ;; esac
@@ -65,7 +67,16 @@ same() {
       > "$tmp/$run-n.out" 2>&1; then
     echo "FAIL $name: the $ranks-rank run failed"; tail -n 3 "$tmp/$run-n.out"; return
   fi
-  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$run-1" "$tmp/runs/$run-n" 4 "$ranks" "$layout"
+  # FP8 under tensor parallelism: the row-parallel products' partial sums are all-reduced in
+  # another order than one rank's single product, and the next FP8 quantization turns that
+  # last-bit difference into a whole FP8 step (1/8 to 1/16 of the value) for the rare element
+  # that lies next to a rounding boundary. Losses stay within 1e-3; Adam's first steps move each
+  # weight by about lr times the sign of its gradient, so the flipped elements' near-zero gradient
+  # entries move weights by up to lr: the weights are reported, not bounded.
+  local bounds=()
+  [[ $layout == *tp=* && " ${sets[*]}" == *'precision.matmul="fp8"'* ]] &&
+    bounds=(SAME_RUN_LOSS_BOUND=1e-3 SAME_RUN_WEIGHT_BOUND=none)
+  env "${bounds[@]}" "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$run-1" "$tmp/runs/$run-n" 4 "$ranks" "$layout"
 }
 same "dp=2, aux-free bias, sequence balance loss" dp=2 -- model.moe.aux_loss=\"sequence\"
 same "dp=2, global-batch balance loss" dp=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
@@ -84,10 +95,11 @@ same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model
 same "pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1
 same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 # FP8: data, expert and pipeline parallelism leave every product's K whole, so each layout
-# quantizes what one rank does. Under tp=2 the row-parallel products' K is halved and a 128-wide
-# tile of one rank becomes two pieces with scales of their own; with power-of-two scales that
-# changes nothing (the fp8 grid is floating point: a power-of-two scale only shifts exponents),
-# except for values in the subnormal range.
+# quantizes what one rank does, bit for bit. Under tp=2 the row-parallel products' K is halved and
+# a 128-wide tile of one rank becomes two pieces with scales of their own; with power-of-two
+# scales that changes nothing (the fp8 grid is floating point: a power-of-two scale only shifts
+# exponents) except for values in the subnormal range, but the partial sums meet in another order
+# (see same() above for the bounds that follow).
 same "fp8: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1 \
   precision.matmul=\"fp8\"
 same "fp8: tp=2 x dp=2, tiles straddling the shards" tp=2,dp=2 -- precision.matmul=\"fp8\"

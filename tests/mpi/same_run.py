@@ -10,7 +10,12 @@ import numpy as np
 name, run_a, run_b, step = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 ranks_b = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 layout_b = sys.argv[6].split(",") if len(sys.argv) > 6 else []  # keys of [parallel] run b set, "dp=2"
-bound = 1e-5
+import os
+
+# Relative bounds on losses and on final weights; SAME_RUN_WEIGHT_BOUND=none reports the weight
+# difference without judging it (FP8 under tensor parallelism, see run_mpi_tests.sh).
+bound = float(os.environ.get("SAME_RUN_LOSS_BOUND", "1e-5"))
+weight_bound = os.environ.get("SAME_RUN_WEIGHT_BOUND", "1e-5")
 
 
 def arrays(step_dir):
@@ -77,6 +82,6 @@ for k in wa.keys() & wb.keys():
     x, y = wa[k].astype(np.float64), wb[k].astype(np.float64)
     scale = max(np.max(np.abs(x)), 1e-30) if x.size else 1
     worst = max(worst, float(np.max(np.abs(x - y))) / scale if x.size else 0)
-if worst >= bound:
+if weight_bound != "none" and worst >= float(weight_bound):
     problems.append(f"final weights differ by {worst:.1e} (relative to each array's largest value)")
-print(("FAIL " if problems else "PASS ") + name + (": " + "; ".join(problems) if problems else f" (weights within {worst:.1e})"))
+print(("FAIL " if problems else "PASS ") + name + (": " + "; ".join(problems) if problems else f" (weights within {worst:.1e}{', not bounded' if weight_bound == 'none' else ''})"))
