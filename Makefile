@@ -33,7 +33,7 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.cpp))
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
 LIB_OBJS := $(OBJS) $(CU_OBJS)
 
-.PHONY: all deps run test bench clean gpu-bundle
+.PHONY: all deps run test bench clean gpu-bundle install
 all: moetrain $(BUILD)/tests/unit_tests
 
 moetrain: $(BUILD)/main.o $(LIB_OBJS)
@@ -69,6 +69,12 @@ bench: moetrain data/fortunes/train_000000.bin
 
 clean:
 	rm -rf $(BUILD) moetrain gpu-bundle
+
+# `moetrain` on PATH: the binary alone (it finds no files beside it; CUDA libraries by rpath).
+PREFIX ?= /usr/local
+install: moetrain
+	install -D -m 755 moetrain $(DESTDIR)$(PREFIX)/bin/moetrain
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/moetrain"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -139,8 +139,9 @@ int cmd_plan(const PlanOptions& o) {
     return 0;
   }
   std::printf("plan: %s on %d of %s (%s)\n", cfg.run.name.c_str(), gpus, c.name.c_str(), o.cluster.c_str());
-  std::printf("global batch %d sequences of %d tokens; %.1f GFLOP per token (causal, with MTP)\n", batch,
-              cfg.model.seq_len, mt::training_flops_per_token(cfg.model) / 1e9);
+  std::printf("global batch %d sequences of %d tokens; %.1f GFLOP per token (causal%s)\n", batch,
+              cfg.model.seq_len, mt::training_flops_per_token(cfg.model) / 1e9,
+              cfg.model.mtp.depth > 0 ? ", with MTP" : "");
   if (o.layout.empty())
     std::printf("searched %d valid layouts (precision.matmul = %s); %d did not fit in memory\n", found.considered,
                 fp8 ? "fp8" : "bf16", found.too_big);

@@ -12,6 +12,8 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   libopenmpi-dev openmpi-bin libopenblas-dev patchelf fortunes python3 python3-venv >/dev/null
 echo "deps: Debian packages installed"
 if ! .venv/bin/python -c "import torch, numpy, h5py" 2>/dev/null; then
+  echo "deps: downloading PyTorch, numpy and h5py from PyPI into .venv (about 5 GB with PyTorch's CUDA"
+  echo "      libraries): several minutes without output"
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check torch numpy h5py
 fi
