@@ -1,0 +1,100 @@
+"""Runs the README's examples as written: every line of a code block that starts with "$ " (with
+its "\\" continuation lines) runs in a scratch directory that holds the repository's configs,
+scripts and demo data, with moetrain on PATH as `make install` would put it. A command must exit
+0, and the output lines the README shows under it must appear in its output in that order; a shown
+line ending in "..." matches as a prefix, and "..." alone or a line in parentheses (an editorial
+note) matches nothing. Prints one PASS or FAIL line per command."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def examples(readme):
+    """(line number, command, shown output lines) of every "$ " line in a code block."""
+    out, block, i = [], False, 0
+    lines = readme.splitlines()
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            block = not block
+        elif block and line.startswith("$ "):
+            start, cmd = i + 1, line[2:]
+            while cmd.endswith("\\"):
+                i += 1
+                cmd = cmd[:-1] + " " + lines[i].strip()
+            shown = []
+            while i + 1 < len(lines) and not lines[i + 1].startswith(("$ ", "```")):
+                i += 1
+                shown.append(lines[i])
+            out.append((start, cmd, shown))
+        i += 1
+    return out
+
+
+def matches(shown, actual):
+    """The first shown line not found in order in the actual output, or None."""
+    at = 0
+    for want in shown:
+        if want.strip() in ("", "...") or want.startswith("("):
+            continue
+        prefix = want.endswith("...")
+        key = want[:-3].rstrip() if prefix else want.rstrip()
+        while at < len(actual) and not (actual[at].startswith(key) if prefix else actual[at].rstrip() == key):
+            at += 1
+        if at == len(actual):
+            return want
+        at += 1
+    return None
+
+
+def scratch_dir():
+    work = tempfile.mkdtemp(prefix="mt_readme_")
+    for name in ("configs", "scripts", "bench", "docs"):
+        os.symlink(os.path.join(repo, name), os.path.join(work, name))
+    bin_dir = os.path.join(work, "bin")
+    os.mkdir(bin_dir)
+    os.symlink(os.path.join(repo, "moetrain"), os.path.join(bin_dir, "moetrain"))
+    os.symlink(os.path.join(repo, "moetrain"), os.path.join(work, "moetrain"))
+    data = os.path.join(repo, "data", "fortunes")
+    os.mkdir(os.path.join(work, "data"))
+    if os.path.exists(os.path.join(data, "train_000000.bin")):
+        os.symlink(data, os.path.join(work, "data", "fortunes"))
+    else:
+        subprocess.run([os.path.join(repo, "moetrain"), "prepare", "--input", "/usr/share/games/fortunes",
+                        "--out", os.path.join(work, "data", "fortunes")], check=True, stdout=subprocess.DEVNULL)
+    return work, bin_dir
+
+
+def main():
+    with open(os.path.join(repo, "README.md")) as f:
+        cases = examples(f.read())
+    work, bin_dir = scratch_dir()
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+    if os.getuid() == 0:  # what the README tells root users to set
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for line, cmd, shown in cases:
+        name = f"README.md:{line}: {cmd if len(cmd) < 90 else cmd[:87] + '...'}"
+        try:
+            r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=work, env=env, capture_output=True,
+                               text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            print(f"FAIL {name}: still running after 900 s")
+            continue
+        if r.returncode != 0:
+            print(f"FAIL {name}: exit {r.returncode}")
+            print("\n".join("    " + l for l in (r.stdout + r.stderr).splitlines()[-5:]))
+            continue
+        missing = matches(shown, (r.stdout + r.stderr).splitlines())
+        if missing is not None:
+            print(f"FAIL {name}: the output lacks the README's line {missing!r}")
+            print("\n".join("    " + l for l in r.stdout.splitlines()[-8:]))
+        else:
+            print(f"PASS {name}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
