@@ -169,10 +169,10 @@ TEST_CASE("summarize_run: progress, smoothed and best losses, speed, status whil
   fs::create_directories(dir / "ckpt" / "step_00000004.tmp");
   std::ofstream(dir / "ckpt" / "step_00000002" / "manifest.toml") << "step = 2\n";
   write_log(dir, 5, 8, true, [&] {
-    CHECK(mt::run_writer(dir.string()) == "log.h5 is open for writing");
+    CHECK(mt::run_writer(dir.string()) == "log.h5 is open for writing, or its trainer was killed");
     const mt::RunSummary s = mt::summarize_run(dir.string(), 3);
     CHECK(s.status() == "running");
-    CHECK(s.status_text() == "running (log.h5 is open for writing), at step 5 of 8");
+    CHECK(s.status_text() == "running (log.h5 is open for writing, or its trainer was killed), at step 5 of 8");
   });
   CHECK(mt::run_writer(dir.string()).empty());
   const mt::RunSummary s = mt::summarize_run(dir.string(), 3);
@@ -200,5 +200,22 @@ TEST_CASE("summarize_run: progress, smoothed and best losses, speed, status whil
   fs::remove(dir / "lock");
   write_log(dir, 8, 8, false, {});
   CHECK(mt::summarize_run(dir.string(), 3).status_text() == "complete");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("summarize_run: a log that holds no step yet") {
+  const fs::path dir = fs::temp_directory_path() / "mt_inspect_empty";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  mt::RunFacts facts;
+  facts.config_toml = "[training]\nsteps = 8\n";
+  { mt::RunLog log((dir / "log.h5").string(), facts, 0); }
+  const mt::RunSummary s = mt::summarize_run(dir.string(), 20);
+  CHECK(s.rows == 0);
+  CHECK(s.steps_done == 0);
+  CHECK(s.status_text() == "stopped at step 0 of 8");
+  CHECK(std::isnan(s.loss_last));
+  CHECK(!s.has_eval);
+  CHECK(s.imbalance.empty());
   fs::remove_all(dir);
 }

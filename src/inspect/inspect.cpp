@@ -86,7 +86,10 @@ std::string checkpoints_report(const std::vector<Target>& targets, const Inspect
     return o.json ? records_json(records) : records_csv(records);
   }
   std::string out;
-  for (const CheckpointSummary& c : checkpoints) out += (out.empty() ? "" : "\n") + checkpoint_text(c);
+  for (const CheckpointSummary& c : checkpoints) {
+    if (!out.empty()) out += '\n';
+    out += checkpoint_text(c);
+  }
   return out;
 }
 

@@ -32,7 +32,7 @@ struct RunSummary {
 
   // "running", "complete" or "stopped"
   std::string status() const;
-  // "complete", "stopped at step 120 of 300", "running (log.h5 is open for writing), at step 12 of 300"
+  // "complete", "stopped at step 120 of 300", "running (<why>), at step 12 of 300"
   std::string status_text() const;
 };
 

@@ -28,7 +28,7 @@ bool hdf5_open_for_writing(const std::string& path) {
 std::string run_writer(const std::string& run_dir) {
   const std::filesystem::path dir(run_dir);
   if (std::filesystem::exists(dir / "lock")) return (dir / "lock").string() + " exists";
-  if (hdf5_open_for_writing((dir / "log.h5").string())) return "log.h5 is open for writing";
+  if (hdf5_open_for_writing((dir / "log.h5").string())) return "log.h5 is open for writing, or its trainer was killed";
   return "";
 }
 
