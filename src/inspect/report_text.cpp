@@ -11,21 +11,26 @@ namespace mt {
 namespace {
 
 std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
+  va_list args, again;
   va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_copy(again, args);
+  std::string out(size_t(std::vsnprintf(nullptr, 0, fmt, args)), '\0');
+  std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
   va_end(args);
-  return buf;
+  return out;
 }
 
 // "label       text\n", the texts aligned in one column.
-std::string line(const std::string& label, const std::string& text) { return format("%-12s%s\n", label.c_str(), text.c_str()); }
+std::string line(const std::string& label, const std::string& text) {
+  return label + std::string(label.size() < 12 ? 12 - label.size() : 1, ' ') + text + "\n";
+}
 
 std::string bytes(long long n) {
   if (n < 1024) return format("%lld B", n);
   if (n < 1024 * 1024) return format("%.1f KiB", n / 1024.0);
-  return format("%.1f MiB", n / (1024.0 * 1024.0));
+  if (n < 1024LL * 1024 * 1024) return format("%.1f MiB", n / (1024.0 * 1024.0));
+  return format("%.2f GiB", n / (1024.0 * 1024.0 * 1024.0));
 }
 
 // Which block the i-th MoE layer of the log is: the main blocks after the dense ones, then MTP modules.
