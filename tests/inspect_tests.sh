@@ -65,13 +65,16 @@ $bin train "$tmp/exp.toml" --set run.name=b --set optimizer.lr=0.001 >/dev/null 
 
 # One run: the printed numbers are the log's.
 $bin inspect "$a" > "$tmp/a.txt" 2>&1
-check "inspect prints the final loss of log.h5 and its step" python3 -c "
+check "inspect prints the final and the best loss of log.h5 and their steps" python3 -c "
 import re
 losses = [float(x) for x in '$(series "$a" /loss)'.split(',')]
 steps = '$(series "$a" /step)'.split(',')
 text = open('$tmp/a.txt').read()
 want = 'last %.4f at step %s;' % (losses[-1], steps[-1])
 assert len(steps) == 12 and want in text, (want, text)
+i = losses.index(min(losses))
+best = 'best loss   %.4f at step %s;' % (losses[i], steps[i])
+assert best in text, (best, text)
 assert re.search(r'^status +complete$', text, re.M), text
 assert re.search(r'^progress +12 of 12 steps, 384 of 384 tokens', text, re.M), text
 print('ok')"

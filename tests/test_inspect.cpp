@@ -183,6 +183,8 @@ TEST_CASE("summarize_run: progress, smoothed and best losses, speed, status whil
   CHECK(s.tokens_per_step == 32);
   CHECK(s.loss_last == 5.0);
   CHECK(s.loss_smoothed == 6.0);  // 7, 6, 5
+  CHECK(s.loss_best == 5.0);
+  CHECK(s.loss_best_step == 5);
   CHECK(s.loss_best_smoothed == 6.0);
   CHECK(s.best_first_step == 3);
   CHECK(s.best_last_step == 5);

@@ -71,8 +71,9 @@ std::string run_text(const RunSummary& s) {
   } else {
     out += line("loss", format("last %.4f at step %lld; mean of the last %zu steps %.4f", s.loss_last, s.steps_done,
                                s.window, s.loss_smoothed));
-    out += line("best loss", format("mean of %zu steps %.4f, steps %lld-%lld", s.window, s.loss_best_smoothed,
-                                    s.best_first_step, s.best_last_step));
+    out += line("best loss", format("%.4f at step %lld; best mean of %zu steps %.4f, steps %lld-%lld", s.loss_best,
+                                    s.loss_best_step, s.window, s.loss_best_smoothed, s.best_first_step,
+                                    s.best_last_step));
     if (s.numbers.count("unigram_entropy"))
       out += line("", format("(unigram entropy of the data %.4f: the loss of a model that ignores context)",
                              number("unigram_entropy")));

@@ -41,7 +41,11 @@ RunSummary summarize_run(const std::string& dir, size_t window) {
   s.loss_smoothed = tail_mean(loss, window);
   const WindowMean best = best_window_mean(loss, window);
   s.loss_best_smoothed = best.mean;
+  s.loss_best = NAN;
   if (!loss.empty()) {
+    const size_t i = size_t(std::min_element(loss.begin(), loss.end()) - loss.begin());
+    s.loss_best = loss[i];
+    s.loss_best_step = run.steps[i];
     s.best_last_step = run.steps[best.last];
     s.best_first_step = run.steps[best.last + 1 - s.window];
   }

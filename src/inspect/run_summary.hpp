@@ -21,6 +21,8 @@ struct RunSummary {
   size_t rows = 0;        // logged steps (a resumed run logs each step once)
   size_t window = 0;      // steps the smoothed losses average over
   double loss_last = 0, loss_smoothed = 0;
+  double loss_best = 0;  // the lowest single step
+  long long loss_best_step = 0;
   double loss_best_smoothed = 0;
   long long best_first_step = 0, best_last_step = 0;  // the steps of that window
   bool has_eval = false;

@@ -24,6 +24,8 @@ Record run_record(const RunSummary& s) {
       {"loss_last", number_cell(s.loss_last)},
       {"loss_smoothed", number_cell(s.loss_smoothed)},
       {"smooth_window", integer_cell((long long)s.window)},
+      {"loss_best", number_cell(s.loss_best)},
+      {"loss_best_step", step(logged, s.loss_best_step)},
       {"loss_best_smoothed", number_cell(s.loss_best_smoothed)},
       {"loss_best_first_step", step(logged, s.best_first_step)},
       {"loss_best_last_step", step(logged, s.best_last_step)},
