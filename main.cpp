@@ -9,6 +9,7 @@
 #include "comm/mpi_comm.hpp"
 #include "config/config.hpp"
 #include "config/reference.hpp"
+#include "inspect/inspect.hpp"
 #include "io/prepare.hpp"
 #include "pipeline/check.hpp"
 #include "pipeline/draw_svg.hpp"
@@ -225,6 +226,17 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--json", plan.json, "print the layouts as JSON");
   plan_cmd->add_option("--set", plan.sets, "override an experiment key (repeatable)")->allow_extra_args(false);
 
+  std::vector<std::string> inspect_paths;
+  mt::InspectOptions inspect_opt;
+  CLI::App* inspect = app.add_subcommand("inspect",
+      "Summarize a run (or compare several, or show a checkpoint): progress, losses, speed, expert balance");
+  inspect->add_option("paths", inspect_paths, "run directories (runs/tiny) or checkpoint directories "
+                      "(runs/tiny/ckpt/step_00000300)")->required();
+  CLI::Option* inspect_json = inspect->add_flag("--json", inspect_opt.json, "print a JSON array, one object per run");
+  inspect->add_flag("--csv", inspect_opt.csv, "print CSV with a header row, one row per run")->excludes(inspect_json);
+  inspect->add_option("--window", inspect_opt.window, "steps the smoothed training loss averages over (default 20)")
+      ->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
@@ -236,6 +248,10 @@ int main(int argc, char** argv) {
     }
     if (*schedule) return cmd_schedule(sched);
     if (*plan_cmd) return cmd_plan(plan);
+    if (*inspect) {
+      std::fputs(mt::inspect(inspect_paths, inspect_opt).c_str(), stdout);
+      return 0;
+    }
     if (*keys) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;

@@ -1,0 +1,35 @@
+#include "inspect/writer_state.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace mt {
+
+namespace {
+
+// HDF5 keeps "file consistency flags" in superblocks of version 2 and later (byte 11): bit 0 is
+// set while a writer has the file open, bit 2 while it writes in SWMR mode; closing clears them.
+// The superblock sits at byte 0, or at 512, 1024, ... after a user block.
+bool hdf5_open_for_writing(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  static const char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  for (std::streamoff at = 0; in; at = at ? 2 * at : 512) {
+    char head[12] = {};
+    in.seekg(at);
+    if (!in.read(head, sizeof head)) return false;
+    if (std::memcmp(head, signature, sizeof signature) == 0) return head[8] >= 2 && (head[11] & 0x05) != 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string run_writer(const std::string& run_dir) {
+  const std::filesystem::path dir(run_dir);
+  if (std::filesystem::exists(dir / "lock")) return (dir / "lock").string() + " exists";
+  if (hdf5_open_for_writing((dir / "log.h5").string())) return "log.h5 is open for writing, or its trainer was killed";
+  return "";
+}
+
+}  // namespace mt
