@@ -1,8 +1,9 @@
 #include "pipeline/draw_svg.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
+
+#include "plot/svg.hpp"
 
 namespace mt::pipeline {
 
@@ -12,11 +13,7 @@ constexpr double kLeft = 70, kTop = 50, kRow = 30, kWidth = 1400;
 
 // Base colours per pass; later chunks are mixed towards white so two directions (or the
 // virtual chunks of interleaving) stay apart.
-struct Rgb {
-  int r, g, b;
-};
-
-Rgb base(Pass p) {
+svg::Rgb base(Pass p) {
   switch (p) {
     case Pass::forward: return {232, 140, 48};
     case Pass::backward: return {64, 156, 96};
@@ -27,29 +24,17 @@ Rgb base(Pass p) {
 }
 
 std::string colour(Pass p, int chunk, int chunks) {
-  Rgb c = base(p);
+  svg::Rgb c = base(p);
   double mix = chunks > 1 ? 0.6 * chunk / (chunks - 1) : 0.0;
   auto lift = [&](int v) { return static_cast<int>(v + (255 - v) * mix); };
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", lift(c.r), lift(c.g), lift(c.b));
-  return buf;
-}
-
-std::string fmt(const char* f, double a) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
+  return svg::hex({lift(c.r), lift(c.g), lift(c.b)});
 }
 
 std::string rect(double x, double y, double w, double h, const std::string& fill) {
-  return "<rect x=\"" + fmt("%.2f", x) + "\" y=\"" + fmt("%.2f", y) + "\" width=\"" + fmt("%.2f", w) +
-         "\" height=\"" + fmt("%.2f", h) + "\" fill=\"" + fill + "\" stroke=\"#333\" stroke-width=\"0.6\"/>\n";
+  return svg::rect(x, y, w, h, fill, " stroke=\"#333\" stroke-width=\"0.6\"");
 }
 
-std::string text(double x, double y, double size, const std::string& s, const char* anchor = "middle") {
-  return "<text x=\"" + fmt("%.2f", x) + "\" y=\"" + fmt("%.2f", y) + "\" font-size=\"" + fmt("%.1f", size) +
-         "\" text-anchor=\"" + anchor + "\" dominant-baseline=\"central\">" + s + "</text>\n";
-}
+using svg::text;
 
 std::string box(const TimedOp& t, double y, double scale, int chunks) {
   double x = kLeft + t.start * scale, w = (t.end - t.start) * scale, h = kRow - 4;
@@ -99,14 +84,8 @@ std::string timeline_svg(const Schedule& s, const Timeline& tl, const std::strin
       }
     }
   if (s.kind == Kind::dualpipe || s.kind == Kind::dualpipev)
-    body += text(lx + 4, ly + 7, 10, "split box: overlapped F&amp;B pair, forward on top", "start");
-  const double height = ly + 30;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kLeft + kWidth + 20) +
-                    "\" height=\"" + fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += body;
-  out += "</svg>\n";
-  return out;
+    body += text(lx + 4, ly + 7, 10, "split box: overlapped F&B pair, forward on top", "start");
+  return svg::document(kLeft + kWidth + 20, ly + 30, body);
 }
 
 }  // namespace mt::pipeline
