@@ -17,6 +17,7 @@
 #include "pipeline/report.hpp"
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
+#include "plot/plot.hpp"
 #include "train/dump_step.hpp"
 #include "model/flops.hpp"
 #include "train/trainer.hpp"
@@ -151,6 +152,13 @@ int cmd_plan(const PlanOptions& o) {
   return 0;
 }
 
+int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool log_steps) {
+  const mt::plot::PlotResult r = mt::plot::plot_runs(runs, out, log_steps);
+  for (const std::string& note : r.notes) std::printf("plot: %s\n", note.c_str());
+  for (const std::string& path : r.written) std::printf("plot: wrote %s\n", path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +245,14 @@ int main(int argc, char** argv) {
   inspect->add_option("--window", inspect_opt.window, "steps the smoothed training loss averages over (default 20)")
       ->check(CLI::PositiveNumber);
 
+  std::vector<std::string> plot_runs;
+  std::string plot_out;
+  bool plot_log_steps = false;
+  CLI::App* plot = app.add_subcommand("plot", "Draw the charts of one or more runs (loss, lr, experts, phases) as SVG files");
+  plot->add_option("runs", plot_runs, "run directories holding log.h5, e.g. runs/tiny")->required();
+  plot->add_option("--out", plot_out, "directory for the SVG files (created if needed)")->required();
+  plot->add_flag("--log-steps", plot_log_steps, "log-scaled step axis");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
@@ -252,6 +268,7 @@ int main(int argc, char** argv) {
       std::fputs(mt::inspect(inspect_paths, inspect_opt).c_str(), stdout);
       return 0;
     }
+    if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps);
     if (*keys) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;

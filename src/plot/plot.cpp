@@ -1,0 +1,88 @@
+#include "plot/plot.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "plot/charts.hpp"
+#include "util/error.hpp"
+
+namespace mt::plot {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Legend names: the run directory's last component, or the whole path where two runs share it.
+std::vector<std::string> run_names(const std::vector<std::string>& dirs) {
+  std::vector<std::string> names;
+  std::map<std::string, int> count;
+  for (const std::string& d : dirs) {
+    std::string name = fs::path(d).lexically_normal().filename().string();
+    if (name.empty()) name = fs::path(d).lexically_normal().parent_path().filename().string();
+    names.push_back(name.empty() ? d : name);
+    ++count[names.back()];
+  }
+  for (size_t i = 0; i < dirs.size(); ++i)
+    if (count[names[i]] > 1) names[i] = dirs[i];
+  return names;
+}
+
+void make_out_dir(const std::string& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out))
+    throw UserError("--out " + out + ": cannot create the directory (" +
+                    (ec ? ec.message() : std::string("a file of that name exists")) + "); give a writable directory");
+}
+
+void write_file(const std::string& out, const Chart& c) {
+  const std::string path = (fs::path(out) / c.file).string();
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw UserError("--out " + out + ": cannot write " + c.file + " (" + std::strerror(errno) + "); give a writable directory");
+  bool ok = std::fwrite(c.svg.data(), 1, c.svg.size(), f) == c.svg.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) throw UserError(path + ": writing failed (disk full?)");
+}
+
+}  // namespace
+
+PlotResult plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, bool log_steps) {
+  PlotResult result;
+  const std::vector<std::string> names = run_names(run_dirs);
+  std::vector<Run> runs;
+  for (size_t i = 0; i < run_dirs.size(); ++i) {
+    RunData data = load_run(run_dirs[i]);
+    if (data.steps.empty()) {
+      result.notes.push_back("left out " + run_dirs[i] + ": its log.h5 holds no step yet");
+      continue;
+    }
+    runs.push_back({names[i], std::move(data)});
+  }
+  if (runs.empty())
+    throw UserError("nothing to plot: no step is logged yet in " + run_dirs.front() + "/log.h5" +
+                    (run_dirs.size() > 1 ? " or the other runs" : "") + " (plot again once training has logged a step)");
+  make_out_dir(out_dir);
+  const std::vector<Chart> charts = {
+      loss_chart(runs, log_steps),
+      scalar_chart(runs, "lr", "Learning rate", "learning rate", false, log_steps),
+      scalar_chart(runs, "grad_norm", "Gradient norm", "global gradient norm (before clipping)", true, log_steps, true),
+      scalar_chart(runs, "tokens_per_s", "Training throughput", "tokens per second", true, log_steps),
+      expert_load_chart(runs),
+      expert_bias_chart(runs, log_steps),
+      phases_chart(runs),
+  };
+  for (const Chart& c : charts) {
+    if (c.svg.empty()) {
+      result.notes.push_back("skipped " + c.file + ": " + c.skipped);
+      continue;
+    }
+    write_file(out_dir, c);
+    result.written.push_back((fs::path(out_dir) / c.file).string());
+  }
+  return result;
+}
+
+}  // namespace mt::plot
