@@ -6,6 +6,7 @@
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
+#   plot:   tests/plot_tests.sh (moetrain plot on real runs; the SVGs rendered by rsvg-convert)
 #   readme: tests/readme_examples.sh (the README's "$ " commands, run as written)
 #   bundle: scripts/test_gpu_bundle.sh (gpu-bundle/ in a chroot without the build's libraries; CUDA builds)
 set -u
@@ -37,6 +38,7 @@ line_suite "command-line tests" tests/cli_tests.sh
 line_suite "inspect tests" tests/inspect_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
+line_suite "plot tests" tests/plot_tests.sh
 line_suite "README examples" tests/readme_examples.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

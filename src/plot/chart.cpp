@@ -67,7 +67,8 @@ std::string y_axis_marks(const Axis& a, const Box& area, const std::string& name
     out += svg::text(area.x - 7, py, 11, a.label(t), "end", " fill=\"#333\"");
   }
   const double cx = area.x - 56, cy = area.y + area.h / 2;
-  out += svg::text(cx, cy, 12, name, "middle", " fill=\"#222\" transform=\"rotate(-90 " + svg::num(cx) + " " + svg::num(cy) + ")\"");
+  const std::string turn = " transform=\"rotate(-90 " + svg::num(cx) + " " + svg::num(cy) + ")\"";
+  out += svg::text(cx, cy, 12, name, "middle", " fill=\"#222\"" + turn);
   return out;
 }
 

@@ -42,15 +42,16 @@ Chart expert_bias_chart(const std::vector<Run>& runs, bool log_steps) {
   const int rows = int((panels.size() + columns - 1) / columns);
   std::string body;
   for (size_t i = 0; i < panels.size(); ++i)
-    body += draw_panel(panels[i], {10 + (i % columns) * kPanelW, kPageTop + (i / columns) * kPanelH, kPanelW - 10, kPanelH - 10});
+    body += draw_panel(panels[i],
+                       {10 + (i % columns) * kPanelW, kPageTop + (i / columns) * kPanelH, kPanelW - 10, kPanelH - 10});
   std::vector<LegendEntry> legend;
   // Ten colours: with more experts they repeat, and a legend would name two experts per colour.
   if (experts <= 10)
     for (int e = 0; e < experts; ++e) legend.push_back({"expert " + std::to_string(e), category_colour(e)});
   const double legend_x = 10 + columns * kPanelW + 6;
   body += draw_legend(legend, legend_x, kPageTop + 26);
-  const std::string note = experts > 10 ? "one line per expert (colours repeat every 10 experts); raised for experts below the mean load, lowered above"
-                                        : "one line per expert; raised for experts below the mean load, lowered above";
+  const std::string note = std::string("one line per expert") + (experts > 10 ? " (colours repeat every 10 experts)" : "") +
+                           "; raised for experts below the mean load, lowered above";
   return {"expert_bias.svg",
           page("Expert balancing bias", note, legend_x + legend_width(legend) + 20,
                std::max(kPageTop + rows * kPanelH + 6, kPageTop + 26 + legend.size() * kLegendRow + 20), body),

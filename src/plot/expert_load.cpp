@@ -17,9 +17,10 @@ constexpr double kMaxCells = 200000;
 
 double row_height(const RunData& r) { return std::clamp(360.0 / (r.moe_layers * r.experts), 1.0, 12.0); }
 
-double panel_height(const RunData& r) {
-  return 26 + r.moe_layers * (r.experts * row_height(r) + kLayerGap) + 44;
-}
+// The cells of all layers, gaps between layers included.
+double cells_height(const RunData& r) { return r.moe_layers * (r.experts * row_height(r) + kLayerGap) - kLayerGap; }
+// With the run's name above and the step axis below.
+double panel_height(const RunData& r) { return 26 + cells_height(r) + 44; }
 
 // Heatmap of one run at `top`; returns its SVG.
 std::string heatmap(const Run& run, double top) {
@@ -28,7 +29,7 @@ std::string heatmap(const Run& run, double top) {
   const int rows = r.moe_layers * r.experts;
   const size_t cols = std::clamp<size_t>(size_t(kMaxCells / rows), 1, std::min<size_t>(n, 400));
   const double rh = row_height(r);
-  const Box area{kLeft, top + 26, kWidth, r.moe_layers * (r.experts * rh + kLayerGap) - kLayerGap};
+  const Box area{kLeft, top + 26, kWidth, cells_height(r)};
   // Each logged step owns one unit of the axis, centred on its number.
   const Axis x(double(r.steps.front()) - 0.5, double(r.steps.back()) + 0.5, area.x, area.x + area.w, false);
   std::string out = svg::text(area.x, top + 12, 13, run.name, "start", " font-weight=\"bold\" fill=\"#222\"");
@@ -76,14 +77,16 @@ Chart expert_load_chart(const std::vector<Run>& runs) {
   std::string body;
   double top = kPageTop;
   for (const Run& run : runs) {
-    if (run.data.moe_layers == 0 || run.data.experts == 0) continue;
+    if (run.data.moe_layers == 0 || run.data.experts == 0 || run.data.steps.empty()) continue;
     body += heatmap(run, top);
     top += panel_height(run.data) + kPanelGap;
   }
   if (body.empty()) return {"expert_load.svg", "", "no run has MoE layers (dense models route no tokens)"};
   body += colour_bar(kLeft + kWidth + 30, kPageTop + 50);
   return {"expert_load.svg",
-          page("Expert load", "fraction of each MoE layer's routed tokens per expert (one row per expert, expert 0 on top) over the balanced share 1/experts",
+          page("Expert load",
+               "fraction of each MoE layer's routed tokens per expert (one row per expert, expert 0 on top) "
+               "over the balanced share 1/experts",
                kLeft + kWidth + 170, std::max(top - kPanelGap + 16, kPageTop + 300), body),
           ""};
 }

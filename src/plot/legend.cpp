@@ -22,7 +22,9 @@ std::string draw_legend(const std::vector<LegendEntry>& entries, double x, doubl
     switch (e.swatch) {
       case LegendEntry::Swatch::line: out += svg::line(x, mid, x + kSwatch, mid, c, 3); break;
       case LegendEntry::Swatch::dot: out += svg::circle(x + kSwatch / 2, mid, 4, c, " stroke=\"white\""); break;
-      case LegendEntry::Swatch::box: out += svg::rect(x + 3, mid - 6, kSwatch - 6, 12, c, " stroke=\"#555\" stroke-width=\"0.5\""); break;
+      case LegendEntry::Swatch::box:
+        out += svg::rect(x + 3, mid - 6, kSwatch - 6, 12, c, " stroke=\"#555\" stroke-width=\"0.5\"");
+        break;
     }
     out += svg::text(x + kSwatch + kGap, mid, 12, e.label, "start", " fill=\"#222\"");
     y += kLegendRow;

@@ -65,7 +65,8 @@ Chart phases_chart(const std::vector<Run>& runs) {
   std::vector<const Run*> shown;
   for (const Run& run : runs)
     if (run.data.ranks > 1 && !run.data.steps.empty()) shown.push_back(&run);
-  if (shown.empty()) return {"phases.svg", "", "every run has one rank (per-rank phases need a run under mpirun -np 2 or more)"};
+  if (shown.empty())
+    return {"phases.svg", "", "every run has one rank (per-rank phases need a run under mpirun -np 2 or more)"};
   std::vector<std::vector<std::vector<double>>> parts;  // [run][rank][part]
   double top = 0;
   bool used[kNumParts] = {};
@@ -100,7 +101,9 @@ Chart phases_chart(const std::vector<Run>& runs) {
                           " class=\"" + std::string(kParts[i].name) + "\" stroke=\"white\" stroke-width=\"0.5\"");
         base += v[i];
       }
-      if (v[kWait] > 0) body += svg::text(x + kBar / 2, y.map(total * unit) - 9, 10, percent(v[kWait], total), "middle", " fill=\"#c03030\"");
+      if (v[kWait] > 0)
+        body += svg::text(x + kBar / 2, y.map(total * unit) - 9, 10, percent(v[kWait], total), "middle",
+                          " fill=\"#c03030\"");
       body += svg::text(x + kBar / 2, area.y + area.h + 12, 11, std::to_string(k), "middle", " fill=\"#333\"");
       x += kBar + kBarGap;
     }

@@ -41,7 +41,9 @@ void make_out_dir(const std::string& out) {
 void write_file(const std::string& out, const Chart& c) {
   const std::string path = (fs::path(out) / c.file).string();
   std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw UserError("--out " + out + ": cannot write " + c.file + " (" + std::strerror(errno) + "); give a writable directory");
+  if (!f)
+    throw UserError("--out " + out + ": cannot write " + c.file + " (" + std::strerror(errno) +
+                    "); give a writable directory");
   bool ok = std::fwrite(c.svg.data(), 1, c.svg.size(), f) == c.svg.size();
   ok = std::fclose(f) == 0 && ok;
   if (!ok) throw UserError(path + ": writing failed (disk full?)");
