@@ -150,12 +150,13 @@ bg=""
 case_ "the run being written stops on SIGTERM with its checkpoint (status 130)" want 130 echo "$status"
 
 # Mistakes: exit 2 (106 for CLI11's command-line errors) and a message naming the path.
-expect_error() {
-  local name=$1 pattern=$2 want=${3:-2} out status; shift 3
+fails_with() {
+  local want=$1 pattern=$2 out status; shift 2
   out=$("$@" 2>&1); status=$?
-  if [[ $status -eq $want ]] && grep -qE -- "$pattern" <<<"$out"; then echo "PASS $name"
-  else echo "FAIL $name (exit $status, wanted $want; output must match /$pattern/)"; echo "$out" | tail -n 3 | sed 's/^/    /'; fi
+  [[ $status -eq $want ]] && grep -qE -- "$pattern" <<<"$out" && return 0
+  echo "exit $status, wanted $want; output must match /$pattern/:"; echo "$out" | tail -n 3; return 1
 }
+expect_error() { local name=$1 pattern=$2 want=$3; shift 3; case_ "$name" fails_with "$want" "$pattern" "$@"; }
 expect_error "plot: missing run directory" "$tmp/runs/nope/log.h5: no such file" 2 $bin plot "$runs/one" "$runs/nope" --out "$tmp/p5"
 touch "$tmp/a_file"
 expect_error "plot: --out below a file" "--out $tmp/a_file/charts: cannot create the directory .*give a writable directory" 2 \

@@ -20,8 +20,10 @@ std::vector<std::string> run_names(const std::vector<std::string>& dirs) {
   std::vector<std::string> names;
   std::map<std::string, int> count;
   for (const std::string& d : dirs) {
-    std::string name = fs::path(d).lexically_normal().filename().string();
-    if (name.empty()) name = fs::path(d).lexically_normal().parent_path().filename().string();
+    // Absolute, so "." and "runs/tiny/" are named by the directory itself.
+    const fs::path p = fs::absolute(d).lexically_normal();
+    std::string name = p.filename().string();
+    if (name.empty()) name = p.parent_path().filename().string();
     names.push_back(name.empty() ? d : name);
     ++count[names.back()];
   }
