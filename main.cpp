@@ -28,7 +28,8 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
               mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
   const auto& p = cfg.parallel;
-  const int needed = p.dp * p.tp * p.pp, ranks = world ? world->size() : 1;
+  const long long needed = (long long)p.dp * p.tp * p.pp;
+  const int ranks = world ? world->size() : 1;
   if (needed != ranks)
     throw mt::UserError(cfg.origin.at("parallel.dp") + ": parallel.dp * tp * pp = " + std::to_string(needed) +
                         " ranks, but " + (world ? "mpirun started " + std::to_string(ranks) : std::string("this run has 1 (no mpirun)")) +
