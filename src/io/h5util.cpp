@@ -158,7 +158,13 @@ void write_ints(hid_t file, const std::string& path, const int* data, const std:
 }
 
 bool exists(hid_t file, const std::string& path) {
-  return H5Lexists(file, path.c_str(), H5P_DEFAULT) > 0;
+  // H5Lexists fails, rather than says no, when a group on the way is missing: ask group by group,
+  // so that a failure means a damaged file.
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (check(H5Lexists(file, prefix.c_str(), H5P_DEFAULT), "looking up " + prefix) == 0) return false;
+    if (slash == std::string::npos) return true;
+  }
 }
 
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {

@@ -64,6 +64,7 @@ std::vector<float> read_floats(hid_t file, const std::string& path, size_t expec
 // dimension), in the dataset's order.
 std::vector<float> read_floats_along(hid_t file, const std::string& path, int dim, hsize_t begin, hsize_t count);
 void write_ints(hid_t file, const std::string& path, const int* data, const std::vector<hsize_t>& dims);
+// Whether an absolute path names an object; throws Failure when the file cannot say.
 bool exists(hid_t file, const std::string& path);
 
 // Extendible datasets along dimension 0 (logs): create with row shape, append rows.

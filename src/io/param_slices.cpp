@@ -83,9 +83,8 @@ void ParamSlices::read(const std::string& group, const ParamStore& p, std::vecto
     const std::string path = group + "/" + info.name;
     size_t filled = 0;
     for (size_t fi = 0; fi < files_.size(); ++fi) {
-      if (!h5::exists(files_[fi], path)) continue;
       try {
-        filled += read_piece(fi, path, info, data);
+        if (h5::exists(files_[fi], path)) filled += read_piece(fi, path, info, data);
       } catch (const h5::Failure& e) {
         throw h5::Failure(paths_[fi] + ": " + e.what());
       }
@@ -99,13 +98,16 @@ void ParamSlices::read(const std::string& group, const ParamStore& p, std::vecto
 void ParamSlices::read_buffers(const std::string& group, const ParamStore& p) const {
   for (size_t i = 0; i < p.buffer_names.size(); ++i) {
     const std::string path = group + "/" + p.buffer_names[i];
-    auto holder = std::find_if(files_.begin(), files_.end(), [&](const h5::Handle& f) { return h5::exists(f, path); });
-    if (holder == files_.end()) throw UserError("HDF5: dataset " + path + " is missing");
-    try {
-      p.set_buffer(int(i), h5::read_floats(*holder, path, p.buffer_size(int(i))));
-    } catch (const h5::Failure& e) {
-      throw h5::Failure(paths_[holder - files_.begin()] + ": " + e.what());
+    bool found = false;
+    for (size_t fi = 0; fi < files_.size() && !found; ++fi) {
+      try {
+        found = h5::exists(files_[fi], path);
+        if (found) p.set_buffer(int(i), h5::read_floats(files_[fi], path, p.buffer_size(int(i))));
+      } catch (const h5::Failure& e) {
+        throw h5::Failure(paths_[fi] + ": " + e.what());
+      }
     }
+    if (!found) throw UserError("HDF5: dataset " + path + " is missing");
   }
 }
 
