@@ -9,6 +9,7 @@
 #include "comm/mpi_comm.hpp"
 #include "config/config.hpp"
 #include "config/reference.hpp"
+#include "io/h5util.hpp"
 #include "io/prepare.hpp"
 #include "pipeline/check.hpp"
 #include "pipeline/draw_svg.hpp"
@@ -153,6 +154,7 @@ int cmd_plan(const PlanOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mt::h5::no_cleanup_at_exit();
   // Under mpirun every rank joins the job before anything else; without it, no MPI at all.
   std::optional<mt::MpiSession> mpi;
   std::unique_ptr<mt::Comm> world;

@@ -48,6 +48,8 @@ static size_t elements(const std::vector<hsize_t>& dims) {
 
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
+void no_cleanup_at_exit() { H5dont_atexit(); }
+
 hid_t check(hid_t id, const std::string& what) {
   if (id < 0) throw Failure("HDF5: " + what + " failed: " + failure_reason());
   return id;

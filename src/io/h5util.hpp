@@ -40,6 +40,10 @@ struct Failure : UserError {
 // words, "the disk is full" for ENOSPC.
 hid_t check(hid_t id, const std::string& what);
 void silence_errors();
+// Call first, before any other HDF5 call: HDF5 then skips its clean-up at exit, which closes the
+// files still open and crashes (HDF5 1.10) on one whose close failed on a full disk. moetrain
+// closes every file itself, so nothing is left for that clean-up to do.
+void no_cleanup_at_exit();
 // The dimensions of a dataspace (`space` checked too: a damaged file can fail to give one).
 std::vector<hsize_t> extent(hid_t space, const std::string& what);
 

@@ -260,7 +260,9 @@ TrainSummary Trainer::run() {
     tokens_done += tokens_per_step;
 
     const bool final_step = state.step == last;
-    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || final_step)) {
+    // The end of training, not of this invocation: a run stopped early (--stop-after) and resumed
+    // logs the evaluations an uninterrupted run logs, no more.
+    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || state.step == t.steps)) {
       summary.last_eval_loss = evaluate();
       if (log) log->append_eval(state.step, summary.last_eval_loss);
       if (!opt_.quiet) std::printf("step %5lld | eval loss %.4f\n", state.step, summary.last_eval_loss);
