@@ -41,7 +41,8 @@ void remove_unfinished(const fs::path& ckpt_dir) {
   std::error_code ec;
   for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp") fs::remove_all(e.path());
+    if (name.rfind("step_", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp")
+      fs::remove_all(e.path());
   }
 }
 
@@ -130,7 +131,8 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
   }
   world.barrier();
   if (world.rank() == 0) {
-    std::string manifest = "step = " + std::to_string(state.step) + "\nsamples_seen = " + std::to_string(state.samples_seen) +
+    std::string manifest = "step = " + std::to_string(state.step) +
+                           "\nsamples_seen = " + std::to_string(state.samples_seen) +
                            "\nworld_size = " + std::to_string(world.size()) +
                            "\nformat_version = " + std::to_string(kFormatVersion) + "\nfiles = [";
     for (int r = 0; r < world.size(); ++r) manifest += (r ? ", \"" : "\"") + rank_file(r) + "\"";
@@ -190,7 +192,8 @@ std::vector<std::string> complete_checkpoints(const std::string& run_dir) {
   std::vector<std::string> out;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(fs::path(run_dir) / "ckpt", ec))
-    if (is_step_dir(e.path().filename().string()) && fs::exists(e.path() / "manifest.toml")) out.push_back(e.path().string());
+    if (is_step_dir(e.path().filename().string()) && fs::exists(e.path() / "manifest.toml"))
+      out.push_back(e.path().string());
   std::sort(out.rbegin(), out.rend());
   return out;
 }

@@ -33,7 +33,7 @@ def arrays_of(checkpoint):
 
 def differences(ref, run):
     want, got = log_of(ref), log_of(run)
-    steps = list(got["step"])
+    steps = [int(s) for s in got["step"]]
     if steps != list(range(1, len(want["step"]) + 1)):
         return f"log.h5 /step is {steps}, not each of 1..{len(want['step'])} once"
     for name in LOGGED:
