@@ -51,6 +51,8 @@ every = 1
 keep = 2
 [log]
 every = 1
+[precision]
+device = "cpu"  # the same numbers on any machine; these tests are about files, not devices
 TOML
 train=("$bin" train "$tmp/exp.toml")
 "${train[@]}" > "$tmp/ref.out" 2>&1 || { echo "FAIL the uninterrupted reference run failed"; tail -n 3 "$tmp/ref.out"; exit 1; }
@@ -111,8 +113,8 @@ kill_loop() {
       if [[ -n $newest ]] && grep -q "^  resume " "$tmp/try.out" && ! grep -q "^  resume   from $newest (step" "$tmp/try.out"; then
         problems+="  try $tries (event $n): expected to resume from $newest: $(grep -m1 '^  resume' "$tmp/try.out")"$'\n'
       fi
-      if grep -q "warning\|error" "$tmp/try.out"; then
-        problems+="  try $tries (event $n): $(grep -m1 'warning\|error' "$tmp/try.out")"$'\n'
+      if grep -q "^warning\|^error" "$tmp/try.out"; then
+        problems+="  try $tries (event $n): $(grep -m1 '^warning\|^error' "$tmp/try.out")"$'\n'
       fi
     done
     if [[ $status -eq 0 && -n $newest ]] && ! grep -q "^  resume   from $newest (step" "$tmp/try.out"; then
