@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "config/reference.hpp"
 #include "inspect/inspect.hpp"
+#include "io/h5util.hpp"
 #include "io/prepare.hpp"
 #include "pipeline/check.hpp"
 #include "pipeline/draw_svg.hpp"
@@ -30,7 +31,8 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
               mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
   const auto& p = cfg.parallel;
-  const int needed = p.dp * p.tp * p.pp, ranks = world ? world->size() : 1;
+  const long long needed = (long long)p.dp * p.tp * p.pp;
+  const int ranks = world ? world->size() : 1;
   if (needed != ranks)
     throw mt::UserError(cfg.origin.at("parallel.dp") + ": parallel.dp * tp * pp = " + std::to_string(needed) +
                         " ranks, but " + (world ? "mpirun started " + std::to_string(ranks) : std::string("this run has 1 (no mpirun)")) +
@@ -162,6 +164,7 @@ int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool 
 }  // namespace
 
 int main(int argc, char** argv) {
+  mt::h5::no_cleanup_at_exit();
   // Under mpirun every rank joins the job before anything else; without it, no MPI at all.
   std::optional<mt::MpiSession> mpi;
   std::unique_ptr<mt::Comm> world;

@@ -5,6 +5,7 @@
 #   inspect: tests/inspect_tests.sh (moetrain inspect on trained, multi-rank and still-training runs)
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
+#   faults: tests/faults/run_fault_tests.sh (kill -9, a full disk, damaged checkpoints, a busy run directory, ...)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
 #   plot:   tests/plot_tests.sh (moetrain plot on real runs; the SVGs rendered by rsvg-convert)
 #   readme: tests/readme_examples.sh (the README's "$ " commands, run as written)
@@ -40,6 +41,7 @@ line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 line_suite "plot tests" tests/plot_tests.sh
 line_suite "README examples" tests/readme_examples.sh
+line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 
 echo "== GPU parity"

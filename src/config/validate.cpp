@@ -1,5 +1,7 @@
 #include "config/validate.hpp"
 
+#include <vector>
+
 #include "pipeline/generators.hpp"
 #include "util/error.hpp"
 
@@ -10,10 +12,23 @@ void require(bool ok, const Config& c, const std::string& key, const std::string
   if (!ok) throw UserError(c.origin.at(key) + ": " + key + " " + message);
 }
 std::string s(long long v) { return std::to_string(v); }
+// The divisors of n in order, the middle of a long list left out (n may be as large as 2^62).
 std::string divisors(long long n) {
+  std::vector<long long> low, high;
+  for (long long d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
   std::string out;
-  for (long long d = 1; d <= n; ++d)
-    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  for (size_t i = 0; i < low.size(); ++i) {
+    if (low.size() > 12 && i == 8) {
+      out += ", ...";
+      i = low.size() - 3;
+    }
+    out += (out.empty() ? "" : ", ") + std::to_string(low[i]);
+  }
   return out;
 }
 
@@ -32,6 +47,13 @@ void validate_pipeline(const Config& c) {
                     " (each pipeline runs training.global_batch / (micro_batch * dp) = " + s(microbatches) +
                     " micro-batches per step)");
   }
+  // Every stage needs a block: checked before placement_for, whose int stage count would
+  // overflow for pp * vpp beyond any model.
+  const long long wanted = (long long)p.pp * (p.schedule == "interleaved" ? p.vpp : p.schedule == "dualpipev" ? 2 : 1);
+  require(wanted <= m.n_layers, c, "model.n_layers",
+          "= " + s(m.n_layers) + " is fewer than the " + s(wanted) + " pipeline stages of parallel.schedule = \"" +
+              p.schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
+              ": every stage needs at least one block");
   const int stages = pipeline::placement_for(req).stages;
   require(m.n_layers % stages == 0, c, "model.n_layers",
           "= " + s(m.n_layers) + " does not split into the " + s(stages) + " pipeline stages of parallel.schedule = \"" +
@@ -62,15 +84,16 @@ void validate_layout(const Config& c) {
   if (m.n_dense_layers > 0)
     require(m.ffn_hidden % p.tp == 0, c, "parallel.tp",
             "= " + s(p.tp) + " must divide model.ffn_hidden = " + s(m.ffn_hidden) + " (the dense FFN's hidden units split tp ways)");
-  require(p.dp * p.tp % p.ep == 0, c, "parallel.ep",
-          "= " + s(p.ep) + " must divide parallel.dp * parallel.tp = " + s(p.dp * p.tp) +
-              " (experts spread over the ranks of a stage): use one of " + divisors(p.dp * p.tp));
+  const long long dp_tp = (long long)p.dp * p.tp;
+  require(dp_tp % p.ep == 0, c, "parallel.ep",
+          "= " + s(p.ep) + " must divide parallel.dp * parallel.tp = " + s(dp_tp) +
+              " (experts spread over the ranks of a stage): use one of " + divisors(dp_tp));
   require(m.moe.n_routed_experts % p.ep == 0, c, "parallel.ep",
           "= " + s(p.ep) + " must divide model.moe.n_routed_experts = " + s(m.moe.n_routed_experts) +
               " (each rank holds n_routed_experts / ep experts): use one of " + divisors(m.moe.n_routed_experts));
-  require(t.global_batch % (p.dp * t.micro_batch) == 0, c, "training.global_batch",
-          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " +
-              s(p.dp * t.micro_batch) + " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
+  const long long dp_micro = (long long)p.dp * t.micro_batch;
+  require(t.global_batch % dp_micro == 0, c, "training.global_batch",
+          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " + s(dp_micro) + " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
 }
 
 }  // namespace
@@ -102,9 +125,10 @@ void validate_config(const Config& c) {
           "= " + s(e.n_groups) + " must divide model.moe.n_routed_experts = " + s(e.n_routed_experts));
   require(e.topk_groups <= e.n_groups, c, "model.moe.topk_groups",
           "= " + s(e.topk_groups) + " must be <= model.moe.n_groups = " + s(e.n_groups));
-  require(e.top_k <= e.topk_groups * (e.n_routed_experts / e.n_groups), c, "model.moe.top_k",
+  const long long allowed = (long long)e.topk_groups * (e.n_routed_experts / e.n_groups);
+  require(e.top_k <= allowed, c, "model.moe.top_k",
           "= " + s(e.top_k) + " exceeds the experts in the allowed groups (topk_groups * experts per group = " +
-              s(e.topk_groups * (e.n_routed_experts / e.n_groups)) + ")");
+              s(allowed) + ")");
   require(m.mtp.depth < m.seq_len, c, "model.mtp.depth",
           "= " + s(m.mtp.depth) + " must be < model.seq_len = " + s(m.seq_len) + " (depth k predicts k+1 tokens ahead)");
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",

@@ -1,16 +1,18 @@
 #include "io/checkpoint.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <vector>
+
+#include <toml++/toml.h>
 
 #include "comm/comm.hpp"
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
 #include "io/param_slices.hpp"
-#include "util/error.hpp"
+#include "util/os_error.hpp"
 
 namespace fs = std::filesystem;
 
@@ -19,80 +21,126 @@ namespace mt {
 namespace {
 constexpr int kFormatVersion = 2;  // 2: slices by global name and range
 
-std::string step_name(long long step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step_%08lld", step);
-  return buf;
-}
-
-// Complete checkpoints of a run, oldest first.
-std::vector<fs::path> complete_checkpoints(const std::string& run_dir) {
-  std::vector<fs::path> out;
-  const fs::path dir = fs::path(run_dir) / "ckpt";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos && fs::exists(e.path() / "manifest.toml"))
-      out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::string rank_file(int rank) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "rank_%05d.h5", rank);
   return buf;
 }
 
+bool is_step_dir(const std::string& name) { return name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos; }
+
+// The manifest goes first, so a removal cut short leaves an incomplete directory, never a
+// complete-looking one with files missing.
+void remove_checkpoint(const fs::path& dir) {
+  fs::remove(dir / "manifest.toml");
+  fs::remove_all(dir);
+}
+
+// Directories of checkpoint writes that a killed run left unfinished.
+void remove_unfinished(const fs::path& ckpt_dir) {
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step_", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp")
+      fs::remove_all(e.path());
+  }
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw UserError(path.string() + ": cannot create: " + os_error_text(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) ok = false, err = errno;
+  if (!ok) throw UserError(path.string() + ": cannot write: " + os_error_text(err));
+}
+
+void write_rank_file(const fs::path& path, const ModelState& model, const TrainState& state,
+                     const CheckpointFacts& facts, const ParallelGroups& groups) {
+  const Comm& world = *groups.world;
+  const ParamStore& params = model.params;
+  h5::Handle f = h5::create_file(path.string(), true);
+  h5::write_int_attr(f, "format_version", kFormatVersion);
+  h5::write_int_attr(f, "step", state.step);
+  h5::write_int_attr(f, "samples_seen", state.samples_seen);
+  h5::write_int_attr(f, "rng_seed", state.seed);
+  h5::write_int_attr(f, "world_size", world.size());
+  h5::write_int_attr(f, "rank", world.rank());
+  h5::write_string_attr(f, "layout", facts.layout);
+  h5::write_string_attr(f, "config_toml", facts.config_toml);
+  std::vector<int> mine;
+  for (size_t i = 0; i < params.infos.size(); ++i)
+    if (first_copy(params.infos[i], groups)) mine.push_back(int(i));
+  write_param_slices(f, "/params", params, params.host_values(), mine);
+  write_param_slices(f, "/optim/exp_avg", params, model.exp_avg, mine);
+  write_param_slices(f, "/optim/exp_avg_sq", params, model.exp_avg_sq, mine);
+  if (first_replica(groups)) write_buffers(f, "/buffers", params);
+  h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing");
+}
+
+// The rank files a complete checkpoint's manifest lists, each checked to exist.
+std::vector<std::string> listed_files(const fs::path& dir) {
+  const fs::path manifest = dir / "manifest.toml";
+  toml::table t;
+  try {
+    t = toml::parse_file(manifest.string());
+  } catch (const toml::parse_error& e) {
+    throw CheckpointDamaged(manifest.string() + ": damaged (" + std::string(e.description()) + ")");
+  }
+  const toml::array* files = t["files"].as_array();
+  if (!files || files->empty()) throw CheckpointDamaged(manifest.string() + ": damaged (no list of files)");
+  std::vector<std::string> out;
+  for (const toml::node& n : *files) {
+    const auto* name = n.as_string();
+    if (!name || name->get().find('/') != std::string::npos)
+      throw CheckpointDamaged(manifest.string() + ": damaged (files must be names of rank files)");
+    out.push_back((dir / name->get()).string());
+    if (!fs::exists(out.back())) throw CheckpointDamaged(out.back() + ": missing (manifest.toml lists it)");
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string checkpoint_dir(const std::string& run_dir, long long step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%08lld", step);
+  return (fs::path(run_dir) / "ckpt" / name).string();
+}
 
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
                      const CheckpointFacts& facts, const ParallelGroups& groups) {
   h5::silence_errors();
   Comm& world = *groups.world;
-  const fs::path final_dir = fs::path(run_dir) / "ckpt" / step_name(state.step);
+  const fs::path final_dir = checkpoint_dir(run_dir, state.step);
   const fs::path tmp_dir = final_dir.string() + ".tmp";
   if (world.rank() == 0) {
-    fs::remove_all(tmp_dir);
+    remove_unfinished(final_dir.parent_path());
     fs::create_directories(tmp_dir);
   }
   world.barrier();
-  {
-    const ParamStore& params = model.params;
-    h5::Handle f = h5::create_file((tmp_dir / rank_file(world.rank())).string(), false);
-    h5::write_int_attr(f, "format_version", kFormatVersion);
-    h5::write_int_attr(f, "step", state.step);
-    h5::write_int_attr(f, "samples_seen", state.samples_seen);
-    h5::write_int_attr(f, "rng_seed", state.seed);
-    h5::write_int_attr(f, "world_size", world.size());
-    h5::write_int_attr(f, "rank", world.rank());
-    h5::write_string_attr(f, "layout", facts.layout);
-    h5::write_string_attr(f, "config_toml", facts.config_toml);
-    std::vector<int> mine;
-    for (size_t i = 0; i < params.infos.size(); ++i)
-      if (first_copy(params.infos[i], groups)) mine.push_back(int(i));
-    write_param_slices(f, "/params", params, params.host_values(), mine);
-    write_param_slices(f, "/optim/exp_avg", params, model.exp_avg, mine);
-    write_param_slices(f, "/optim/exp_avg_sq", params, model.exp_avg_sq, mine);
-    if (first_replica(groups)) write_buffers(f, "/buffers", params);
-    h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing checkpoint");
+  const fs::path mine = tmp_dir / rank_file(world.rank());
+  try {
+    write_rank_file(mine, model, state, facts, groups);
+  } catch (const UserError& e) {
+    // Give the space back; step_N.tmp/ itself is never resumed from and goes with the next save.
+    std::error_code ignored;
+    fs::remove(mine, ignored);
+    throw UserError(mine.string() + ": cannot write the checkpoint: " + e.what() +
+                    "; older checkpoints are intact, and a run started again resumes from the newest of them");
   }
   world.barrier();
   if (world.rank() == 0) {
-    {
-      std::ofstream m(tmp_dir / "manifest.toml");
-      m << "step = " << state.step << "\nsamples_seen = " << state.samples_seen << "\nworld_size = " << world.size()
-        << "\nformat_version = " << kFormatVersion << "\nfiles = [";
-      for (int r = 0; r < world.size(); ++r) m << (r ? ", " : "") << '"' << rank_file(r) << '"';
-      m << "]\n";
-      if (!m) throw UserError((tmp_dir / "manifest.toml").string() + ": cannot write (disk full?)");
-    }
-    fs::remove_all(final_dir);
+    std::string manifest = "step = " + std::to_string(state.step) +
+                           "\nsamples_seen = " + std::to_string(state.samples_seen) +
+                           "\nworld_size = " + std::to_string(world.size()) +
+                           "\nformat_version = " + std::to_string(kFormatVersion) + "\nfiles = [";
+    for (int r = 0; r < world.size(); ++r) manifest += (r ? ", \"" : "\"") + rank_file(r) + "\"";
+    write_text_file(tmp_dir / "manifest.toml", manifest + "]\n");
+    if (fs::exists(final_dir)) remove_checkpoint(final_dir);
     fs::rename(tmp_dir, final_dir);
-    auto all = complete_checkpoints(run_dir);
-    for (size_t i = 0; i + facts.keep < all.size(); ++i) fs::remove_all(all[i]);
+    const std::vector<std::string> all = complete_checkpoints(run_dir);
+    for (size_t i = facts.keep; i < all.size(); ++i) remove_checkpoint(all[i]);
   }
   world.barrier();
 }
@@ -103,16 +151,24 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
   if (!fs::exists(dir / "manifest.toml"))
     throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
                     "step_N.tmp/ behind, which is never resumed from)");
-  h5::Handle f = h5::open_file((dir / rank_file(0)).string(), false);
-  if (h5::read_int_attr(f, "format_version") != kFormatVersion)
-    throw UserError(step_dir + ": checkpoint format " + std::to_string(h5::read_int_attr(f, "format_version")) +
-                    ", this moetrain reads format " + std::to_string(kFormatVersion));
+  const std::vector<std::string> files = listed_files(dir);
   TrainState s;
-  s.step = h5::read_int_attr(f, "step");
-  s.samples_seen = h5::read_int_attr(f, "samples_seen");
-  s.seed = h5::read_int_attr(f, "rng_seed");
-  std::vector<std::string> files;
-  for (long long r = 0; r < h5::read_int_attr(f, "world_size"); ++r) files.push_back((dir / rank_file(int(r))).string());
+  try {
+    h5::Handle f = h5::open_file(files[0], false);
+    const long long format = h5::read_int_attr(f, "format_version");
+    if (format != kFormatVersion)
+      throw UserError(files[0] + ": checkpoint format " + std::to_string(format) + ", this moetrain reads format " +
+                      std::to_string(kFormatVersion));
+    s.step = h5::read_int_attr(f, "step");
+    s.samples_seen = h5::read_int_attr(f, "samples_seen");
+    s.seed = h5::read_int_attr(f, "rng_seed");
+    const long long ranks = h5::read_int_attr(f, "world_size");
+    if (ranks != (long long)files.size())
+      throw CheckpointDamaged(files[0] + ": written by " + std::to_string(ranks) + " ranks, but manifest.toml lists " +
+                              std::to_string(files.size()) + " files");
+  } catch (const h5::Failure& e) {
+    throw CheckpointDamaged(files[0] + ": cannot be read: " + e.what());
+  }
   try {
     const ParamSlices slices(files);
     model.exp_avg.assign(model.params.total(), 0.0f);
@@ -123,6 +179,8 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
     slices.read("/optim/exp_avg", model.params, model.exp_avg);
     slices.read("/optim/exp_avg_sq", model.params, model.exp_avg_sq);
     slices.read_buffers("/buffers", model.params);
+  } catch (const h5::Failure& e) {
+    throw CheckpointDamaged(step_dir + ": cannot be read: " + e.what());
   } catch (const UserError& e) {
     throw UserError(step_dir + ": does not fit this model (" + e.what() +
                     "); resume with the config the checkpoint was made with, or set checkpoint.resume = \"never\"");
@@ -130,10 +188,14 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
   return s;
 }
 
-std::optional<std::string> newest_checkpoint(const std::string& run_dir) {
-  auto all = complete_checkpoints(run_dir);
-  if (all.empty()) return std::nullopt;
-  return all.back().string();
+std::vector<std::string> complete_checkpoints(const std::string& run_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(fs::path(run_dir) / "ckpt", ec))
+    if (is_step_dir(e.path().filename().string()) && fs::exists(e.path() / "manifest.toml"))
+      out.push_back(e.path().string());
+  std::sort(out.rbegin(), out.rend());
+  return out;
 }
 
 }  // namespace mt

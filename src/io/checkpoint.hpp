@@ -5,7 +5,8 @@
 // position. Any layout reads any checkpoint of the same model: each rank assembles its slices
 // from all files. A checkpoint is written into step_<N>.tmp/ and renamed when every rank is
 // done, so a crash mid-write never damages an older one and a directory without
-// manifest.toml is never resumed from.
+// manifest.toml is never resumed from. Every dataset carries a checksum and the files use
+// HDF5's checksummed metadata, so damage is found when loading, not trained on.
 #include <optional>
 #include <string>
 
@@ -13,6 +14,7 @@
 
 #include "model/params.hpp"
 #include "parallel/groups.hpp"
+#include "util/error.hpp"
 
 namespace mt {
 
@@ -36,12 +38,21 @@ struct CheckpointFacts {
   int keep = 2;        // newest checkpoints kept
 };
 
-// Collective over groups.world.
+// A checkpoint that cannot be read: a file missing, truncated or failing its checksum, or a
+// damaged manifest. (A readable checkpoint of another model is a plain UserError.)
+struct CheckpointDamaged : UserError {
+  using UserError::UserError;
+};
+
+// Collective over groups.world. The caller holds the run's lock (run_lock.hpp): rank 0 clears
+// step_*.tmp/ directories that killed runs left behind.
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
                      const CheckpointFacts& facts, const ParallelGroups& groups);
 // Fills this rank's slices (whole shapes must match) and returns the saved state.
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
-// Newest complete checkpoint directory of a run, if any.
-std::optional<std::string> newest_checkpoint(const std::string& run_dir);
+// <run_dir>/ckpt/step_<N>, N in eight digits.
+std::string checkpoint_dir(const std::string& run_dir, long long step);
+// Complete checkpoint directories of a run (those with a manifest), newest first.
+std::vector<std::string> complete_checkpoints(const std::string& run_dir);
 
 }  // namespace mt

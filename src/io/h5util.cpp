@@ -1,20 +1,63 @@
 #include "io/h5util.hpp"
 
-#include "util/error.hpp"
+#include <algorithm>
+#include <cstring>
+
+#include "util/os_error.hpp"
 
 namespace mt::h5 {
 
+namespace {
+
+// Why the last HDF5 call failed, from the innermost entry of its error stack: HDF5 words a
+// failed system call as "..., errno = 28, error message = 'No space left on device', ...".
+std::string failure_reason() {
+  std::string innermost;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
+           [](unsigned n, const H5E_error2_t* e, void* out) -> herr_t {
+             if (n == 0 && e->desc) *static_cast<std::string*>(out) = e->desc;
+             return 0;
+           },
+           &innermost);
+  H5Eclear2(H5E_DEFAULT);
+  const std::string marker = "error message = '";
+  if (const size_t at = innermost.find(marker); at != std::string::npos) {
+    const size_t from = at + marker.size();
+    const std::string os = innermost.substr(from, innermost.find('\'', from) - from);
+    return os == std::strerror(ENOSPC) ? disk_full_text() : os;
+  }
+  return innermost.empty() ? "the file is damaged or not HDF5" : innermost;
+}
+
+}  // namespace
+
+std::vector<hsize_t> extent(hid_t space, const std::string& what) {
+  check(space, what);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  check(rank, what);
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), what);
+  return dims;
+}
+
+static size_t elements(const std::vector<hsize_t>& dims) {
+  size_t n = 1;
+  for (hsize_t x : dims) n *= size_t(x);
+  return n;
+}
+
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
+void no_cleanup_at_exit() { H5dont_atexit(); }
+
 hid_t check(hid_t id, const std::string& what) {
-  if (id < 0) throw UserError("HDF5: " + what + " failed (is the disk full or the file damaged?)");
+  if (id < 0) throw Failure("HDF5: " + what + " failed: " + failure_reason());
   return id;
 }
 
-Handle create_file(const std::string& path, bool swmr_format) {
+Handle create_file(const std::string& path, bool latest_format) {
   Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"), H5Pclose);
-  // SWMR needs the latest file format; it also lets h5py read the log while training runs.
-  if (swmr_format) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+  if (latest_format) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
   return Handle(check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "creating " + path), H5Fclose);
 }
 
@@ -54,14 +97,15 @@ void write_ints_attr(hid_t obj, const std::string& name, const std::vector<long 
 std::vector<long long> read_ints_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "reading attribute " + name), H5Aclose);
   Handle space(H5Aget_space(a), H5Sclose);
-  std::vector<long long> v(size_t(H5Sget_simple_extent_npoints(space)));
+  std::vector<long long> v(elements(extent(space, "reading attribute " + name)));
   check(H5Aread(a, H5T_NATIVE_LLONG, v.data()), "reading attribute " + name);
   return v;
 }
 
 std::string read_string_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "reading attribute " + name), H5Aclose);
-  Handle type(H5Aget_type(a), H5Tclose);
+  Handle type(check(H5Aget_type(a), "reading attribute " + name), H5Tclose);
+  if (H5Tget_class(type) != H5T_STRING) throw UserError("HDF5: attribute " + name + " is not a string");
   std::string out(H5Tget_size(type), '\0');
   check(H5Aread(a, type, out.data()), "reading attribute " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
@@ -81,30 +125,56 @@ static Handle intermediate_groups_lcpl() {
   return lcpl;
 }
 
-void write_floats(hid_t file, const std::string& path, const float* data, const std::vector<hsize_t>& dims) {
+// Chunks of whole rows (along dimension 0), about 4 MiB each, each with a Fletcher-32 checksum
+// (the filter needs a chunked layout).
+static Handle checksummed_dcpl(const std::vector<hsize_t>& dims, size_t element_bytes) {
+  Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"), H5Pclose);
+  if (dims.empty()) return dcpl;  // a scalar cannot be chunked
+  std::vector<hsize_t> chunk(dims.size());
+  size_t row_bytes = element_bytes;
+  for (size_t k = 1; k < dims.size(); ++k) {
+    chunk[k] = std::max<hsize_t>(dims[k], 1);
+    row_bytes *= size_t(chunk[k]);
+  }
+  chunk[0] = std::clamp<hsize_t>((size_t(4) << 20) / row_bytes, 1, std::max<hsize_t>(dims[0], 1));
+  check(H5Pset_chunk(dcpl, int(chunk.size()), chunk.data()), "chunking a dataset");
+  check(H5Pset_fletcher32(dcpl), "adding a checksum");
+  return dcpl;
+}
+
+static void write_dataset(hid_t file, const std::string& path, hid_t file_type, hid_t mem_type, size_t element_bytes,
+                          const void* data, const std::vector<hsize_t>& dims) {
   Handle lcpl = intermediate_groups_lcpl();
+  Handle dcpl = checksummed_dcpl(dims, element_bytes);
   Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
-  Handle d(check(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT), "creating " + path), H5Dclose);
-  check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
+  Handle d(check(H5Dcreate2(file, path.c_str(), file_type, space, lcpl, dcpl, H5P_DEFAULT), "creating " + path), H5Dclose);
+  check(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
+}
+
+void write_floats(hid_t file, const std::string& path, const float* data, const std::vector<hsize_t>& dims) {
+  write_dataset(file, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float), data, dims);
 }
 
 void write_ints(hid_t file, const std::string& path, const int* data, const std::vector<hsize_t>& dims) {
-  Handle lcpl = intermediate_groups_lcpl();
-  Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
-  Handle d(check(H5Dcreate2(file, path.c_str(), H5T_STD_I32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT), "creating " + path), H5Dclose);
-  check(H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
+  write_dataset(file, path, H5T_STD_I32LE, H5T_NATIVE_INT, sizeof(int), data, dims);
 }
 
 bool exists(hid_t file, const std::string& path) {
-  return H5Lexists(file, path.c_str(), H5P_DEFAULT) > 0;
+  // H5Lexists fails, rather than says no, when a group on the way is missing: ask group by group,
+  // so that a failure means a damaged file.
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (check(H5Lexists(file, prefix.c_str(), H5P_DEFAULT), "looking up " + prefix) == 0) return false;
+    if (slash == std::string::npos) return true;
+  }
 }
 
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
   if (!exists(file, path)) throw UserError("HDF5: dataset " + path + " is missing");
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   Handle space(H5Dget_space(d), H5Sclose);
-  const hssize_t n = H5Sget_simple_extent_npoints(space);
-  if (n != hssize_t(expected))
+  const size_t n = elements(extent(space, "opening " + path));
+  if (n != expected)
     throw UserError("HDF5: dataset " + path + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
   std::vector<float> out(expected);
   check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "reading " + path);
@@ -114,9 +184,8 @@ std::vector<float> read_floats(hid_t file, const std::string& path, size_t expec
 std::vector<float> read_floats_along(hid_t file, const std::string& path, int dim, hsize_t begin, hsize_t count) {
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   Handle space(H5Dget_space(d), H5Sclose);
-  const int rank = H5Sget_simple_extent_ndims(space);
-  std::vector<hsize_t> dims(rank), start(rank, 0);
-  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  std::vector<hsize_t> dims = extent(space, "opening " + path), start(dims.size(), 0);
+  const int rank = int(dims.size());
   if (dim < 0 || dim >= rank || begin + count > dims[dim])
     throw UserError("HDF5: dataset " + path + " has no elements [" + std::to_string(begin) + ", " +
                     std::to_string(begin + count) + ") along dimension " + std::to_string(dim));
@@ -124,9 +193,7 @@ std::vector<float> read_floats_along(hid_t file, const std::string& path, int di
   dims[dim] = count;
   check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr), "selecting in " + path);
   Handle memory(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
-  size_t n = 1;
-  for (hsize_t x : dims) n *= size_t(x);
-  std::vector<float> out(n);
+  std::vector<float> out(elements(dims));
   check(H5Dread(d, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, out.data()), "reading " + path);
   return out;
 }
@@ -141,23 +208,15 @@ Handle create_series(hid_t file, const std::string& path, hid_t type, const std:
   return Handle(check(H5Dcreate2(file, path.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT), "creating " + path), H5Dclose);
 }
 
-hsize_t series_length(hid_t dset) {
-  Handle space(H5Dget_space(dset), H5Sclose);
-  std::vector<hsize_t> dims(H5Sget_simple_extent_ndims(space));
-  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
-  return dims[0];
-}
-
 void append_rows(hid_t dset, hid_t mem_type, const void* data, hsize_t rows) {
   Handle space(H5Dget_space(dset), H5Sclose);
-  std::vector<hsize_t> dims(H5Sget_simple_extent_ndims(space));
-  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  std::vector<hsize_t> dims = extent(space, "extending a log dataset");
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
   start[0] = dims[0];
   count[0] = rows;
   dims[0] += rows;
   check(H5Dset_extent(dset, dims.data()), "extending a log dataset");
-  Handle fspace(H5Dget_space(dset), H5Sclose);
+  Handle fspace(check(H5Dget_space(dset), "extending a log dataset"), H5Sclose);
   H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
   Handle mspace(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
   check(H5Dwrite(dset, mem_type, mspace, fspace, H5P_DEFAULT, data), "appending to a log dataset");
@@ -167,7 +226,7 @@ template <class T>
 std::vector<T> read_all(hid_t file, const std::string& path, hid_t mem_type) {
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   Handle space(H5Dget_space(d), H5Sclose);
-  std::vector<T> out(H5Sget_simple_extent_npoints(space));
+  std::vector<T> out(elements(extent(space, "opening " + path)));
   if (!out.empty()) check(H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "reading " + path);
   return out;
 }

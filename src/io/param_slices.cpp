@@ -17,9 +17,10 @@ std::string shape_text(const std::vector<int64_t>& s) {
 // The extent along `dim` of a stored slice.
 int64_t extent_along(hid_t dataset, int dim) {
   h5::Handle space(H5Dget_space(dataset), H5Sclose);
-  std::vector<hsize_t> dims(size_t(H5Sget_simple_extent_ndims(space)));
-  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
-  return int64_t(dims.at(size_t(dim)));
+  const std::vector<hsize_t> dims = h5::extent(space, "reading a slice's shape");
+  if (size_t(dim) >= dims.size())
+    throw UserError("HDF5: a slice has " + std::to_string(dims.size()) + " dimensions, no dimension " + std::to_string(dim));
+  return int64_t(dims[size_t(dim)]);
 }
 
 }  // namespace
@@ -41,43 +42,52 @@ ParamSlices::ParamSlices(const std::vector<std::string>& paths) : paths_(paths) 
   for (auto& path : paths) files_.push_back(h5::open_file(path, false));
 }
 
+size_t ParamSlices::read_piece(size_t fi, const std::string& path, const ParamInfo& info, std::vector<float>& data) const {
+  hid_t f = files_[fi];
+  h5::Handle d(h5::check(H5Dopen2(f, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+  const std::vector<long long> g = h5::read_ints_attr(d, "global_shape");
+  if (!std::equal(g.begin(), g.end(), info.global_shape.begin(), info.global_shape.end()))
+    throw UserError(paths_[fi] + ": " + path + " has shape " + shape_text({g.begin(), g.end()}) +
+                    ", this model's is " + shape_text(info.global_shape));
+  const int piece_dim = int(h5::read_int_attr(d, "split_dim"));
+  const int64_t piece_start = h5::read_int_attr(d, "split_start");
+  if (piece_dim >= int(g.size()))
+    throw UserError(paths_[fi] + ": " + path + " says it is split along dimension " + std::to_string(piece_dim) +
+                    " of " + std::to_string(g.size()));
+  const int dim = piece_dim >= 0 ? piece_dim : info.split_dim;
+  if (piece_dim >= 0 && info.split_dim >= 0 && piece_dim != info.split_dim)
+    throw UserError(paths_[fi] + ": " + path + " is split along dimension " + std::to_string(piece_dim) +
+                    ", this moetrain splits it along " + std::to_string(info.split_dim));
+  if (dim < 0) {  // whole on both sides
+    const std::vector<float> piece = h5::read_floats(f, path, info.numel);
+    std::copy(piece.begin(), piece.end(), data.begin() + info.offset);
+    return info.numel;
+  }
+  size_t outer = 1, inner = 1;
+  for (int k = 0; k < dim; ++k) outer *= size_t(g[k]);
+  for (size_t k = dim + 1; k < g.size(); ++k) inner *= size_t(g[k]);
+  const int64_t piece_len = piece_dim >= 0 ? extent_along(d, dim) : g[dim];
+  const int64_t my_len = info.shape[dim], my_start = info.split_dim >= 0 ? info.split_start : 0;
+  const int64_t lo = std::max(piece_start, my_start), hi = std::min(piece_start + piece_len, my_start + my_len);
+  if (lo >= hi) return 0;
+  // Only the overlap is read: a rank reads its share of the checkpoint, not all of it.
+  const std::vector<float> part = h5::read_floats_along(f, path, dim, hsize_t(lo - piece_start), hsize_t(hi - lo));
+  const size_t block = size_t(hi - lo) * inner;
+  for (size_t o = 0; o < outer; ++o)
+    std::copy_n(part.begin() + o * block, block, data.begin() + info.offset + (o * my_len + (lo - my_start)) * inner);
+  return outer * block;
+}
+
 void ParamSlices::read(const std::string& group, const ParamStore& p, std::vector<float>& data) const {
   for (const ParamInfo& info : p.infos) {
     const std::string path = group + "/" + info.name;
     size_t filled = 0;
     for (size_t fi = 0; fi < files_.size(); ++fi) {
-      hid_t f = files_[fi];
-      if (!h5::exists(f, path)) continue;
-      h5::Handle d(h5::check(H5Dopen2(f, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
-      const std::vector<long long> g = h5::read_ints_attr(d, "global_shape");
-      if (!std::equal(g.begin(), g.end(), info.global_shape.begin(), info.global_shape.end()))
-        throw UserError(paths_[fi] + ": " + path + " has shape " + shape_text({g.begin(), g.end()}) +
-                        ", this model's is " + shape_text(info.global_shape));
-      const int piece_dim = int(h5::read_int_attr(d, "split_dim"));
-      const int64_t piece_start = h5::read_int_attr(d, "split_start");
-      const int dim = piece_dim >= 0 ? piece_dim : info.split_dim;
-      if (piece_dim >= 0 && info.split_dim >= 0 && piece_dim != info.split_dim)
-        throw UserError(paths_[fi] + ": " + path + " is split along dimension " + std::to_string(piece_dim) +
-                        ", this moetrain splits it along " + std::to_string(info.split_dim));
-      if (dim < 0) {  // whole on both sides
-        const std::vector<float> piece = h5::read_floats(f, path, info.numel);
-        std::copy(piece.begin(), piece.end(), data.begin() + info.offset);
-        filled += info.numel;
-        continue;
+      try {
+        if (h5::exists(files_[fi], path)) filled += read_piece(fi, path, info, data);
+      } catch (const h5::Failure& e) {
+        throw h5::Failure(paths_[fi] + ": " + e.what());
       }
-      size_t outer = 1, inner = 1;
-      for (int k = 0; k < dim; ++k) outer *= size_t(g[k]);
-      for (size_t k = dim + 1; k < g.size(); ++k) inner *= size_t(g[k]);
-      const int64_t piece_len = piece_dim >= 0 ? extent_along(d, dim) : g[dim];
-      const int64_t my_len = info.shape[dim], my_start = info.split_dim >= 0 ? info.split_start : 0;
-      const int64_t lo = std::max(piece_start, my_start), hi = std::min(piece_start + piece_len, my_start + my_len);
-      if (lo >= hi) continue;
-      // Only the overlap is read: a rank reads its share of the checkpoint, not all of it.
-      const std::vector<float> part = h5::read_floats_along(f, path, dim, hsize_t(lo - piece_start), hsize_t(hi - lo));
-      const size_t block = size_t(hi - lo) * inner;
-      for (size_t o = 0; o < outer; ++o)
-        std::copy_n(part.begin() + o * block, block, data.begin() + info.offset + (o * my_len + (lo - my_start)) * inner);
-      filled += outer * block;
     }
     if (filled != info.numel)
       throw UserError(path + ": the checkpoint holds " + std::to_string(filled) + " of the " + std::to_string(info.numel) +
@@ -88,9 +98,16 @@ void ParamSlices::read(const std::string& group, const ParamStore& p, std::vecto
 void ParamSlices::read_buffers(const std::string& group, const ParamStore& p) const {
   for (size_t i = 0; i < p.buffer_names.size(); ++i) {
     const std::string path = group + "/" + p.buffer_names[i];
-    auto holder = std::find_if(files_.begin(), files_.end(), [&](const h5::Handle& f) { return h5::exists(f, path); });
-    if (holder == files_.end()) throw UserError("HDF5: dataset " + path + " is missing");
-    p.set_buffer(int(i), h5::read_floats(*holder, path, p.buffer_size(int(i))));
+    bool found = false;
+    for (size_t fi = 0; fi < files_.size() && !found; ++fi) {
+      try {
+        found = h5::exists(files_[fi], path);
+        if (found) p.set_buffer(int(i), h5::read_floats(files_[fi], path, p.buffer_size(int(i))));
+      } catch (const h5::Failure& e) {
+        throw h5::Failure(paths_[fi] + ": " + e.what());
+      }
+    }
+    if (!found) throw UserError("HDF5: dataset " + path + " is missing");
   }
 }
 

@@ -26,6 +26,8 @@ class ParamSlices {
   void read_buffers(const std::string& group, const ParamStore& p) const;
 
  private:
+  // Reads the part of `info` that file `fi` holds under `path`; returns the values filled.
+  size_t read_piece(size_t fi, const std::string& path, const ParamInfo& info, std::vector<float>& data) const;
   std::vector<std::string> paths_;
   std::vector<h5::Handle> files_;
 };

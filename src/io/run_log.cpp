@@ -1,5 +1,6 @@
 #include "io/run_log.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -31,20 +32,34 @@ struct OldRows {
   std::map<std::string, std::vector<double>> scalars;
   std::vector<float> load, bias, phases;
   std::vector<double> eval_loss;
+  size_t rows = 0, eval_rows = 0;  // complete rows: every dataset has them
+  size_t phase_floats = 0;         // ranks x phases of the run that wrote the timings
 };
 
-OldRows read_old(const std::string& path) {
+OldRows read_old(const std::string& path, size_t moe_floats) {
   OldRows o;
   h5::Handle f = h5::open_file(path, true);
   o.steps = h5::read_all<long long>(f, "/step", H5T_NATIVE_LLONG);
-  for (auto& [name, member] : kScalars) o.scalars[name] = h5::read_all<double>(f, std::string("/") + name, H5T_NATIVE_DOUBLE);
-  if (h5::exists(f, "/moe/expert_load")) {
+  o.rows = o.steps.size();
+  for (auto& [name, member] : kScalars) {
+    o.scalars[name] = h5::read_all<double>(f, std::string("/") + name, H5T_NATIVE_DOUBLE);
+    o.rows = std::min(o.rows, o.scalars[name].size());
+  }
+  if (moe_floats > 0) {
     o.load = h5::read_all<float>(f, "/moe/expert_load", H5T_NATIVE_FLOAT);
     o.bias = h5::read_all<float>(f, "/moe/expert_bias", H5T_NATIVE_FLOAT);
+    o.rows = std::min({o.rows, o.load.size() / moe_floats, o.bias.size() / moe_floats});
   }
-  if (h5::exists(f, "/timing/rank_phases")) o.phases = h5::read_all<float>(f, "/timing/rank_phases", H5T_NATIVE_FLOAT);
+  if (h5::exists(f, "/timing/rank_phases")) {
+    o.phases = h5::read_all<float>(f, "/timing/rank_phases", H5T_NATIVE_FLOAT);
+    h5::Handle d(h5::check(H5Dopen2(f, "/timing/rank_phases", H5P_DEFAULT), "opening /timing/rank_phases"), H5Dclose);
+    h5::Handle space(H5Dget_space(d), H5Sclose);
+    const std::vector<hsize_t> dims = h5::extent(space, "opening /timing/rank_phases");
+    if (dims.size() == 3) o.phase_floats = size_t(dims[1] * dims[2]);
+  }
   o.eval_steps = h5::read_all<long long>(f, "/eval/step", H5T_NATIVE_LLONG);
   o.eval_loss = h5::read_all<double>(f, "/eval/loss", H5T_NATIVE_DOUBLE);
+  o.eval_rows = std::min(o.eval_steps.size(), o.eval_loss.size());
   return o;
 }
 }  // namespace
@@ -61,26 +76,39 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
   phase_floats_ = facts.ranks * kPhases;
   OldRows old;
   const bool keep = resume_step > 0 && std::filesystem::exists(path);
-  if (keep) old = read_old(path);
+  if (keep) {
+    try {
+      old = read_old(path, size_t(row_floats_));
+    } catch (const UserError& e) {
+      throw UserError(path + ": cannot read the log to keep its rows up to step " + std::to_string(resume_step) + ": " +
+                      e.what() + "; move it aside to start a new log at step " + std::to_string(resume_step + 1));
+    }
+  }
   // Build the new log beside the old one and swap it in, so the old rows survive a crash here.
   const std::string tmp = path + ".tmp";
-  create(tmp, facts);
-  if (keep) {
-    for (size_t i = 0; i < old.steps.size() && old.steps[i] <= resume_step; ++i) {
+  try {
+    create(tmp, facts);
+    for (size_t i = 0; i < old.rows && old.steps[i] <= resume_step; ++i) {
       StepRecord r;
       r.step = old.steps[i];
-      for (auto& [name, member] : kScalars) r.*member = old.scalars[name][i];
+      for (auto& [name, member] : kScalars) r.*member = old.scalars.at(name)[i];
       r.expert_load.assign(old.load.begin() + i * row_floats_, old.load.begin() + (i + 1) * row_floats_);
       r.expert_bias.assign(old.bias.begin() + i * row_floats_, old.bias.begin() + (i + 1) * row_floats_);
       // Timings of a layout with another number of ranks do not fit the table: unknown.
-      if (old.phases.size() == old.steps.size() * phase_floats_)
+      if (old.phase_floats == size_t(phase_floats_) && old.phases.size() >= (i + 1) * phase_floats_)
         r.rank_phases.assign(old.phases.begin() + i * phase_floats_, old.phases.begin() + (i + 1) * phase_floats_);
       else
         r.rank_phases.assign(phase_floats_, NAN);
-      append(r);
+      write_row(r);
     }
-    for (size_t i = 0; i < old.eval_steps.size() && old.eval_steps[i] <= resume_step; ++i)
-      append_eval(old.eval_steps[i], old.eval_loss[i]);
+    for (size_t i = 0; i < old.eval_rows && old.eval_steps[i] <= resume_step; ++i)
+      write_eval(old.eval_steps[i], old.eval_loss[i]);
+    h5::check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flushing");
+  } catch (const UserError& e) {
+    series_.clear();
+    file_.reset();
+    std::filesystem::remove(tmp);
+    throw UserError(tmp + ": cannot write the log: " + std::string(e.what()) + "; " + path + " is as it was");
   }
   std::filesystem::rename(tmp, path);
 }
@@ -111,7 +139,7 @@ RunLog::~RunLog() {
   file_.reset();
 }
 
-void RunLog::append(const StepRecord& r) {
+void RunLog::write_row(const StepRecord& r) {
   MT_CHECK(int(r.expert_load.size()) == row_floats_ && int(r.expert_bias.size()) == row_floats_);
   MT_CHECK(int(r.rank_phases.size()) == phase_floats_);
   h5::append_rows(series_["step"], H5T_NATIVE_LLONG, &r.step, 1);
@@ -121,13 +149,29 @@ void RunLog::append(const StepRecord& r) {
     h5::append_rows(series_["expert_bias"], H5T_NATIVE_FLOAT, r.expert_bias.data(), 1);
   }
   h5::append_rows(series_["rank_phases"], H5T_NATIVE_FLOAT, r.rank_phases.data(), 1);
-  H5Fflush(file_, H5F_SCOPE_GLOBAL);
+}
+
+void RunLog::write_eval(long long step, double loss) {
+  h5::append_rows(series_["eval_step"], H5T_NATIVE_LLONG, &step, 1);
+  h5::append_rows(series_["eval_loss"], H5T_NATIVE_DOUBLE, &loss, 1);
+}
+
+void RunLog::append(const StepRecord& r) {
+  try {
+    write_row(r);
+    h5::check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flushing");
+  } catch (const UserError& e) {
+    throw UserError(path_ + ": cannot log step " + std::to_string(r.step) + ": " + e.what());
+  }
 }
 
 void RunLog::append_eval(long long step, double loss) {
-  h5::append_rows(series_["eval_step"], H5T_NATIVE_LLONG, &step, 1);
-  h5::append_rows(series_["eval_loss"], H5T_NATIVE_DOUBLE, &loss, 1);
-  H5Fflush(file_, H5F_SCOPE_GLOBAL);
+  try {
+    write_eval(step, loss);
+    h5::check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flushing");
+  } catch (const UserError& e) {
+    throw UserError(path_ + ": cannot log the eval loss of step " + std::to_string(step) + ": " + e.what());
+  }
 }
 
 }  // namespace mt

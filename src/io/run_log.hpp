@@ -43,14 +43,18 @@ struct RunFacts {
 class RunLog {
  public:
   // Starts log.h5 at `path`. With resume_step > 0 the rows of steps <= resume_step of an
-  // existing log are kept (the rest belong to the abandoned part of the run).
+  // existing log are kept (the rest belong to the abandoned part of the run; so does a row that
+  // a killed run left half written).
   RunLog(const std::string& path, const RunFacts& facts, long long resume_step);
   ~RunLog();
+  // Each row is flushed; a failed write (a full disk) throws UserError naming the file.
   void append(const StepRecord& r);
   void append_eval(long long step, double loss);
 
  private:
   void create(const std::string& path, const RunFacts& facts);
+  void write_row(const StepRecord& r);
+  void write_eval(long long step, double loss);
   std::string path_;
   int row_floats_ = 0, phase_floats_ = 0;
   h5::Handle file_;

@@ -14,7 +14,7 @@ namespace {
                   (req.kind == Kind::interleaved ? ", vpp=" + std::to_string(req.vpp) : "") + ": " + what);
 }
 
-int round_up(int x, int multiple) { return (x + multiple - 1) / multiple * multiple; }
+long long round_up(long long x, long long multiple) { return (x + multiple - 1) / multiple * multiple; }
 
 }  // namespace
 
@@ -31,7 +31,7 @@ void validate_request(const ScheduleRequest& req) {
     reject(req, "vpp applies only to the interleaved schedule; leave it at 1 (dualpipe and dualpipev "
                 "always hold two chunks per rank)");
   }
-  const int least = 2 * req.pp;
+  const long long least = 2LL * req.pp;  // pp may be as large as INT_MAX here
   if (req.kind == Kind::dualpipe) {
     if (req.pp % 2 != 0)
       reject(req, "dualpipe needs an even pp (rank r pairs with rank pp-1-r): use pp=" + std::to_string(req.pp + 1) +

@@ -1,6 +1,8 @@
 #include "train/device.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "model/flops.hpp"
 #include "ops/cuda_backend.hpp"
@@ -21,6 +23,36 @@ std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(size_t(1) << 30));
   return text;
+}
+
+// MemAvailable of /proc/meminfo in bytes: what the kernel can give without swapping; 0 when not known.
+double available_host_bytes() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+// A step that cannot fit in the host's memory is refused before anything is allocated, instead
+// of being killed by the kernel part way. Each rank holds about 1/(tp*pp) of the model; ranks
+// that share a host are not added up, so this catches what cannot fit even alone.
+void check_host_memory(const Config& cfg, int slots) {
+  const double available = available_host_bytes();
+  const double needed = estimated_step_bytes(cfg, slots) / (double(cfg.parallel.tp) * cfg.parallel.pp);
+  if (available <= 0 || needed <= available) return;
+  const ModelConfig& m = cfg.model;
+  char params[32];
+  std::snprintf(params, sizeof params, "%.2f billion", total_params(m) / 1e9);
+  throw UserError(cfg.source_path + ": a training step of this model needs about " + gib(needed) +
+                  " of memory per rank (16 bytes per parameter for the weights, gradients and AdamW moments of " +
+                  params + " parameters, plus activations), but " +
+                  gib(available) + " is available (MemAvailable in /proc/meminfo): make the model smaller (model.d_model = " +
+                  std::to_string(m.d_model) + ", model.n_layers = " + std::to_string(m.n_layers) +
+                  "), lower training.micro_batch, or split it over more ranks (parallel.tp, parallel.pp)");
 }
 
 }  // namespace
@@ -70,6 +102,7 @@ double estimated_step_bytes(const Config& cfg, int slots) {
 DeviceChoice choose_device(const Config& cfg, int slots) {
   const DeviceKind want = cfg.precision.device;
   DeviceChoice d;
+  if (want == DeviceKind::cpu || want == DeviceKind::cpu_strict) check_host_memory(cfg, slots);
   if (want == DeviceKind::cpu) {
     d.backend = cpu_backend();
     d.description = "cpu";
@@ -106,6 +139,7 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   if (want == DeviceKind::cuda)
     throw UserError(cfg.origin.at("precision.device") + ": precision.device = \"cuda\" cannot be used: " + why +
                     "; set precision.device = \"cpu\" or \"auto\"");
+  check_host_memory(cfg, slots);
   d.backend = cpu_backend();
   d.description = "cpu (auto: " + why + ")";
   return d;

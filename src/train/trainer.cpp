@@ -10,6 +10,7 @@
 #include "comm/comm.hpp"
 #include "comm/timed_comm.hpp"
 #include "io/checkpoint.hpp"
+#include "io/run_lock.hpp"
 #include "io/run_log.hpp"
 #include "train/accumulate.hpp"
 #include "train/update.hpp"
@@ -17,6 +18,7 @@
 #include "pipeline/generators.hpp"
 #include "train/batches.hpp"
 #include "train/pipeline_step.hpp"
+#include "train/resume.hpp"
 #include "model/flops.hpp"
 #include "util/error.hpp"
 
@@ -38,6 +40,18 @@ std::string human_duration(double s) {
   else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
   else std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
   return buf;
+}
+
+// Why the run stops at `step`, what was kept, and what to change.
+std::string non_finite_message(long long step, double loss, double grad_norm, const std::string& last_checkpoint) {
+  char what[96];
+  if (!std::isfinite(loss)) std::snprintf(what, sizeof what, "the loss is %g", loss);
+  else std::snprintf(what, sizeof what, "the gradient norm is %g (loss %.4f)", grad_norm, loss);
+  const std::string kept = last_checkpoint.empty() ? "no checkpoint was written before it"
+                                                   : "the newest checkpoint, " + last_checkpoint + ", is from before it";
+  return "step " + std::to_string(step) + ": " + what + "; this step was not applied or saved, and " + kept +
+         ". Training is deterministic, so running the same command again stops here again: lower optimizer.lr or "
+         "set training.grad_clip (e.g. --set optimizer.lr=...) and run again to continue from that checkpoint";
 }
 
 }  // namespace
@@ -153,18 +167,22 @@ TrainSummary Trainer::run() {
   std::error_code ec;
   std::filesystem::create_directories(run_dir_, ec);
   if (ec) throw UserError(run_dir_ + ": cannot create the run directory: " + ec.message());
+  std::optional<RunLock> lock;
+  if (lead_) lock.emplace(run_dir_);
   std::optional<std::string> resume_from;
-  if (cfg_.checkpoint.resume == "auto") resume_from = newest_checkpoint(run_dir_);
-  else if (cfg_.checkpoint.resume != "never") resume_from = cfg_.checkpoint.resume;
-  if (resume_from) {
+  {
     std::vector<float> exp_avg, exp_avg_sq;
-    state = load_checkpoint(*resume_from, {params, exp_avg, exp_avg_sq});
-    optimizer_->import_moments(exp_avg, exp_avg_sq);
-    if (state.seed != cfg_.run.seed)
-      throw UserError(cfg_.origin.at("run.seed") + ": run.seed = " + std::to_string(cfg_.run.seed) + " but " +
-                      *resume_from + " was trained with seed " + std::to_string(state.seed) +
-                      "; use the same seed, or a new run.name / checkpoint.resume = \"never\" for a fresh run");
+    if (std::optional<Resumed> r = resume_checkpoint(run_dir_, cfg_.checkpoint.resume, {params, exp_avg, exp_avg_sq},
+                                                     *opt_.world)) {
+      resume_from = r->dir;
+      state = r->state;
+      optimizer_->import_moments(exp_avg, exp_avg_sq);
+    }
   }
+  if (resume_from && state.seed != cfg_.run.seed)
+    throw UserError(cfg_.origin.at("run.seed") + ": run.seed = " + std::to_string(cfg_.run.seed) + " but " +
+                    *resume_from + " was trained with seed " + std::to_string(state.seed) +
+                    "; use the same seed, or a new run.name / checkpoint.resume = \"never\" for a fresh run");
   state.seed = cfg_.run.seed;
   if (state.step >= t.steps && !opt_.quiet)
     std::printf("moetrain: %s already holds step %lld of %d; nothing to train\n", resume_from->c_str(), state.step, t.steps);
@@ -173,6 +191,8 @@ TrainSummary Trainer::run() {
     print_header();
     if (resume_from) std::printf("  resume   from %s (step %lld)\n", resume_from->c_str(), state.step);
   }
+  // Named when a non-finite value stops the run.
+  std::string last_checkpoint = resume_from ? *resume_from : "";
   RunFacts facts;
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
@@ -211,10 +231,10 @@ TrainSummary Trainer::run() {
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;
     rec.mtp_loss = totals.mtp;
-    if (!std::isfinite(rec.loss))
-      throw UserError("step " + std::to_string(state.step + 1) + ": the loss is " + std::to_string(rec.loss) +
-                      "; lower optimizer.lr (now " + std::to_string(cfg_.optimizer.lr) + ") or training.grad_clip");
-    UpdateStats update = apply_update(*model_, *optimizer_, cfg_, state.step);
+    UpdateStats update;
+    if (std::isfinite(rec.loss)) update = apply_update(*model_, *optimizer_, cfg_, state.step);
+    if (!std::isfinite(rec.loss) || !update.applied)
+      throw UserError(non_finite_message(state.step + 1, rec.loss, update.grad_norm, last_checkpoint));
     rec.grad_norm = update.grad_norm;
     rec.lr = update.lr;
     rec.expert_load = std::move(update.expert_load);
@@ -240,7 +260,9 @@ TrainSummary Trainer::run() {
     tokens_done += tokens_per_step;
 
     const bool final_step = state.step == last;
-    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || final_step)) {
+    // The end of training, not of this invocation: a run stopped early (--stop-after) and resumed
+    // logs the evaluations an uninterrupted run logs, no more.
+    if (t.eval_every > 0 && (state.step % t.eval_every == 0 || state.step == t.steps)) {
       summary.last_eval_loss = evaluate();
       if (log) log->append_eval(state.step, summary.last_eval_loss);
       if (!opt_.quiet) std::printf("step %5lld | eval loss %.4f\n", state.step, summary.last_eval_loss);
@@ -267,8 +289,9 @@ TrainSummary Trainer::run() {
       optimizer_->export_moments(exp_avg, exp_avg_sq);
       save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state,
                       {cfg_.resolved_toml, layout_text(cfg_.parallel), cfg_.checkpoint.keep}, groups_);
+      last_checkpoint = checkpoint_dir(run_dir_, state.step);
       if (!opt_.quiet && (stop || final_step))
-        std::printf("checkpoint: %s/ckpt/step_%08lld\n", run_dir_.c_str(), state.step);
+        std::printf("checkpoint: %s\n", last_checkpoint.c_str());
     }
     if (stop) {
       summary.interrupted = true;

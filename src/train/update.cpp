@@ -1,6 +1,7 @@
 #include "train/update.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include "model/flops.hpp"
 #include "train/lr_schedule.hpp"
@@ -13,6 +14,7 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   const auto t0 = std::chrono::steady_clock::now();
   u.grad_norm = optimizer.reduce_gradients();
   u.time_grad_sync = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!std::isfinite(u.grad_norm)) return u;
   if (t.grad_clip > 0 && u.grad_norm > t.grad_clip) optimizer.scale_gradients(float(t.grad_clip / u.grad_norm));
   u.lr = learning_rate(cfg, int(step));
   optimizer.step(u.lr, step + 1);
@@ -40,6 +42,7 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   g.pp->all_reduce_sum(rows);
   u.expert_load.assign(rows.begin(), rows.begin() + all);
   u.expert_bias.assign(rows.begin() + all, rows.end());
+  u.applied = true;
   return u;
 }
 

@@ -16,9 +16,11 @@ struct UpdateStats {
   double lr = 0;
   std::vector<float> expert_load;   // [moe layers * experts] fraction of the step's routed tokens
   std::vector<float> expert_bias;   // [moe layers * experts] after the update
+  bool applied = false;             // false: the gradient norm was not finite, nothing changed
 };
 
-// `step` is the 0-based index of the optimizer step being completed.
+// `step` is the 0-based index of the optimizer step being completed. A gradient norm that is
+// not finite stops before anything is updated: weights, moments and biases stay as they were.
 UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, long long step);
 
 }  // namespace mt
