@@ -232,7 +232,8 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the last step)");
   b.integer("checkpoint.keep", c.checkpoint.keep, 1, kInt, "newest checkpoints kept");
   b.text("checkpoint.resume", c.checkpoint.resume,
-         "\"auto\" (newest complete checkpoint of this run), \"never\", or a checkpoint directory");
+         "\"auto\" (newest complete checkpoint of this run; a damaged one falls back to the one before, with a "
+         "warning), \"never\", or a checkpoint directory (a damaged one stops the run)");
 
   b.integer("log.every", c.log.every, 1, kInt, "steps between printed step lines");
   return f;
