@@ -17,6 +17,7 @@
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
 #include "train/dump_step.hpp"
+#include "train/progress.hpp"
 #include "model/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
@@ -47,9 +48,16 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
   opt.stop_after = stop_after;
   mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
-  if (!s.losses.empty() && (!world || world->rank() == 0))
-    std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
-                s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
+  if (!world || world->rank() == 0) {
+    if (!s.losses.empty())
+      std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
+                  s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
+    std::printf("%s\n", mt::summary_line({.run = cfg.run.name, .steps = s.last_step,
+                                          .complete = s.last_step >= cfg.training.steps, .interrupted = s.interrupted,
+                                          .loss = s.losses.empty() ? -1 : s.losses.back(),
+                                          .eval_loss = s.last_eval_loss, .tokens_per_s = s.tokens_per_s,
+                                          .elapsed_s = s.elapsed_s}).c_str());
+  }
   return s.interrupted ? 130 : 0;
 }
 

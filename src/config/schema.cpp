@@ -235,6 +235,9 @@ std::vector<Field> schema_fields(Config& c) {
          "\"auto\" (newest complete checkpoint of this run), \"never\", or a checkpoint directory");
 
   b.integer("log.every", c.log.every, 1, kInt, "steps between printed step lines");
+  b.choice("log.progress", c.log.progress,
+           "line: one step line redrawn in place, with ETA; plain: a line per report (files, mpirun); "
+           "auto: line when stdout is a terminal outside mpirun");
   return f;
 }
 
