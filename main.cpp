@@ -16,6 +16,7 @@
 #include "pipeline/report.hpp"
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
+#include "sweep/sweep.hpp"
 #include "train/dump_step.hpp"
 #include "train/progress.hpp"
 #include "model/flops.hpp"
@@ -199,6 +200,12 @@ int main(int argc, char** argv) {
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
 
+  std::string grid_path;
+  CLI::App* sweep = app.add_subcommand("sweep",
+      "Train every run of a grid of config values, one after another: complete runs are skipped, "
+      "interrupted ones resumed; ends with a table of the runs");
+  sweep->add_option("grid", grid_path, "grid file, e.g. configs/sweeps/lr_x_balance.toml")->required();
+
   CLI::App* keys = app.add_subcommand("keys", "Print every experiment key with its type, valid values and default");
 
   ScheduleOptions sched;
@@ -237,6 +244,10 @@ int main(int argc, char** argv) {
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
+    if (*sweep) {
+      if (world) throw mt::UserError("sweep: start it without mpirun; it trains each run as a process of its own");
+      return mt::run_sweep(grid_path);
+    }
     if (*dump) {
       mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out, dump_start_only);
       std::printf("dump-step: wrote %s\n", dump_out.c_str());

@@ -2,6 +2,7 @@
 # Runs every test suite and ends with one summary line: "N passed, N failed, N skipped".
 #   unit:   build/tests/unit_tests (doctest; each test case counts once)
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
+#   sweep:  tests/sweep_tests.sh (moetrain sweep: a grid run, skipped, resumed, stopped; grid file errors)
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
@@ -33,6 +34,7 @@ line_suite() {
   [[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "$script exited $rc"; }
 }
 line_suite "command-line tests" tests/cli_tests.sh
+line_suite "sweep tests" tests/sweep_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 line_suite "README examples" tests/readme_examples.sh

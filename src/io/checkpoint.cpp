@@ -136,4 +136,8 @@ std::optional<std::string> newest_checkpoint(const std::string& run_dir) {
   return all.back().string();
 }
 
+long long checkpoint_step(const std::string& step_dir) {
+  return std::stoll(fs::path(step_dir).filename().string().substr(std::string("step_").size()));
+}
+
 }  // namespace mt

@@ -43,5 +43,7 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
 // Newest complete checkpoint directory of a run, if any.
 std::optional<std::string> newest_checkpoint(const std::string& run_dir);
+// The step a complete checkpoint directory holds, read from its name (step_<N>).
+long long checkpoint_step(const std::string& step_dir);
 
 }  // namespace mt
