@@ -145,6 +145,36 @@ out=$(cat "$tmp/long.out")
 check "SIGTERM to the sweep stops the running training with a checkpoint, starts no other run, exits 130" $? "exit $status
 $out"
 
+# Ctrl-C in a terminal reaches the sweep and its training alike (python's pty: a terminal whose
+# ^C the tests can type, once the third step line shows).
+sed 's/^\[grid\]$/name = "ctrlc"\n[grid]/' "$tmp/long.toml" > "$tmp/ctrlc.toml"
+expect "ctrl-C in a terminal stops the training with a checkpoint and the sweep, exit 130" 0 "^ok$" -- \
+  timeout 120 python3 - "$bin" "$tmp/ctrlc.toml" "$tmp/runs/ctrlc" <<'PY'
+import os, pty, re, sys
+binary, grid, runs = sys.argv[1:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(binary, [binary, "sweep", grid])
+out, typed = b"", False
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:  # the terminal closes when the sweep ends
+        break
+    if not chunk:
+        break
+    out += chunk
+    if not typed and b"step     3/" in out:
+        os.write(fd, b"\x03")
+        typed = True
+status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+text = out.decode()
+step = re.search(r"\[1/2\] lr=0.001: interrupted at step (\d+)", text)
+assert status == 130 and step, (status, text[-800:])
+assert os.path.isdir(f"{runs}/lr=0.001/ckpt/step_{int(step[1]):08d}") and not os.path.exists(f"{runs}/lr=0.003"), text[-800:]
+print("ok")
+PY
+
 # A run that fails does not stop the others; the sweep ends non-zero and the table says which.
 cat > "$tmp/fails.toml" <<TOML
 experiment = "$tmp/exp.toml"
