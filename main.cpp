@@ -19,7 +19,9 @@
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
 #include "plot/plot.hpp"
+#include "sweep/sweep.hpp"
 #include "train/dump_step.hpp"
+#include "train/progress.hpp"
 #include "model/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
@@ -51,9 +53,16 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
   opt.stop_after = stop_after;
   mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
-  if (!s.losses.empty() && (!world || world->rank() == 0))
-    std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
-                s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
+  if (!world || world->rank() == 0) {
+    if (!s.losses.empty())
+      std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
+                  s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
+    std::printf("%s\n", mt::summary_line({.run = cfg.run.name, .steps = s.last_step,
+                                          .complete = s.last_step >= cfg.training.steps, .interrupted = s.interrupted,
+                                          .loss = s.losses.empty() ? -1 : s.losses.back(),
+                                          .eval_loss = s.last_eval_loss, .tokens_per_s = s.tokens_per_s,
+                                          .elapsed_s = s.elapsed_s}).c_str());
+  }
   return s.interrupted ? 130 : 0;
 }
 
@@ -203,6 +212,12 @@ int main(int argc, char** argv) {
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
 
+  std::string grid_path;
+  CLI::App* sweep = app.add_subcommand("sweep",
+      "Train every run of a grid of config values, one after another: complete runs are skipped, "
+      "interrupted ones resumed; ends with a table of the runs");
+  sweep->add_option("grid", grid_path, "grid file, e.g. configs/sweeps/lr_x_balance.toml")->required();
+
   CLI::App* keys = app.add_subcommand("keys", "Print every experiment key with its type, valid values and default");
 
   ScheduleOptions sched;
@@ -260,6 +275,10 @@ int main(int argc, char** argv) {
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
+    if (*sweep) {
+      if (world) throw mt::UserError("sweep: start it without mpirun; it trains each run as a process of its own");
+      return mt::run_sweep(grid_path);
+    }
     if (*dump) {
       mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out, dump_start_only);
       std::printf("dump-step: wrote %s\n", dump_out.c_str());

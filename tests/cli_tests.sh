@@ -81,6 +81,32 @@ expect "dump-step --start-only writes the initial state and the batch, not the s
    ! grep -q '^/grads' $tmp/start.txt && echo 'start only'"
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
+
+# Step lines: one line redrawn in place in a terminal (script(1) gives the run a pseudo-terminal),
+# plain lines in a pipe; log.progress forces either. check_progress.py says what each must show.
+progress_out() {  # NAME MODE(tty|pipe) SETS...: the raw output of a 4-step run, logging every step
+  local name=$1 how=$2; shift 2
+  local cmd="$bin train $tmp/exp.toml --set run.name=$name --set log.every=1 $*"
+  if [[ $how == tty ]]; then script -qec "$cmd" /dev/null > "$tmp/$name.out"; else $cmd > "$tmp/$name.out"; fi
+}
+progress_out prog_tty tty
+expect "terminal: the step line is redrawn in place, eval lines and the checkpoint on lines of their own" 0 "^ok$" -- \
+  python3 tests/check_progress.py in-place "$tmp/prog_tty.out" 4
+progress_out prog_pipe pipe
+expect "pipe: one plain line per step, no control characters" 0 "^ok$" -- python3 tests/check_progress.py plain "$tmp/prog_pipe.out" 4
+progress_out prog_tty_plain tty --set log.progress=plain
+expect "terminal with log.progress = \"plain\": plain lines" 0 "^ok$" -- python3 tests/check_progress.py plain "$tmp/prog_tty_plain.out" 4
+progress_out prog_pipe_line pipe --set log.progress=line
+expect "pipe with log.progress = \"line\": redrawn in place" 0 "^ok$" -- python3 tests/check_progress.py in-place "$tmp/prog_pipe_line.out" 4
+expect "log.progress: a value that is not a mode" 2 "log.progress must be one of \"auto\" \| \"line\" \| \"plain\", got \"fancy\"" -- \
+  $bin train "$tmp/exp.toml" --set log.progress=fancy
+num='[0-9]+\.[0-9]+'
+expect "the summary line of a complete run" 0 "^summary: run=prog_pipe steps=4 loss=$num eval_loss=$num tokens_per_s=[0-9]+ elapsed_s=$num status=complete$" -- \
+  cat "$tmp/prog_pipe.out"
+expect "the summary line of a run stopped by --stop-after" 0 "^summary: run=prog_stop steps=2 loss=$num eval_loss=$num tokens_per_s=[0-9]+ elapsed_s=$num status=stopped$" -- \
+  $bin train "$tmp/exp.toml" --set run.name=prog_stop --stop-after 2
+expect "the summary line of a run with nothing left to train" 0 "^summary: run=prog_pipe steps=4 loss=nan eval_loss=nan tokens_per_s=nan elapsed_s=$num status=complete$" -- \
+  $bin train "$tmp/exp.toml" --set run.name=prog_pipe
 expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run
 expect "no subcommand" 106 "A subcommand is required" -- $bin
 

@@ -3,6 +3,7 @@
 #   unit:   build/tests/unit_tests (doctest; each test case counts once)
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
 #   inspect: tests/inspect_tests.sh (moetrain inspect on trained, multi-rank and still-training runs)
+#   sweep:  tests/sweep_tests.sh (moetrain sweep: a grid run, skipped, resumed, stopped; grid file errors)
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
 #   faults: tests/faults/run_fault_tests.sh (kill -9, a full disk, damaged checkpoints, a busy run directory, ...)
@@ -37,6 +38,7 @@ line_suite() {
 }
 line_suite "command-line tests" tests/cli_tests.sh
 line_suite "inspect tests" tests/inspect_tests.sh
+line_suite "sweep tests" tests/sweep_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 line_suite "plot tests" tests/plot_tests.sh

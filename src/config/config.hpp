@@ -65,6 +65,15 @@ struct Names<Fp8Scale> {
       {{"pow2", Fp8Scale::pow2}, {"fp32", Fp8Scale::fp32}}};
 };
 
+// How step lines print: "line" redraws one line in place (a terminal), "plain" prints each as its
+// own line (files, pipes, mpirun); "auto" picks by whether stdout is a terminal.
+enum class ProgressMode { automatic, line, plain };
+template <>
+struct Names<ProgressMode> {
+  static constexpr std::array<std::pair<const char*, ProgressMode>, 3> list{
+      {{"auto", ProgressMode::automatic}, {"line", ProgressMode::line}, {"plain", ProgressMode::plain}}};
+};
+
 struct RunConfig {
   std::string name = "tiny";
   std::string out_dir = "runs";
@@ -178,6 +187,7 @@ struct CheckpointConfig {
 
 struct LogConfig {
   int every = 10;  // print a step line every N steps (all steps go to log.h5)
+  ProgressMode progress = ProgressMode::automatic;
 };
 
 struct Config {

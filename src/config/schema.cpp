@@ -236,6 +236,9 @@ std::vector<Field> schema_fields(Config& c) {
          "warning), \"never\", or a checkpoint directory (a damaged one stops the run)");
 
   b.integer("log.every", c.log.every, 1, kInt, "steps between printed step lines");
+  b.choice("log.progress", c.log.progress,
+           "line: one step line redrawn in place, with ETA; plain: a line per report (files, mpirun); "
+           "auto: line when stdout is a terminal outside mpirun");
   return f;
 }
 

@@ -198,4 +198,8 @@ std::vector<std::string> complete_checkpoints(const std::string& run_dir) {
   return out;
 }
 
+long long checkpoint_step(const std::string& step_dir) {
+  return std::stoll(fs::path(step_dir).filename().string().substr(std::string("step_").size()));
+}
+
 }  // namespace mt

@@ -54,5 +54,7 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
 std::string checkpoint_dir(const std::string& run_dir, long long step);
 // Complete checkpoint directories of a run (those with a manifest), newest first.
 std::vector<std::string> complete_checkpoints(const std::string& run_dir);
+// The step a complete checkpoint directory holds, read from its name (step_<N>).
+long long checkpoint_step(const std::string& step_dir);
 
 }  // namespace mt

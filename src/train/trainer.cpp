@@ -19,6 +19,7 @@
 #include "train/batches.hpp"
 #include "train/pipeline_step.hpp"
 #include "train/resume.hpp"
+#include "train/progress.hpp"
 #include "model/flops.hpp"
 #include "util/error.hpp"
 
@@ -33,14 +34,6 @@ void request_stop(int) { g_stop_requested = 1; }
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string human_duration(double s) {
-  char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
-  return buf;
-}
 
 // Why the run stops at `step`, what was kept, and what to change.
 std::string non_finite_message(long long step, double loss, double grad_norm, const std::string& last_checkpoint) {
@@ -203,6 +196,8 @@ TrainSummary Trainer::run() {
   facts.experts = m.moe.n_routed_experts;
   std::optional<RunLog> log;
   if (lead_) log.emplace(run_dir_ + "/log.h5", facts, state.step);
+  std::optional<Progress> progress;
+  if (!opt_.quiet) progress.emplace(cfg_.log.progress, cfg_.log.every);
 
   Batches batches(*train_data_, m.seq_len, "data.train");
   const long tokens_per_step = long(t.global_batch) * m.seq_len;
@@ -265,20 +260,19 @@ TrainSummary Trainer::run() {
     if (t.eval_every > 0 && (state.step % t.eval_every == 0 || state.step == t.steps)) {
       summary.last_eval_loss = evaluate();
       if (log) log->append_eval(state.step, summary.last_eval_loss);
-      if (!opt_.quiet) std::printf("step %5lld | eval loss %.4f\n", state.step, summary.last_eval_loss);
+      if (progress) {
+        char line[64];
+        std::snprintf(line, sizeof line, "step %5lld | eval loss %.4f", state.step, summary.last_eval_loss);
+        progress->message(line);
+      }
     }
-    if (!opt_.quiet && (state.step % cfg_.log.every == 0 || final_step || state.step == 1)) {
+    if (progress && progress->due(state.step, final_step)) {
       const double elapsed = seconds_since(run_start);
-      const double eta = elapsed / (state.step - summary.first_step) * (last - state.step);
-      char mfu[32];
-      if (peak > 0) std::snprintf(mfu, sizeof mfu, "%.1f%%", 100 * rec.mfu);
-      else std::snprintf(mfu, sizeof mfu, "n/a");
-      char mtp[32] = "";
-      if (m.mtp.depth > 0) std::snprintf(mtp, sizeof mtp, " | mtp %.4f", rec.mtp_loss);
-      std::printf("step %5lld/%d | loss %.4f%s | aux %.5f | lr %.2e | gnorm %.3f | %.0f tok/s | %.2f GFLOP/s | MFU %s | eta %s\n",
-                  state.step, t.steps, rec.loss, mtp, rec.aux_loss, rec.lr, rec.grad_norm, rec.tokens_per_s,
-                  rec.flops_per_s / 1e9, mfu, human_duration(eta).c_str());
-      std::fflush(stdout);
+      progress->step(step_text({.step = state.step, .steps = t.steps, .loss = rec.loss, .aux_loss = rec.aux_loss,
+                                .lr = rec.lr, .grad_norm = rec.grad_norm, .tokens_per_s = rec.tokens_per_s,
+                                .flops_per_s = rec.flops_per_s, .mtp_loss = m.mtp.depth > 0 ? rec.mtp_loss : -1,
+                                .mfu = peak > 0 ? rec.mfu : -1,
+                                .eta_s = elapsed / (state.step - summary.first_step) * (last - state.step)}));
     }
     // A signal may reach the ranks at different steps: they stop together.
     std::vector<double> stop_votes{double(g_stop_requested)};
@@ -290,20 +284,22 @@ TrainSummary Trainer::run() {
       save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state,
                       {cfg_.resolved_toml, layout_text(cfg_.parallel), cfg_.checkpoint.keep}, groups_);
       last_checkpoint = checkpoint_dir(run_dir_, state.step);
-      if (!opt_.quiet && (stop || final_step))
-        std::printf("checkpoint: %s\n", last_checkpoint.c_str());
+      if (progress && (stop || final_step)) progress->message("checkpoint: " + last_checkpoint);
     }
     if (stop) {
       summary.interrupted = true;
-      if (!opt_.quiet) std::printf("moetrain: stopped by signal after step %lld; resume with the same command\n", state.step);
+      if (progress)
+        progress->message("moetrain: stopped by signal after step " + std::to_string(state.step) +
+                          "; resume with the same command");
       break;
     }
   }
+  if (progress) progress->finish();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   summary.last_step = state.step;
-  const double elapsed = seconds_since(run_start);
-  summary.tokens_per_s = elapsed > 0 ? tokens_done / elapsed : 0;
+  summary.elapsed_s = seconds_since(run_start);
+  summary.tokens_per_s = summary.elapsed_s > 0 ? tokens_done / summary.elapsed_s : 0;
   return summary;
 }
 

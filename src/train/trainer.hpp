@@ -29,7 +29,7 @@ struct TrainSummary {
   std::vector<double> losses;               // training loss of each step run
   double last_eval_loss = -1;
   double unigram_entropy = 0;
-  double tokens_per_s = 0;
+  double tokens_per_s = 0, elapsed_s = 0;  // over the steps run by this invocation
   bool interrupted = false;
 };
 
