@@ -171,7 +171,7 @@ for _ in $(seq 1 1200); do  # event-driven: until the log holds 2 steps (bounded
   kill -0 $live_pid 2>/dev/null || break
   sleep 0.05
 done
-expect "a run being written reads as running" 0 "^status +running \(log.h5 is open for writing, or its trainer was killed\), at step [0-9]+ of 1000000$" -- \
+expect "a run being written reads as running" 0 "^status +running \(pid [0-9]+ on host .+ holds .*/lock\), at step [0-9]+ of 1000000$" -- \
   $bin inspect "$live"
 kill -TERM $live_pid
 wait $live_pid

@@ -1,6 +1,7 @@
 // The pure parts of `moetrain inspect`: config flattening and diffing, smoothing, medians, expert
 // imbalance, JSON/CSV encoding, and the writer check and run summary over a log written here.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "inspect/run_stats.hpp"
 #include "inspect/run_summary.hpp"
 #include "inspect/writer_state.hpp"
+#include "io/run_lock.hpp"
 #include "io/run_log.hpp"
 #include "util/error.hpp"
 
@@ -169,11 +171,24 @@ TEST_CASE("summarize_run: progress, smoothed and best losses, speed, status whil
   fs::create_directories(dir / "ckpt" / "step_00000004.tmp");
   std::ofstream(dir / "ckpt" / "step_00000002" / "manifest.toml") << "step = 2\n";
   write_log(dir, 5, 8, true, [&] {
-    CHECK(mt::run_writer(dir.string()) == "log.h5 is open for writing, or its trainer was killed");
-    const mt::RunSummary s = mt::summarize_run(dir.string(), 3);
-    CHECK(s.status() == "running");
-    CHECK(s.status_text() == "running (log.h5 is open for writing, or its trainer was killed), at step 5 of 8");
+    CHECK(mt::log_left_open(dir.string()));
+    {
+      // A trainer holds the run's lock while it writes; the lock file's text names it.
+      const mt::RunLock lock(dir.string());
+      const std::string writer = mt::run_writer(dir.string());
+      CHECK(writer.find("pid " + std::to_string(getpid()) + " on host ") == 0);
+      CHECK(writer.find(" holds " + (dir / "lock").string()) != std::string::npos);
+      const mt::RunSummary s = mt::summarize_run(dir.string(), 3);
+      CHECK(s.status() == "running");
+      CHECK(s.status_text() == "running (" + writer + "), at step 5 of 8");
+    }
+    // The lock file stays behind; without its holder, an open log means a killed trainer.
+    CHECK(fs::exists(dir / "lock"));
+    CHECK(mt::run_writer(dir.string()).empty());
+    CHECK(mt::summarize_run(dir.string(), 3).status_text() ==
+          "stopped at step 5 of 8 (its trainer was killed: log.h5 was left open)");
   });
+  CHECK_FALSE(mt::log_left_open(dir.string()));
   CHECK(mt::run_writer(dir.string()).empty());
   const mt::RunSummary s = mt::summarize_run(dir.string(), 3);
   CHECK(s.name == "unit");
@@ -197,9 +212,6 @@ TEST_CASE("summarize_run: progress, smoothed and best losses, speed, status whil
   CHECK(s.imbalance[0].first == doctest::Approx(1.5));
   CHECK(s.checkpoints.complete == std::vector<long long>{2});
   CHECK(s.checkpoints.incomplete == std::vector<std::string>{"step_00000004.tmp"});
-  std::ofstream(dir / "lock") << "";
-  CHECK(mt::run_writer(dir.string()) == (dir / "lock").string() + " exists");
-  fs::remove(dir / "lock");
   write_log(dir, 8, 8, false, {});
   CHECK(mt::summarize_run(dir.string(), 3).status_text() == "complete");
   fs::remove_all(dir);

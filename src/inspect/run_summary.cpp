@@ -16,7 +16,8 @@ std::string RunSummary::status() const {
 std::string RunSummary::status_text() const {
   const std::string of = "step " + std::to_string(steps_done) + " of " + std::to_string(steps_total);
   if (!writer.empty()) return "running (" + writer + "), at " + of;
-  return steps_done >= steps_total ? "complete" : "stopped at " + of;
+  if (steps_done >= steps_total) return "complete";
+  return "stopped at " + of + (killed ? " (its trainer was killed: log.h5 was left open)" : "");
 }
 
 RunSummary summarize_run(const std::string& dir, size_t window) {
@@ -24,6 +25,7 @@ RunSummary summarize_run(const std::string& dir, size_t window) {
   // with the steps read, rather than as stopped short.
   RunSummary s;
   s.writer = run_writer(dir);
+  s.killed = s.writer.empty() && log_left_open(dir);
   const RunData run = load_run(dir);
   s.dir = dir;
   s.config = flatten_config(run.config_toml, dir + "/log.h5 (attribute config_toml)");

@@ -17,6 +17,7 @@ struct RunSummary {
   std::map<std::string, double> numbers;     // log attributes: total_params, active_params, ...
   std::map<std::string, std::string> texts;  // log attributes: device, layout
   std::string writer;                        // run_writer(): empty when nothing writes the run
+  bool killed = false;                       // no writer, but log.h5 was left open: its trainer was killed
   long long steps_done = 0, steps_total = 0, tokens_per_step = 0;
   size_t rows = 0;        // logged steps (a resumed run logs each step once)
   size_t window = 0;      // steps the smoothed losses average over

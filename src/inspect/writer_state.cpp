@@ -1,8 +1,9 @@
 #include "inspect/writer_state.hpp"
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
+
+#include "io/run_lock.hpp"
 
 namespace mt {
 
@@ -26,10 +27,10 @@ bool hdf5_open_for_writing(const std::string& path) {
 }  // namespace
 
 std::string run_writer(const std::string& run_dir) {
-  const std::filesystem::path dir(run_dir);
-  if (std::filesystem::exists(dir / "lock")) return (dir / "lock").string() + " exists";
-  if (hdf5_open_for_writing((dir / "log.h5").string())) return "log.h5 is open for writing, or its trainer was killed";
-  return "";
+  const std::string holder = run_lock_holder(run_dir);
+  return holder.empty() ? "" : holder + " holds " + run_dir + "/lock";
 }
+
+bool log_left_open(const std::string& run_dir) { return hdf5_open_for_writing(run_dir + "/log.h5"); }
 
 }  // namespace mt

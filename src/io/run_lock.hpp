@@ -7,6 +7,10 @@
 
 namespace mt {
 
+// "pid N on host H" of the process that holds <run>/lock, or empty when none does (the file may
+// stay behind after its holder exits; only a held lock counts).
+std::string run_lock_holder(const std::string& run_dir);
+
 class RunLock {
  public:
   // Throws UserError naming the holder's pid and host when another process holds the lock.
