@@ -14,22 +14,23 @@ repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def examples(readme):
-    """(line number, command, shown output lines) of every "$ " line in a code block."""
-    out, block, i = [], False, 0
+    """(line number, command, shown output lines) of every "$ " line in a code block. A block may
+    be indented (inside a list item): its lines lose the fence's indentation."""
+    out, indent, i = [], None, 0
     lines = readme.splitlines()
     while i < len(lines):
-        line = lines[i]
-        if line.startswith("```"):
-            block = not block
-        elif block and line.startswith("$ "):
-            start, cmd = i + 1, line[2:]
+        stripped = lines[i].lstrip()
+        if stripped.startswith("```"):
+            indent = len(lines[i]) - len(stripped) if indent is None else None
+        elif indent is not None and lines[i][indent:].startswith("$ "):
+            start, cmd = i + 1, lines[i][indent + 2:]
             while cmd.endswith("\\"):
                 i += 1
                 cmd = cmd[:-1] + " " + lines[i].strip()
             shown = []
-            while i + 1 < len(lines) and not lines[i + 1].startswith(("$ ", "```")):
+            while i + 1 < len(lines) and not lines[i + 1][indent:].startswith(("$ ", "```")):
                 i += 1
-                shown.append(lines[i])
+                shown.append(lines[i][indent:])
             out.append((start, cmd, shown))
         i += 1
     return out
@@ -53,8 +54,9 @@ def matches(shown, actual):
 
 def scratch_dir():
     work = tempfile.mkdtemp(prefix="mt_readme_")
-    for name in ("configs", "scripts", "bench", "docs"):
-        os.symlink(os.path.join(repo, name), os.path.join(work, name))
+    for name in ("configs", "scripts", "bench", "docs", ".venv"):
+        if os.path.exists(os.path.join(repo, name)):
+            os.symlink(os.path.join(repo, name), os.path.join(work, name))
     bin_dir = os.path.join(work, "bin")
     os.mkdir(bin_dir)
     os.symlink(os.path.join(repo, "moetrain"), os.path.join(bin_dir, "moetrain"))
