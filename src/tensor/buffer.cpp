@@ -11,6 +11,7 @@ size_t dtype_bytes(DType t) {
     case DType::f32: return 4;
     case DType::f64: return 8;
     case DType::i32: return 4;
+    case DType::u8: return 1;
   }
   return 0;
 }

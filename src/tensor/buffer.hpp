@@ -9,7 +9,7 @@
 
 namespace mt {
 
-enum class DType { f32, f64, i32 };
+enum class DType { f32, f64, i32, u8 };  // u8: raw bytes, such as FP8 codes
 size_t dtype_bytes(DType t);
 
 class Buffer {
@@ -26,6 +26,7 @@ class Buffer {
   float* f32() const { return static_cast<float*>(checked(DType::f32)); }
   double* f64() const { return static_cast<double*>(checked(DType::f64)); }
   int* i32() const { return static_cast<int*>(checked(DType::i32)); }
+  void* raw() const { return data_; }  // any dtype: for communication, which moves bytes
   size_t count() const { return count_; }
   size_t bytes() const { return count_ * dtype_bytes(dtype_); }
   DType dtype() const { return dtype_; }
