@@ -23,34 +23,8 @@ for i in $(seq 1 30); do printf 'fortune number %d\n%%\n' "$i"; done > "$tmp/quo
 expect "prepare writes shards" 0 "30 documents" -- $bin prepare --input "$tmp/quotes" --out "$tmp/data"
 expect "prepare: missing input" 2 "nope: no such file or directory" -- $bin prepare --input "$tmp/nope" --out "$tmp/d2"
 
-cat > "$tmp/exp.toml" <<TOML
-[run]
-name = "cli"
-out_dir = "$tmp/runs"
-[model]
-d_model = 16
-n_layers = 2
-n_heads = 2
-head_dim = 8
-ffn_hidden = 32
-seq_len = 8
-[model.moe]
-n_routed_experts = 4
-expert_hidden = 16
-[data]
-train = "$tmp/data/train_*.bin"
-val = "$tmp/data/val_*.bin"
-[training]
-steps = 4
-global_batch = 4
-micro_batch = 2
-eval_every = 2
-eval_batches = 1
-[lr_schedule]
-warmup_steps = 1
-[precision]
-device = "cpu-strict"  # every run below keeps off device memory or crashes
-TOML
+# Every run below keeps off device memory (the strict CPU backend) or crashes.
+python3 tests/tiny_experiment.py "$tmp" run.name='"cli"' > "$tmp/exp.toml"
 expect "dry run validates and prints the resolved config" 0 "valid" -- $bin train "$tmp/exp.toml" --dry-run
 expect "train runs and writes log and checkpoint" 0 "done: 4 steps" -- $bin train "$tmp/exp.toml"
 if [[ -f $tmp/runs/cli/log.h5 && -f $tmp/runs/cli/ckpt/step_00000004/rank_00000.h5 ]]; then echo "PASS outputs exist"; else echo "FAIL outputs exist"; fi

@@ -29,36 +29,7 @@ series() { h5dump -m '%.17g' -d "$2" -y -o "$tmp/series.txt" "$1/log.h5" >/dev/n
 
 for i in $(seq 1 60); do printf 'fortune number %d, with some more words to read\n%%\n' "$i"; done > "$tmp/quotes"
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" >/dev/null
-cat > "$tmp/exp.toml" <<TOML
-[run]
-name = "a"
-out_dir = "$tmp/runs"
-[model]
-d_model = 16
-n_layers = 3
-n_dense_layers = 1
-n_heads = 2
-head_dim = 8
-ffn_hidden = 32
-seq_len = 8
-[model.moe]
-n_routed_experts = 4
-expert_hidden = 16
-[data]
-train = "$tmp/data/train_*.bin"
-val = "$tmp/data/val_*.bin"
-[training]
-steps = 12
-global_batch = 4
-micro_batch = 2
-eval_every = 4
-eval_batches = 1
-[lr_schedule]
-warmup_steps = 1
-[checkpoint]
-every = 6
-keep = 3
-TOML
+python3 tests/tiny_experiment.py "$tmp" run.name='"a"' model.n_layers=3 model.n_dense_layers=1 training.steps=12 training.eval_every=4 checkpoint.every=6 checkpoint.keep=3 precision.device='"auto"' > "$tmp/exp.toml"
 a=$tmp/runs/a b=$tmp/runs/b
 $bin train "$tmp/exp.toml" >/dev/null 2>&1
 $bin train "$tmp/exp.toml" --set run.name=b --set optimizer.lr=0.001 >/dev/null 2>&1

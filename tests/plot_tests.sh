@@ -27,38 +27,7 @@ want() {
 
 for i in $(seq 1 40); do printf 'fortune number %d: plots %d\n%%\n' "$i" "$((i * 3))"; done > "$tmp/quotes"
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
-cat > "$tmp/exp.toml" <<TOML
-[run]
-name = "one"
-out_dir = "$tmp/runs"
-[model]
-d_model = 16
-n_layers = 2
-n_dense_layers = 0
-n_heads = 2
-head_dim = 8
-ffn_hidden = 32
-seq_len = 8
-[model.moe]
-n_routed_experts = 4
-expert_hidden = 16
-bias_update_speed = 0.01
-[data]
-train = "$tmp/data/train_*.bin"
-val = "$tmp/data/val_*.bin"
-[training]
-steps = 12
-global_batch = 8
-micro_batch = 2
-eval_every = 4
-eval_batches = 1
-[lr_schedule]
-warmup_steps = 2
-[log]
-every = 1
-[precision]
-device = "cpu-strict"
-TOML
+python3 tests/tiny_experiment.py "$tmp" run.name='"one"' model.n_dense_layers=0 model.moe.bias_update_speed=0.01 training.steps=12 training.global_batch=8 training.eval_every=4 lr_schedule.warmup_steps=2 log.every=1 > "$tmp/exp.toml"
 $bin train "$tmp/exp.toml" > "$tmp/one.log" 2>&1 || { echo "FAIL training run one"; tail -n 5 "$tmp/one.log"; }
 $bin train "$tmp/exp.toml" --set run.name=two --set training.steps=7 --set optimizer.lr=1e-3 > "$tmp/two.log" 2>&1 ||
   { echo "FAIL training run two"; tail -n 5 "$tmp/two.log"; }

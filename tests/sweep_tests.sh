@@ -22,33 +22,7 @@ $out"
 
 for i in $(seq 1 30); do printf 'fortune number %d\n%%\n' "$i"; done > "$tmp/quotes"
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" >/dev/null
-cat > "$tmp/exp.toml" <<TOML
-[run]
-out_dir = "$tmp/runs"
-[model]
-d_model = 16
-n_layers = 2
-n_heads = 2
-head_dim = 8
-ffn_hidden = 32
-seq_len = 8
-[model.moe]
-n_routed_experts = 4
-expert_hidden = 16
-[data]
-train = "$tmp/data/train_*.bin"
-val = "$tmp/data/val_*.bin"
-[training]
-steps = 100
-global_batch = 4
-micro_batch = 2
-eval_every = 2
-eval_batches = 1
-[lr_schedule]
-warmup_steps = 1
-[precision]
-device = "cpu-strict"
-TOML
+python3 tests/tiny_experiment.py "$tmp" training.steps=100 > "$tmp/exp.toml"
 cat > "$tmp/grid.toml" <<TOML
 experiment = "$tmp/exp.toml"
 [grid]

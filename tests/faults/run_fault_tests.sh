@@ -20,40 +20,8 @@ $bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
 
 # A tiny MoE that checkpoints every step: each run takes a fraction of a second.
 steps=12
-cat > "$tmp/exp.toml" <<TOML
-[run]
-name = "ref"
-out_dir = "$tmp/runs"
-[model]
-d_model = 16
-n_layers = 2
-n_heads = 2
-head_dim = 8
-ffn_hidden = 32
-seq_len = 8
-[model.moe]
-n_routed_experts = 4
-expert_hidden = 16
-bias_update_speed = 0.01
-[data]
-train = "$tmp/data/train_*.bin"
-val = "$tmp/data/val_*.bin"
-[training]
-steps = $steps
-global_batch = 4
-micro_batch = 2
-eval_every = 3
-eval_batches = 1
-[lr_schedule]
-warmup_steps = 1
-[checkpoint]
-every = 1
-keep = 2
-[log]
-every = 1
-[precision]
-device = "cpu"  # the same numbers on any machine; these tests are about files, not devices
-TOML
+# precision.device = cpu: the same numbers on any machine; these tests are about files, not devices.
+python3 tests/tiny_experiment.py "$tmp" run.name='"ref"' model.moe.bias_update_speed=0.01 training.steps=$steps training.eval_every=3 checkpoint.every=1 checkpoint.keep=2 log.every=1 precision.device='"cpu"' > "$tmp/exp.toml"
 train=("$bin" train "$tmp/exp.toml")
 "${train[@]}" > "$tmp/ref.out" 2>&1 || { echo "FAIL the uninterrupted reference run failed"; tail -n 3 "$tmp/ref.out"; exit 1; }
 
