@@ -2,15 +2,11 @@
 
 #include <cstdio>
 
+#include "util/format.hpp"
+
 namespace mt::plan {
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 struct Part {
   const char* name;
@@ -29,7 +25,7 @@ std::string estimates_table(const std::vector<Estimate>& rows) {
     std::snprintf(line, sizeof line, "%2zu %7.3f %5.1f%% %10.0f %7.1f%s|", i + 1, e.step_s, 100 * e.mfu,
                   e.tokens_per_s_per_accel, e.memory.total() / 1e9, e.fits ? " " : "!");
     out += line;
-    for (const Part& p : kParts) out += fmt(" %8.3f", e.time.*p.field);
+    for (const Part& p : kParts) out += format_number(" %8.3f", e.time.*p.field);
     out += " | " + layout_text(e.layout) + "\n";
   }
   bool any_too_big = false;
@@ -50,11 +46,11 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
            (l.scheduled() ? pipeline::kind_name(l.schedule) : "none") + "\",\"zero\":" + std::to_string(l.zero) +
            ",\"micro_batch\":" + std::to_string(l.micro_batch) + ",\"recompute\":\"" + l.recompute +
            "\",\"fp8\":" + (l.fp8 ? "true" : "false") + ",\"microbatches\":" + std::to_string(e.microbatches) +
-           ",\"step_s\":" + fmt("%.6g", e.step_s) + ",\"mfu\":" + fmt("%.6g", e.mfu) +
-           ",\"tokens_per_s_per_accelerator\":" + fmt("%.6g", e.tokens_per_s_per_accel) +
-           ",\"memory_bytes\":" + fmt("%.6g", e.memory.total()) + ",\"fits\":" + (e.fits ? "true" : "false") + ",\"time\":{";
+           ",\"step_s\":" + format_number("%.6g", e.step_s) + ",\"mfu\":" + format_number("%.6g", e.mfu) +
+           ",\"tokens_per_s_per_accelerator\":" + format_number("%.6g", e.tokens_per_s_per_accel) +
+           ",\"memory_bytes\":" + format_number("%.6g", e.memory.total()) + ",\"fits\":" + (e.fits ? "true" : "false") + ",\"time\":{";
     for (size_t p = 0; p < std::size(kParts); ++p)
-      out += std::string(p ? "," : "") + "\"" + kParts[p].name + "\":" + fmt("%.6g", e.time.*kParts[p].field);
+      out += std::string(p ? "," : "") + "\"" + kParts[p].name + "\":" + format_number("%.6g", e.time.*kParts[p].field);
     out += "}}";
   }
   return out + "]}\n";
@@ -68,9 +64,9 @@ std::string explain(const Estimate* best, const Estimate* flat) {
                     "\npart            with PP     without\n";
   for (const Part& p : kParts)
     out += std::string(p.name) + std::string(12 - std::string(p.name).size(), ' ') +
-           fmt("%12.3f", best->time.*p.field) + fmt("%12.3f", flat->time.*p.field) + "\n";
-  out += "step        " + fmt("%12.3f", best->step_s) + fmt("%12.3f", flat->step_s) + "\n";
-  out += "memory GB   " + fmt("%12.1f", best->memory.total() / 1e9) + fmt("%12.1f", flat->memory.total() / 1e9) + "\n";
+           format_number("%12.3f", best->time.*p.field) + format_number("%12.3f", flat->time.*p.field) + "\n";
+  out += "step        " + format_number("%12.3f", best->step_s) + format_number("%12.3f", flat->step_s) + "\n";
+  out += "memory GB   " + format_number("%12.1f", best->memory.total() / 1e9) + format_number("%12.1f", flat->memory.total() / 1e9) + "\n";
   // The parts that cost the flat layout the most, in the words of the trade-off.
   const Part* worst = &kParts[0];
   double worst_gap = -1e30;
@@ -78,9 +74,9 @@ std::string explain(const Estimate* best, const Estimate* flat) {
     double gap = flat->time.*p.field - best->time.*p.field;
     if (gap > worst_gap) worst_gap = gap, worst = &p;
   }
-  out += "without PP the step is " + fmt("%.3f", flat->step_s - best->step_s) + " s longer; the largest difference is " +
-         worst->name + " (" + fmt("%+.3f", worst_gap) + " s)";
-  out += best->time.bubble > 0 ? ", against a bubble of " + fmt("%.3f", best->time.bubble) + " s that the pipeline adds\n" : "\n";
+  out += "without PP the step is " + format_number("%.3f", flat->step_s - best->step_s) + " s longer; the largest difference is " +
+         worst->name + " (" + format_number("%+.3f", worst_gap) + " s)";
+  out += best->time.bubble > 0 ? ", against a bubble of " + format_number("%.3f", best->time.bubble) + " s that the pipeline adds\n" : "\n";
   return out;
 }
 

@@ -2,15 +2,9 @@
 
 #include <cstdio>
 
-namespace mt::svg {
+#include "util/format.hpp"
 
-namespace {
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-}  // namespace
+namespace mt::svg {
 
 std::string hex(Rgb c) {
   char buf[16];
@@ -18,7 +12,7 @@ std::string hex(Rgb c) {
   return buf;
 }
 
-std::string num(double v) { return fmt("%.2f", v); }
+std::string num(double v) { return format_number("%.2f", v); }
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -44,7 +38,7 @@ std::string rect(double x, double y, double w, double h, const std::string& fill
 std::string line(double x1, double y1, double x2, double y2, const std::string& stroke, double width,
                  const std::string& attrs) {
   return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) +
-         "\" stroke=\"" + stroke + "\" stroke-width=\"" + fmt("%g", width) + "\"" + attrs + "/>\n";
+         "\" stroke=\"" + stroke + "\" stroke-width=\"" + format_number("%g", width) + "\"" + attrs + "/>\n";
 }
 
 std::string polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke, double width,
@@ -56,7 +50,7 @@ std::string polyline(const std::vector<std::pair<double, double>>& points, const
     pts += num(x) + "," + num(y);
   }
   return "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"" +
-         fmt("%g", width) + "\" stroke-linejoin=\"round\"" + attrs + "/>\n";
+         format_number("%g", width) + "\" stroke-linejoin=\"round\"" + attrs + "/>\n";
 }
 
 std::string circle(double cx, double cy, double r, const std::string& fill, const std::string& attrs) {
@@ -65,12 +59,12 @@ std::string circle(double cx, double cy, double r, const std::string& fill, cons
 }
 
 std::string text(double x, double y, double size, const std::string& s, const char* anchor, const std::string& attrs) {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + fmt("%.1f", size) + "\" text-anchor=\"" +
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + format_number("%.1f", size) + "\" text-anchor=\"" +
          anchor + "\" dominant-baseline=\"central\"" + attrs + ">" + escape(s) + "</text>\n";
 }
 
 std::string document(double width, double height, const std::string& body) {
-  const std::string w = fmt("%.0f", width), h = fmt("%.0f", height);
+  const std::string w = format_number("%.0f", width), h = format_number("%.0f", height);
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
          w + "\" height=\"" + h + "\" viewBox=\"0 0 " + w + " " + h + "\" font-family=\"sans-serif\">\n" +
          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body + "</svg>\n";

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "inspect/escape.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -45,20 +46,8 @@ std::string kind_of(const toml::node& n) {
   return "a date or time";
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", ch);
-      out += esc;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
+// A TOML basic string: TOML reads every escape JSON writes.
+std::string quoted(const std::string& s) { return json_string(s); }
 
 // Letters, digits and . _ + - stay; anything else (a '/' in a path, a space, '=' or ',', which
 // separate a run name's parts) becomes '_'.
