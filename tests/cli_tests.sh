@@ -6,18 +6,7 @@ bin=./moetrain
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# expect NAME EXPECTED_STATUS PATTERN -- COMMAND...: status and output (stdout+stderr) must match.
-expect() {
-  local name=$1 want=$2 pattern=$3; shift 4
-  local out status
-  out=$("$@" 2>&1); status=$?
-  if [[ $status -eq $want ]] && grep -qE -- "$pattern" <<<"$out"; then
-    echo "PASS $name"
-  else
-    echo "FAIL $name (exit $status, wanted $want; output must match /$pattern/)"
-    echo "$out" | tail -n 5 | sed 's/^/    /'
-  fi
-}
+source tests/expect.sh
 
 for i in $(seq 1 30); do printf 'fortune number %d\n%%\n' "$i"; done > "$tmp/quotes"
 expect "prepare writes shards" 0 "30 documents" -- $bin prepare --input "$tmp/quotes" --out "$tmp/data"

@@ -10,18 +10,7 @@ trap '[[ -n $live_pid ]] && kill -TERM "$live_pid" 2>/dev/null; rm -rf "$tmp"' E
 run_as_root=""
 [[ $(id -u) -eq 0 ]] && run_as_root="--allow-run-as-root"
 
-# expect NAME EXPECTED_STATUS PATTERN -- COMMAND...: status and output (stdout+stderr) must match.
-expect() {
-  local name=$1 want=$2 pattern=$3; shift 4
-  local out status
-  out=$("$@" 2>&1); status=$?
-  if [[ $status -eq $want ]] && grep -qE -- "$pattern" <<<"$out"; then
-    echo "PASS $name"
-  else
-    echo "FAIL $name (exit $status, wanted $want; output must match /$pattern/)"
-    echo "$out" | tail -n 8 | sed 's/^/    /'
-  fi
-}
+source tests/expect.sh
 # check NAME COMMAND...: passes when the command prints "ok".
 check() { expect "$1" 0 "^ok$" -- "${@:2}"; }
 # A log dataset, every value with 17 digits, comma-separated.
