@@ -15,17 +15,17 @@ CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -Isrc -pthread
 CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lopenblas -pthread
 
-# The CUDA backend is kernels/ with nvcc, src/ops/cuda_stub.cpp without; every other object is the same
-# in both builds, so one build folder serves either.
+# The CUDA backend and NcclComm are kernels/ with nvcc, src/ops/cuda_stub.cpp and src/comm/nccl_stub.cpp
+# without; every other object is the same in both builds, so one build folder serves either.
 SRCS := $(shell find src -name '*.cpp' | sort)
 CU_SRCS := $(sort $(wildcard kernels/*.cu))
 
 ifeq ($(CUDA),1)
-  SRCS := $(filter-out src/ops/cuda_stub.cpp,$(SRCS))
+  SRCS := $(filter-out src/ops/cuda_stub.cpp src/comm/nccl_stub.cpp,$(SRCS))
   CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/%.o)
   NVCCFLAGS ?= -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   NVCCFLAGS += -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lnccl
 endif
 OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 
@@ -106,7 +106,7 @@ BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/bench/gemm_bench.o
 BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' -Wl,--disable-new-dtags \
   -L$(BUNDLE)/lib -lmoetrain_blas $(shell pkg-config --libs tomlplusplus ompi 2>/dev/null) \
   $(shell pkg-config --libs-only-L hdf5 2>/dev/null) -Wl,-Bstatic -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
-  -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -ldl -lrt -pthread
+  -L$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart_static -ldl -lrt -pthread
 
 ifeq ($(CUDA),1)
 gpu-bundle: $(BUNDLE_BINS)

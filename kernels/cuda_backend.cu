@@ -132,6 +132,15 @@ bool cuda_available(std::string* why) {
   return false;
 }
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // as in cuda_available: no stale error for later calls
+    return 0;
+  }
+  return count;
+}
+
 Backend cuda_backend_create(int device) {
   std::string why;
   if (!cuda_available(&why)) throw UserError("cannot use a GPU: " + why);

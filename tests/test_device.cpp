@@ -1,10 +1,15 @@
-// Device choice: known GPU peaks for MFU, the memory estimate behind `auto`, and the CPU choices.
+// Device choice: known GPU peaks for MFU, the memory estimate behind `auto`, the CPU choices, and
+// which GPU each rank of a node takes.
 #include <doctest/doctest.h>
+
+#include <cstdlib>
 
 #include "config/config.hpp"
 #include "model/flops.hpp"
 #include "test_helpers.hpp"
 #include "train/device.hpp"
+#include "train/gpu_choice.hpp"
+#include "util/error.hpp"
 
 TEST_CASE("the dense BF16 peak is known for SXM Hopper GPUs only") {
   CHECK(mt::known_bf16_peak_tflops("NVIDIA H100 80GB HBM3") == 989.4);
@@ -33,4 +38,33 @@ TEST_CASE("cpu and cpu-strict are chosen as asked and say so") {
     CHECK(d.peak_tflops == 0);
     mt::release_device(d);
   }
+}
+
+TEST_CASE("each rank of a node gets the GPU of its node-local rank, or all of them a reason") {
+  std::string why;
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 1}, 1, &why) == 0);
+  CHECK(mt::gpu_for_rank({.local_rank = 5, .local_size = 8}, 8, &why) == 5);
+  CHECK(mt::gpu_for_rank({.local_rank = 1, .local_size = 2}, 4, &why) == 1);  // spare GPUs stay idle
+  CHECK(why.empty());
+  // Too few GPUs: even the ranks whose index exists get none, so the node agrees.
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 8}, 2, &why) == -1);
+  CHECK(testing::contains(why, "runs 8 ranks but has 2 visible GPU(s)"));
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 1}, 0, &why) == -1);
+}
+
+TEST_CASE("the node place comes from OpenMPI's environment, alone on the node without it") {
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  mt::NodePlace alone = mt::node_place_from_env();
+  CHECK(alone.local_rank == 0);
+  CHECK(alone.local_size == 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  mt::NodePlace p = mt::node_place_from_env();
+  CHECK(p.local_rank == 3);
+  CHECK(p.local_size == 4);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x", 1);
+  CHECK_THROWS_WITH_AS(mt::node_place_from_env(), doctest::Contains("OMPI_COMM_WORLD_LOCAL_RANK"), mt::UserError);
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }

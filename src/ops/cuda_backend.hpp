@@ -15,6 +15,9 @@ namespace mt {
 // in *why (when why is non-null). Never crashes, even without the driver library.
 bool cuda_available(std::string* why);
 
+// CUDA devices this process sees (CUDA_VISIBLE_DEVICES applied); 0 when there is no driver or GPU.
+int cuda_device_count();
+
 // A backend on GPU `device`: its own stream, cuBLASLt handle and workspace. Throws a
 // std::runtime_error (mt::UserError) when no usable GPU is present or `device` is out of range.
 Backend cuda_backend_create(int device);

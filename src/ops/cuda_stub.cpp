@@ -14,6 +14,8 @@ bool cuda_available(std::string* why) {
   return false;
 }
 
+int cuda_device_count() { return 0; }
+
 Backend cuda_backend_create(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
 CudaDeviceInfo cuda_device_info(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }

@@ -7,6 +7,7 @@
 #include "model/flops.hpp"
 #include "ops/cuda_backend.hpp"
 #include "plan/cost_model.hpp"
+#include "train/gpu_choice.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -116,24 +117,31 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   }
   std::string why;
   bool usable = cuda_available(&why);
+  const int gpu = usable ? gpu_for_rank(node_place_from_env(), cuda_device_count(), &why) : -1;
+  if (usable && gpu < 0) {
+    usable = false;
+    const std::string n = std::to_string(cuda_device_count());
+    why += "; start at most " + n + " ranks per node (a smaller mpirun -np, or --map-by ppr:" + n + ":node)";
+  }
   if (usable) {
-    const CudaDeviceInfo info = cuda_device_info(0);
+    const CudaDeviceInfo info = cuda_device_info(gpu);
     const double needed = estimated_step_bytes(cfg, slots);
-    Backend probe = cuda_backend_create(0);
+    Backend probe = cuda_backend_create(gpu);
     const std::vector<std::string> missing = missing_ops(*probe.ops);
     const std::string memory = "the step needs about " + gib(needed) + ", " + gib(double(info.free_bytes)) + " free";
+    const std::string name = "GPU " + std::to_string(gpu) + " (" + info.name + ")";
     // Explicitly asked for, the GPU is used even if the estimate says it is too small.
     if (missing.empty() && (want == DeviceKind::cuda || needed <= 0.9 * double(info.free_bytes))) {
       d.backend = probe;
       d.owned = DeviceChoice::Owned::cuda;
       d.peak_tflops = known_bf16_peak_tflops(info.name);
-      d.description = "cuda:0 " + info.name + " (" + (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") +
-                      "; " + memory + ")";
+      d.description = "cuda:" + std::to_string(gpu) + " " + info.name + " (" +
+                      (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") + "; " + memory + ")";
       return d;
     }
     cuda_backend_destroy(probe);
     usable = false;
-    why = missing.empty() ? "GPU 0 (" + info.name + ") is too small: " + memory
+    why = missing.empty() ? name + " is too small: " + memory
                           : "the CUDA op table does not yet implement " + join(missing);
   }
   if (want == DeviceKind::cuda)

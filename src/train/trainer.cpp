@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -8,6 +9,7 @@
 #include <optional>
 
 #include "comm/comm.hpp"
+#include "comm/gather_text.hpp"
 #include "comm/timed_comm.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_lock.hpp"
@@ -81,6 +83,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
   device_ = choose_device(cfg, slots);
+  // Every rank takes part; only the first prints them.
+  rank_devices_ = all_gather_text(*opt_.world, device_.description);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .tp = groups_.tp.get(), .ep = groups_.ep.get()};
@@ -99,7 +103,14 @@ Trainer::~Trainer() {
 void Trainer::print_header() const {
   const auto& m = cfg_.model;
   std::printf("moetrain: run %s -> %s\n", cfg_.run.name.c_str(), run_dir_.c_str());
-  std::printf("  device   %s\n", device_.description.c_str());
+  // One line for ranks that all run on the same kind of device, else one per rank (each its own GPU).
+  if (std::all_of(rank_devices_.begin(), rank_devices_.end(), [&](const std::string& d) { return d == rank_devices_[0]; })) {
+    const std::string who = rank_devices_.size() > 1 ? "all " + std::to_string(rank_devices_.size()) + " ranks: " : "";
+    std::printf("  device   %s%s\n", who.c_str(), device_.description.c_str());
+  } else {
+    for (size_t r = 0; r < rank_devices_.size(); ++r)
+      std::printf("  %s rank %3zu: %s\n", r == 0 ? "device  " : "        ", r, rank_devices_[r].c_str());
+  }
   const auto& p = cfg_.parallel;
   if (groups_.layout.world() > 1) {
     std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s%s: each data-parallel rank runs %d micro-batches of each step\n",

@@ -56,6 +56,7 @@ class Trainer {
   std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;
+  std::vector<std::string> rank_devices_;  // every rank's device description, by world rank
   std::string run_dir_;
   std::unique_ptr<TokenStream> train_data_, val_data_;
   std::unique_ptr<Model> model_;

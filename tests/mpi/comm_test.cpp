@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/gather_text.hpp"
 #include "comm/mpi_comm.hpp"
 
 using mt::Comm;
@@ -130,6 +131,14 @@ int main(int argc, char** argv) {
     double want = 0;
     for (int q = r % 2; q < n; q += 2) want += q;
     report(c, "split", v[0] == want && group->rank() == r / 2);
+  }
+  {
+    // Texts of different lengths (rank 0's empty), with bytes 0 and 255 inside.
+    auto text = [](int q) { return q == 0 ? std::string() : std::string(size_t(q), char(q)) + '\0' + '\xff'; };
+    const std::vector<std::string> all = mt::all_gather_text(c, text(r));
+    bool ok = all.size() == size_t(n);
+    for (int q = 0; ok && q < n; ++q) ok = all[q] == text(q);
+    report(c, "all_gather_text", ok);
   }
   c.barrier();
   return 0;

@@ -1,0 +1,312 @@
+// NcclComm: DeviceComm over NCCL on the CUDA backend's stream (see src/comm/nccl_comm.hpp for the
+// design: collective construction, ordering, held point-to-point calls, errors).
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/gather_text.hpp"
+#include "comm/nccl_comm.hpp"
+#include "cuda_check.cuh"
+#include "cuda_state.cuh"
+#include "util/error.hpp"
+
+namespace mt {
+
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32: return ncclFloat;
+    case DType::f64: return ncclDouble;
+    case DType::i32: return ncclInt32;
+    case DType::u8: return ncclUint8;
+  }
+  throw std::logic_error("NcclComm: unknown DType");
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+    case DType::u8: return "u8";
+  }
+  return "?";
+}
+
+std::string describe(const char* call, const DeviceSpan& s) {
+  return std::string(call) + " of " + std::to_string(s.count) + " " + dtype_name(s.dtype);
+}
+
+// A CUDA event recorded after a call, shared by the requests of the call (a group of held
+// point-to-point calls has one for all).
+struct Event {
+  cudaEvent_t event = nullptr;
+  ~Event() {
+    if (event) cudaEventDestroy(event);
+  }
+};
+
+// What a request waits on: its event, or none yet while its point-to-point call is held.
+struct Completion {
+  std::shared_ptr<Event> issued;
+};
+
+class NcclComm;
+
+class NcclRequest final : public Request {
+ public:
+  NcclRequest(NcclComm& comm, std::shared_ptr<Completion> done) : comm_(comm), done_(std::move(done)) {}
+  void wait() override;
+
+ private:
+  NcclComm& comm_;
+  std::shared_ptr<Completion> done_;
+};
+
+class NcclComm final : public DeviceComm {
+ public:
+  NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, DeviceState* state, ncclComm_t comm)
+      : owned_host_(std::move(owned_host)), host_(host), state_(state), comm_(comm) {}
+
+  ~NcclComm() override {
+    // Requests never waited for are a bug of the caller; while an exception unwinds, they are
+    // expected and the communicator is aborted instead of flushed.
+    const bool unwinding = std::uncaught_exceptions() > 0;
+    if (!pending_.empty() && !unwinding)
+      std::fprintf(stderr, "moetrain: NcclComm on rank %d of %d destroyed with %zu point-to-point calls never waited for\n",
+                   host_.rank(), host_.size(), pending_.size());
+    activate(state_);
+    const ncclResult_t r = (broken_ || unwinding) ? ncclCommAbort(comm_) : ncclCommDestroy(comm_);
+    if (r != ncclSuccess)
+      std::fprintf(stderr, "moetrain: destroying the NCCL communicator of rank %d of %d: %s\n", host_.rank(),
+                   host_.size(), ncclGetErrorString(r));
+  }
+
+  Comm& host() const override { return host_; }
+
+  void all_reduce_sum(DeviceSpan data) override {
+    require_sum_type(data, "all_reduce_sum");
+    start();
+    check(ncclAllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, state_->stream),
+          describe("all_reduce_sum", data));
+  }
+
+  std::unique_ptr<Request> iall_reduce_sum(DeviceSpan data) override {
+    all_reduce_sum(data);
+    return recorded();
+  }
+
+  void reduce_scatter_sum(DeviceSpan data, DeviceSpan out) override {
+    require_sum_type(data, "reduce_scatter_sum");
+    require(out.dtype == data.dtype && data.count == out.count * size_t(size()),
+            describe("reduce_scatter_sum", data) + " into " + describe("a block", out) +
+                " (the data must be size() blocks of the output's dtype)");
+    start();
+    check(ncclReduceScatter(data.data, out.data, out.count, nccl_type(data.dtype), ncclSum, comm_, state_->stream),
+          describe("reduce_scatter_sum", data));
+  }
+
+  void all_gather(DeviceSpan mine, DeviceSpan all) override {
+    require(all.dtype == mine.dtype && all.count == mine.count * size_t(size()),
+            describe("all_gather", mine) + " into " + describe("a buffer", all) + " (it must hold size() blocks)");
+    start();
+    check(ncclAllGather(mine.data, all.data, mine.count, nccl_type(mine.dtype), comm_, state_->stream),
+          describe("all_gather", mine));
+  }
+
+  std::unique_ptr<Request> iall_to_all_v(DeviceSpan send, const std::vector<int>& send_counts, DeviceSpan recv,
+                                         const std::vector<int>& recv_counts) override {
+    const std::string what = describe("all_to_all_v", send);
+    require(send.dtype == recv.dtype, what + ": send and receive dtypes differ");
+    check_counts(send_counts, send, what + " (send counts)");
+    check_counts(recv_counts, recv, what + " (receive counts)");
+    start();
+    const size_t bytes = dtype_bytes(send.dtype);
+    size_t send_at = 0, recv_at = 0;
+    check(ncclGroupStart(), what + ": ncclGroupStart");
+    for (int r = 0; r < size(); ++r) {
+      // Zero counts are left out on both sides alike: my send count to r is r's receive count from me.
+      if (send_counts[r] > 0)
+        check(ncclSend(static_cast<char*>(send.data) + send_at * bytes, size_t(send_counts[r]), nccl_type(send.dtype), r,
+                       comm_, state_->stream), what + ": ncclSend to rank " + std::to_string(r));
+      if (recv_counts[r] > 0)
+        check(ncclRecv(static_cast<char*>(recv.data) + recv_at * bytes, size_t(recv_counts[r]), nccl_type(recv.dtype),
+                       r, comm_, state_->stream), what + ": ncclRecv from rank " + std::to_string(r));
+      send_at += size_t(send_counts[r]);
+      recv_at += size_t(recv_counts[r]);
+    }
+    check(ncclGroupEnd(), what);
+    return recorded();
+  }
+
+  std::unique_ptr<Request> isend(DeviceSpan data, int to, int) override { return hold(true, data, to); }
+  std::unique_ptr<Request> irecv(DeviceSpan data, int from, int) override { return hold(false, data, from); }
+
+  std::unique_ptr<DeviceComm> split(int color, int key) override {
+    require(color >= 0, "split(color " + std::to_string(color) + "): NCCL takes colors >= 0");
+    start();
+    std::unique_ptr<Comm> sub_host = host_.split(color, key);
+    ncclComm_t sub = nullptr;
+    check(ncclCommSplit(comm_, color, key, &sub, nullptr),
+          "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ")");
+    Comm& h = *sub_host;
+    return std::make_unique<NcclComm>(h, std::move(sub_host), state_, sub);
+  }
+
+  // Issues the held point-to-point calls as one NCCL group and records their completion.
+  void flush() {
+    if (pending_.empty()) return;
+    activate(state_);
+    const std::string what = std::to_string(pending_.size()) + " point-to-point call(s)";
+    check(ncclGroupStart(), what + ": ncclGroupStart");
+    for (const Held& h : pending_) {
+      if (h.data.count == 0) continue;  // the partner's matching call is empty too
+      const std::string one = describe(h.send ? "send" : "recv", h.data) + (h.send ? " to" : " from") + " rank " +
+                              std::to_string(h.peer);
+      if (h.send) check(ncclSend(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, state_->stream), one);
+      else check(ncclRecv(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, state_->stream), one);
+    }
+    check(ncclGroupEnd(), what);
+    const std::shared_ptr<Event> issued = record();
+    for (Held& h : pending_) h.done->issued = issued;
+    pending_.clear();
+  }
+
+  // The backend's stream waits for `done` (see the header for why the host does not).
+  void wait_for(Completion& done) {
+    if (!done.issued) flush();
+    activate(state_);
+    MT_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, done.issued->event, 0));
+    check_async("wait");
+  }
+
+ private:
+  struct Held {
+    bool send;
+    DeviceSpan data;
+    int peer;
+    std::shared_ptr<Completion> done;  // what its request waits on
+  };
+
+  // Before any call: the held point-to-point calls go first, so every rank issues its NCCL calls in
+  // the order it made them.
+  void start() {
+    flush();
+    activate(state_);
+  }
+
+  std::unique_ptr<Request> hold(bool send, DeviceSpan data, int peer) {
+    require(peer >= 0 && peer < size(), std::string(send ? "isend to" : "irecv from") + " rank " + std::to_string(peer) +
+                                            ": the group has ranks 0 to " + std::to_string(size() - 1));
+    auto done = std::make_shared<Completion>();
+    pending_.push_back({send, data, peer, done});
+    return std::make_unique<NcclRequest>(*this, done);
+  }
+
+  std::shared_ptr<Event> record() {
+    auto e = std::make_shared<Event>();
+    MT_CUDA_CHECK(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming));
+    MT_CUDA_CHECK(cudaEventRecord(e->event, state_->stream));
+    return e;
+  }
+
+  // A request for the call just queued.
+  std::unique_ptr<Request> recorded() {
+    return std::make_unique<NcclRequest>(*this, std::make_shared<Completion>(Completion{record()}));
+  }
+
+  // Counts of one per rank that fit in `span`.
+  void check_counts(const std::vector<int>& counts, const DeviceSpan& span, const std::string& what) const {
+    require(counts.size() == size_t(size()), what + ": " + std::to_string(counts.size()) + " counts for " +
+                                                 std::to_string(size()) + " ranks");
+    size_t total = 0;
+    for (int c : counts) {
+      require(c >= 0, what + ": a negative count");
+      total += size_t(c);
+    }
+    require(total <= span.count, what + ": the counts add up to " + std::to_string(total) + " elements, the buffer holds " +
+                                     std::to_string(span.count));
+  }
+
+  void require_sum_type(const DeviceSpan& s, const char* call) const {
+    require(s.dtype == DType::f32 || s.dtype == DType::f64, describe(call, s) + ": sums are of f32 or f64");
+  }
+
+  // A misuse of the interface by moetrain's own code.
+  void require(bool ok, const std::string& what) const {
+    if (!ok) throw std::logic_error("NcclComm on rank " + std::to_string(host_.rank()) + " of " + std::to_string(size()) +
+                                    ": " + what);
+  }
+
+  void check(ncclResult_t r, const std::string& what) {
+    if (r != ncclSuccess && r != ncclInProgress) fail(r, what);
+    check_async(what);
+  }
+
+  // Errors of work already queued (a peer that died, a network failure) surface here.
+  void check_async(const std::string& what) {
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(comm_, &async);
+    if (r != ncclSuccess) fail(r, what + " (ncclCommGetAsyncError)");
+    if (async != ncclSuccess && async != ncclInProgress) fail(async, what + " (asynchronous)");
+  }
+
+  [[noreturn]] void fail(ncclResult_t r, const std::string& what) {
+    broken_ = true;
+    const char* last = ncclGetLastError(comm_);
+    throw std::runtime_error("NCCL " + what + " failed on rank " + std::to_string(host_.rank()) + " of " +
+                             std::to_string(size()) + " (GPU " + std::to_string(state_->device) + "): " +
+                             ncclGetErrorString(r) + (last && *last ? std::string("; NCCL says: ") + last : "") +
+                             "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
+  }
+
+  std::unique_ptr<Comm> owned_host_;  // the host group a split made; null for the first communicator
+  Comm& host_;
+  DeviceState* state_;
+  ncclComm_t comm_;
+  std::vector<Held> pending_;  // isend/irecv not yet issued
+  bool broken_ = false;        // after an error the communicator is aborted, not destroyed
+};
+
+void NcclRequest::wait() { comm_.wait_for(*done_); }
+
+}  // namespace
+
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
+  const std::string name = backend.ops ? backend.ops->name : "none";
+  if (name != "cuda")
+    throw UserError("NCCL moves device memory of the CUDA backend, but rank " + std::to_string(host.rank()) +
+                    " trains on the " + name + " backend: set precision.device = \"cuda\", or communicate through MPI");
+  DeviceState* state = backend.state;
+  activate(state);
+  ncclUniqueId id{};
+  if (host.rank() == 0) {
+    const ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess)
+      throw std::runtime_error(std::string("NCCL ncclGetUniqueId failed on rank 0 of ") + std::to_string(host.size()) +
+                               ": " + ncclGetErrorString(r) + "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
+  }
+  const std::string sent = host.rank() == 0 ? std::string(id.internal, sizeof id.internal) : std::string();
+  const std::string got = all_gather_text(host, sent)[0];
+  if (got.size() != sizeof id.internal)
+    throw std::logic_error("make_nccl_comm: NCCL's unique id arrived with " + std::to_string(got.size()) + " bytes");
+  std::memcpy(id.internal, got.data(), got.size());
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = ncclCommInitRank(&comm, host.size(), id, host.rank());
+  if (r != ncclSuccess)
+    throw std::runtime_error("NCCL ncclCommInitRank failed on rank " + std::to_string(host.rank()) + " of " +
+                             std::to_string(host.size()) + " (GPU " + std::to_string(state->device) + "): " +
+                             ncclGetErrorString(r) + "; every rank needs a GPU of its own, and NCCL_DEBUG=WARN in " +
+                             "the environment makes NCCL log why");
+  return std::make_unique<NcclComm>(host, nullptr, state, comm);
+}
+
+}  // namespace mt

@@ -1,0 +1,31 @@
+#pragma once
+// NcclComm: DeviceComm over NCCL, one GPU per rank. Defined in kernels/nccl_comm.cu in CUDA builds;
+// src/comm/nccl_stub.cpp says that NCCL needs one otherwise, so callers need no #ifdef.
+//
+// - Made collectively by every rank of `host`: rank 0 creates NCCL's unique id and sends it to the
+//   others over `host` (MPI), then each rank joins with ncclCommInitRank on the backend's GPU.
+//   split() makes sub-communicators by ncclCommSplit, with host().split() beside each.
+// - Every call queues on the backend's stream, in order after the ops queued before it, so the next
+//   op sees its result without a host wait. A Request holds a CUDA event recorded after its call;
+//   wait() makes the backend's stream wait on that event and returns at once: the host never reads
+//   the payload, so it need not block, and when communication moves to a stream of its own the same
+//   wait() orders it before the ops that follow.
+// - isend and irecv are held until a wait() of this communicator's requests or its next other call,
+//   then issued together in one ncclGroupStart/ncclGroupEnd: NCCL's send and receive block the
+//   stream until their partner arrives, so a receive posted before the matching send (legal in MPI,
+//   and to oneself) would otherwise stall the stream. Between two ranks, messages match in the order
+//   they were posted; NCCL has no tags, so `tag` is not used to match.
+// - Every NCCL result is checked, also the communicator's asynchronous error; a failure throws
+//   std::runtime_error naming the rank, the group size, the call and NCCL's message.
+#include <memory>
+
+#include "comm/device_comm.hpp"
+#include "ops/ops.hpp"
+
+namespace mt {
+
+// A collective over `host`. `backend` must be the CUDA backend of this rank's GPU and outlive the
+// communicator, as must `host`.
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend);
+
+}  // namespace mt
