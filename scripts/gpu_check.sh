@@ -2,14 +2,15 @@
 # moetrain's check on a GPU machine, run from the repository root with gpu-bundle/ (make gpu-bundle) in it:
 #   bash scripts/gpu_check.sh
 # Builds nothing. Writes one report, $OUT/gpu_report.txt (OUT defaults to ./gpu-out), and prints its tail: the
-# machine, the bundle's build info, then four sections, each ending in PASS, FAIL or SKIP with the reason:
+# machine, the bundle's build info, then five sections, each ending in PASS, FAIL or SKIP with the reason:
 #   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
 #   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
 #       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
 #   (c) benchmarks: gemm_bench, and moetrain's tokens/s and MFU on cuda against the PyTorch reference model (eager,
 #       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
 #       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model;
-#   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda.
+#   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda;
+#   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results.
 # A section whose prerequisite fails says which and why, and the next section runs. Everything stops by
 # GPU_CHECK_SECONDS (default 540) so that a run fits in the GPU machine's 10 minutes a command.
 set -uo pipefail
@@ -80,6 +81,21 @@ if ldd "$bundle/gpu_parity" 2>&1 | grep -q 'libcublasLt.so.13 => not found'; the
   fi
   export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   say "libcublasLt.so.13 from $dir"
+fi
+# nccl_test expects the host's libnccl.so.2: the CUDA toolkit's, or else PyTorch's pip package nvidia-nccl.
+nccl_problem=""
+if ldd "$bundle/nccl_test" 2>&1 | grep -q 'libnccl.so.2 => not found'; then
+  read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
+  dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 \
+          "${sites[@]/%//nvidia/nccl/lib}"; do [[ -e $d/libnccl.so.2 ]] && echo "$d"; done | head -n 1)
+  [[ -n $dir ]] || dir=$(timeout 60 find /usr /opt "${sites[@]}" -name libnccl.so.2 -print -quit 2>/dev/null |
+                         xargs -r dirname)
+  if [[ -n $dir ]]; then
+    export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    say "libnccl.so.2 from $dir"
+  else
+    nccl_problem="no libnccl.so.2 on this machine (CUDA toolkit, or pip install nvidia-nccl-cu13)"
+  fi
 fi
 # A host glibc or libstdc++ older than the bundle's: start the binaries through the bundle's own runtime/.
 launch=()
@@ -256,6 +272,20 @@ else
   else
     result "(d) oracle on cuda: FAIL ($failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' '))"
   fi
+fi
+
+say ""; say "== (e) NCCL, one rank: nccl_test, every NcclComm call on a world of one"
+if [[ -n $nccl_problem ]]; then
+  result "(e) NCCL, one rank: FAIL ($nccl_problem)"
+else
+  limited 120 "${launch[@]}" "$bundle/nccl_test"
+  rc=$?
+  case $rc in
+    0) result "(e) NCCL, one rank: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
+    77) result "(e) NCCL, one rank: SKIP ($(tail -n 1 "$work/last"))" ;;
+    *) result "(e) NCCL, one rank: FAIL (exit $rc; $(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
+         cut -d' ' -f2- | head -n 3 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
+  esac
 fi
 
 say ""; say "== summary ($((SECONDS)) s)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Proves gpu-bundle/ (make gpu-bundle) needs nothing a GPU machine lacks: runs it in a chroot that holds only
-# the bundle, the dynamic loader, glibc, libstdc++, libgcc_s and the CUDA toolkit's cuBLASLt. There, with no
-# GPU, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain gets here,
-# gpu_parity exits 77 (skipped) and gemm_bench times the CPU. Needs root, or user namespaces.
+# the bundle, the dynamic loader, glibc, libstdc++, libgcc_s and the CUDA toolkit's cuBLASLt and NCCL. There, with
+# no GPU, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain gets here,
+# gpu_parity and nccl_test exit 77 (skipped) and gemm_bench times the CPU. Needs root, or user namespaces.
 # Prints one PASS/FAIL/SKIP line per check; exits non-zero when one fails.
 #   bash scripts/test_gpu_bundle.sh
 set -u
@@ -44,8 +44,8 @@ text=(src/config src/io src/model src/train)  # some of the repository's files a
 # The host side of the chroot: exactly the libraries a GPU machine provides, at the system's paths. Hard
 # links where possible: cuBLASLt is half a gigabyte.
 mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/work/text" "$root/tmp"
-provided='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublasLt|libcublas)\.so'
-for f in "$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/gemm_bench "$bundle"/lib/*; do ldd "$f"; done |
+provided='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublasLt|libcublas|libnccl)\.so'
+for f in "$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/nccl_test "$bundle"/gemm_bench "$bundle"/lib/*; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 } $1 ~ /^\// { print $1, $1 }' | sort -u |
   while read -r name path; do
     name=${name##*/}
@@ -87,6 +87,13 @@ out=$("${jail[@]}" /work/gpu-bundle/gpu_parity 2>&1); rc=$?
 echo "$out" | tail -n 1
 if [[ $rc -eq 77 ]]; then pass "chroot: gpu_parity skips without a GPU (exit 77)"
 else fail "chroot: gpu_parity exited $rc, wanted 77 (skipped)"; fi
+
+out=$("${jail[@]}" /work/gpu-bundle/nccl_test 2>&1); rc=$?
+echo "$out" | tail -n 1
+if [[ $rc -eq 77 ]]; then pass "chroot: nccl_test skips without a GPU (exit 77)"
+else fail "chroot: nccl_test exited $rc, wanted 77 (skipped)"; fi
+if ! readelf -d "$bundle/moetrain" | grep -q "NEEDED.*libnccl"; then pass "$bundle/moetrain does not load libnccl (nothing in it calls NCCL yet)"
+else fail "$bundle/moetrain loads libnccl: a host without NCCL could not start it"; fi
 
 out=$("${jail[@]}" /work/gpu-bundle/gemm_bench 2>&1); rc=$?
 if [[ $rc -eq 0 ]] && grep -q 'GPU part skipped' <<<"$out"; then pass "chroot: gemm_bench times the CPU, skips the GPU"
