@@ -7,7 +7,8 @@
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
 #   faults: tests/faults/run_fault_tests.sh (kill -9, a full disk, damaged checkpoints, a busy run directory, ...)
-#   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference; skipped without a GPU)
+#   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference) and build/tests/nccl_test (every
+#           NcclComm call on one rank); each skipped without a GPU
 #   plot:   tests/plot_tests.sh (moetrain plot on real runs; the SVGs rendered by rsvg-convert)
 #   readme: tests/readme_examples.sh (the README's "$ " commands, run as written)
 #   bundle: scripts/test_gpu_bundle.sh (gpu-bundle/ in a chroot without the build's libraries; CUDA builds)
@@ -46,12 +47,14 @@ line_suite "README examples" tests/readme_examples.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 
-echo "== GPU parity"
-out=$(./build/tests/gpu_parity 2>&1); rc=$?
-echo "$out" | tail -n 20
-if [[ $rc -eq 77 ]]; then skipped=$((skipped + 1))
-elif [[ $rc -eq 0 ]]; then passed=$((passed + 1))
-else failed=$((failed + 1)); fi
+for gpu_test in gpu_parity nccl_test; do
+  echo "== GPU: $gpu_test"
+  out=$(./build/tests/$gpu_test 2>&1); rc=$?
+  echo "$out" | tail -n 20
+  if [[ $rc -eq 77 ]]; then skipped=$((skipped + 1))
+  elif [[ $rc -eq 0 ]]; then passed=$((passed + 1))
+  else failed=$((failed + 1)); fi
+done
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
