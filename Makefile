@@ -90,10 +90,12 @@ $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 # Multi-rank tests: run under mpirun by tests/mpi/run_mpi_tests.sh.
 $(BUILD)/tests/comm_test: $(BUILD)/tests/mpi/comm_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/staged_comm_test: $(BUILD)/tests/mpi/staged_comm_test.o $(LIB_OBJS)
+	$(CXX) -o $@ $^ $(LDLIBS)
 # FP8 codes for the PyTorch comparison (tests/oracle/check_fp8.py).
 $(BUILD)/tests/fp8_codes: $(BUILD)/tests/oracle/fp8_codes.o
 	$(CXX) -o $@ $^
-all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/tests/comm_test $(BUILD)/tests/fp8_codes
+all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/fp8_codes
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 
 # gpu-bundle/: moetrain, gpu_parity, nccl_test and gemm_bench for a GPU machine that has glibc, libstdc++/libgcc,

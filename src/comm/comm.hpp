@@ -1,7 +1,7 @@
 #pragma once
-// Communication between ranks behind one interface: point-to-point (blocking and not),
-// collectives, and sub-groups. MpiComm implements it over MPI; LocalComm is the one-rank case
-// that needs no MPI. An NCCL implementation plugs in behind the same calls.
+// Communication of host memory between ranks: point-to-point (blocking and not), collectives,
+// and sub-groups. MpiComm implements it over MPI; LocalComm is the one-rank case that needs no
+// MPI. Payloads in device memory go through DeviceComm (device_comm.hpp), whose host() is a Comm.
 #include <cstddef>
 #include <memory>
 #include <span>

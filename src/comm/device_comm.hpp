@@ -30,6 +30,8 @@ struct DeviceSpan {
 };
 inline DeviceSpan device_span(const Buffer& b) { return {b.raw(), b.count(), b.dtype()}; }
 inline DeviceSpan device_span(float* p, size_t n) { return {p, n, DType::f32}; }
+// A payload that is only read (a send).
+inline DeviceSpan device_span(const float* p, size_t n) { return {const_cast<float*>(p), n, DType::f32}; }
 
 class DeviceComm {
  public:

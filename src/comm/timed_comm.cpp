@@ -8,7 +8,7 @@ namespace {
 
 class TimedComm final : public Comm {
  public:
-  TimedComm(std::unique_ptr<Comm> inner, double* seconds) : inner_(std::move(inner)), seconds_(seconds) {}
+  TimedComm(Comm& inner, double* seconds) : inner_(&inner), seconds_(seconds) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   bool concurrent_calls() const override { return inner_->concurrent_calls(); }
@@ -65,14 +65,14 @@ class TimedComm final : public Comm {
     f();
     *seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  std::unique_ptr<Comm> inner_;
+  Comm* inner_;
   double* seconds_;
 };
 
 }  // namespace
 
-std::unique_ptr<Comm> make_timed_comm(std::unique_ptr<Comm> inner, double* seconds) {
-  return std::make_unique<TimedComm>(std::move(inner), seconds);
+std::unique_ptr<Comm> make_timed_comm(Comm& inner, double* seconds) {
+  return std::make_unique<TimedComm>(inner, seconds);
 }
 
 }  // namespace mt

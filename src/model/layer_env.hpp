@@ -2,7 +2,7 @@
 // What every layer needs to run: the device, the GEMM input precision, the parameter store and
 // the rank's place in the tensor- and expert-parallel groups.
 // Linear maps follow the PyTorch convention: W is [out, in] and y = x W^T.
-#include "comm/comm.hpp"
+#include "comm/device_comm.hpp"
 #include "model/params.hpp"
 #include "ops/ops.hpp"
 #include "tensor/arena.hpp"
@@ -14,8 +14,8 @@ namespace mt {
 struct ShardPlace {
   int tp_rank = 0, tp_size = 1;
   int ep_rank = 0, ep_size = 1;
-  Comm* tp = nullptr;  // set when tp_size > 1
-  Comm* ep = nullptr;  // set when ep_size > 1
+  DeviceComm* tp = nullptr;  // set when tp_size > 1
+  DeviceComm* ep = nullptr;  // set when ep_size > 1
   Split tp_split(int dim) const { return {dim, tp_size, tp_rank}; }
 };
 
@@ -50,7 +50,7 @@ struct LayerEnv {
   // Sums the partial results of a row-parallel product (or the input gradient of a column-
   // parallel one) over the tensor-parallel group.
   void tp_sum(float* x, size_t n) const {
-    if (shard.tp_size > 1) shard.tp->all_reduce_sum(std::span<float>(x, n));
+    if (shard.tp_size > 1) shard.tp->all_reduce_sum(device_span(x, n));
   }
 
   // y[rows,out] = x[rows,in] W^T  (accumulate: y += ...)

@@ -51,8 +51,8 @@ struct StageSpec {
   bool first = true, last = true;
   // The chunk's own tensor- and expert-parallel communicators, if not the model's: chunks whose
   // passes run at the same time (DualPipe's overlapped pairs) must not share one.
-  Comm* tp = nullptr;
-  Comm* ep = nullptr;
+  DeviceComm* tp = nullptr;
+  DeviceComm* ep = nullptr;
 };
 
 class Model {

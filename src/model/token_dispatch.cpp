@@ -27,7 +27,7 @@ void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
   std::vector<int> begin(size_t(experts_) + 1), counts_out(experts_), counts_in(experts_);
   env_.be().download(begin.data(), s.expert_begin, begin.size() * sizeof(int));
   for (int e = 0; e < experts_; ++e) counts_out[e] = begin[e + 1] - begin[e];
-  env_.shard.ep->all_to_all(counts_out, counts_in);  // counts_in[src * L + j]: rows from src for local expert j
+  env_.shard.ep->host().all_to_all(counts_out, counts_in);  // counts_in[src * L + j]: rows from src for local expert j
   s.send_values.assign(peers, 0);
   s.recv_values.assign(peers, 0);
   std::vector<int> local_begin(size_t(L) + 1, 0);
@@ -80,14 +80,15 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float
     float* packed = arena.floats(size_t(s.rows_in) * row_floats);
     be.fp8_pack_rows({.rows = s.pairs, .cols = d_, .tile = r.tile, .format = r.forward, .pow2_scales = r.pow2_scales,
                       .x = in, .packed = leaving});
-    auto request = env_.shard.ep->iall_to_all_v({leaving, size_t(s.pairs) * row_floats}, send,
-                                                {packed, size_t(s.rows_in) * row_floats}, recv);
+    auto request = env_.shard.ep->iall_to_all_v(device_span(leaving, size_t(s.pairs) * row_floats), send,
+                                                device_span(packed, size_t(s.rows_in) * row_floats), recv);
     meanwhile();
     request->wait();
     be.fp8_unpack_rows({.rows = s.rows_in, .cols = d_, .tile = r.tile, .format = r.forward, .packed = packed,
                         .x = arrival});
   } else {
-    auto request = env_.shard.ep->iall_to_all_v({in, n_out}, s.send_values, {arrival, n_in}, s.recv_values);
+    auto request = env_.shard.ep->iall_to_all_v(device_span(in, n_out), s.send_values,
+                                                device_span(arrival, n_in), s.recv_values);
     meanwhile();
     request->wait();
   }
@@ -97,7 +98,7 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float
   experts(local_in, s.local_begin, s.rows_in, local_out);
   float* leaving = arena.floats(n_in);
   be.gather_rows({.rows = s.rows_in, .cols = d_, .src = local_out, .index = s.local_of, .dst = leaving});
-  env_.shard.ep->all_to_all_v({leaving, n_in}, s.recv_values, {out, n_out}, s.send_values);
+  env_.shard.ep->all_to_all_v(device_span(leaving, n_in), s.recv_values, device_span(out, n_out), s.send_values);
 }
 
 }  // namespace mt

@@ -136,6 +136,9 @@ struct DeviceState;  // opaque per-device state (cuBLASLt handle, stream, worksp
 
 struct OpTable {
   const char* name;
+  // Device memory is ordinary host memory that the host may read (the plain CPU backend):
+  // communication can hand device pointers to MPI without staging copies.
+  bool host_addressable = false;
   void* (*alloc)(DeviceState*, size_t bytes);
   void (*release)(DeviceState*, void*);
   void (*upload)(DeviceState*, void* dst, const void* src, size_t bytes);
@@ -238,6 +241,7 @@ struct Backend {
   void copy(void* dst, const void* src, size_t bytes) const { ops->copy(state, dst, src, bytes); }
   void zero(void* dst, size_t bytes) const { ops->zero(state, dst, bytes); }
   void synchronize() const { ops->synchronize(state); }
+  bool host_addressable() const { return ops->host_addressable; }
 };
 
 const OpTable& cpu_ops();

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "comm/staged_comm.hpp"
+
 namespace mt {
 
-ParallelGroups make_groups(Comm& world, const ParallelLayout& l) {
+ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& backend) {
   ParallelGroups g;
   g.layout = l;
   g.world = &world;
@@ -20,6 +22,12 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l) {
   g.mirror = g.pp->split(l.mirrored ? std::min(c.pp, partner) : c.pp, c.pp);
   const bool holds_embedding = c.pp == 0 || c.pp == l.pp - 1;
   g.embedding = g.pp->split(l.tied_embedding && holds_embedding ? 0 : 1 + c.pp, c.pp);
+  g.dev.tp = make_staged_comm(*g.tp, backend);
+  g.dev.dp = make_staged_comm(*g.dp, backend);
+  g.dev.ep = make_staged_comm(*g.ep, backend);
+  g.dev.expert_replicas = make_staged_comm(*g.expert_replicas, backend);
+  g.dev.mirror = make_staged_comm(*g.mirror, backend);
+  g.dev.embedding = make_staged_comm(*g.embedding, backend);
   return g;
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "comm/comm.hpp"
+#include "comm/device_comm.hpp"
 #include "model/params.hpp"
 #include "parallel/layout.hpp"
 
@@ -20,9 +21,14 @@ struct ParallelGroups {
   std::unique_ptr<Comm> pp;               // same tp and dp: the stages of one pipeline
   std::unique_ptr<Comm> mirror;           // DualPipe: pipeline ranks r and pp-1-r; else this rank alone
   std::unique_ptr<Comm> embedding;        // tied embedding: pipeline ranks 0 and pp-1; else this rank alone
+  // The same groups for payloads in device memory (activations, gradients, weights); the host
+  // Comms above carry counts and scalars. Each is made over its host Comm with the run's backend.
+  struct Device {
+    std::unique_ptr<DeviceComm> tp, dp, ep, expert_replicas, mirror, embedding;
+  } dev;
 };
 
-ParallelGroups make_groups(Comm& world, const ParallelLayout& layout);
+ParallelGroups make_groups(Comm& world, const ParallelLayout& layout, const Backend& backend);
 
 // Whether this rank holds the copy of a parameter that speaks for all its copies (in norms and
 // checkpoints): the first data-parallel rank, the first tensor-parallel rank unless the

@@ -62,7 +62,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   h5::write_double_attr(f, "mtp_loss", totals.mtp);
 
   const auto one_rank = make_local_comm();
-  const ParallelGroups groups = make_groups(*one_rank, {});
+  const ParallelGroups groups = make_groups(*one_rank, {}, be);
   Optimizer optimizer(model.params, cfg.optimizer, groups, false);
   const UpdateStats u = apply_update(model, optimizer, cfg, 0);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);

@@ -69,19 +69,19 @@ void Optimizer::unpack(const std::vector<int>& ids, const float* from, float* to
   }
 }
 
-void Optimizer::sum_over(const std::vector<int>& ids, Comm& group) {
+void Optimizer::sum_over(const std::vector<int>& ids, DeviceComm& group) {
   Buffer buf(be(), DType::f32, packed_size(ids));
   pack(ids, params_.grads_data(), buf.f32());
-  group.all_reduce_sum(std::span<float>(buf.f32(), buf.count()));
+  group.all_reduce_sum(device_span(buf));
   unpack(ids, buf.f32(), params_.grads_data());
 }
 
 double Optimizer::reduce_gradients() {
   float* grads = params_.grads_data();
   const int tp = g_.tp->size();
-  if (g_.mirror->size() > 1) sum_over(by_name_, *g_.mirror);
-  if (g_.embedding->size() > 1) sum_over(embedding_, *g_.embedding);
-  if (tp > 1 && !partial_.empty()) sum_over(partial_, *g_.tp);
+  if (g_.mirror->size() > 1) sum_over(by_name_, *g_.dev.mirror);
+  if (g_.embedding->size() > 1) sum_over(embedding_, *g_.dev.embedding);
+  if (tp > 1 && !partial_.empty()) sum_over(partial_, *g_.dev.tp);
   // The experts' sum travels while the dense parameters are summed.
   Buffer expert_buf;
   std::unique_ptr<Request> experts_summed;
@@ -89,14 +89,13 @@ double Optimizer::reduce_gradients() {
   if (sum_experts) {
     expert_buf = Buffer(be(), DType::f32, packed_size(experts_));
     pack(experts_, grads, expert_buf.f32());
-    experts_summed = g_.expert_replicas->iall_reduce_sum(std::span<float>(expert_buf.f32(), expert_buf.count()));
+    experts_summed = g_.dev.expert_replicas->iall_reduce_sum(device_span(expert_buf));
   }
   if (zero1_) {
     pack(dense_, grads, packed_.f32());
-    g_.dp->reduce_scatter_sum(std::span<const float>(packed_.f32(), packed_.count()),
-                              std::span<float>(shard_grad_.f32(), shard_grad_.count()));
+    g_.dev.dp->reduce_scatter_sum(device_span(packed_), device_span(shard_grad_));
   } else if (g_.dp->size() > 1) {
-    sum_over(dense_, *g_.dp);
+    sum_over(dense_, *g_.dev.dp);
   }
   if (sum_experts) {
     experts_summed->wait();
@@ -138,7 +137,7 @@ void Optimizer::step(double lr, long t) {
       if (r.sharded)
         be().copy(mine.f32() + r.grad_offset, params_.values_data() + params_.infos[r.param].offset + r.begin,
                   r.len * sizeof(float));
-    g_.dp->all_gather(std::span<const float>(mine.f32(), shard_), std::span<float>(packed_.f32(), packed_.count()));
+    g_.dev.dp->all_gather(device_span(mine), device_span(packed_));
     unpack(dense_, packed_.f32(), params_.values_data());
   }
 }

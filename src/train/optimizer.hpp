@@ -12,7 +12,7 @@
 // updates its 1/dp of the dense weights, and the updated weights are all-gathered. Routed
 // experts keep whole moments on their ranks (they are already split ep ways).
 // Moments, packed gradients and shards are device buffers of the parameters' backend; the norm,
-// the clipping and AdamW are ops, and Comm moves the packed device buffers.
+// the clipping and AdamW are ops, and the groups' DeviceComms move the packed device buffers.
 #include <cstddef>
 #include <vector>
 
@@ -56,7 +56,7 @@ class Optimizer {
   void pack(const std::vector<int>& ids, const float* from, float* to) const;
   void unpack(const std::vector<int>& ids, const float* from, float* to) const;
   // Sums the listed parameters' gradients over `group`.
-  void sum_over(const std::vector<int>& ids, Comm& group);
+  void sum_over(const std::vector<int>& ids, DeviceComm& group);
   const Backend& be() const { return params_.backend(); }
 
   ParamStore& params_;

@@ -10,7 +10,7 @@
 
 #include "comm/comm.hpp"
 #include "comm/gather_text.hpp"
-#include "comm/timed_comm.hpp"
+#include "comm/timed_device_comm.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_lock.hpp"
 #include "io/run_log.hpp"
@@ -64,17 +64,22 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     schedule_ = pipeline::make_schedule({pipeline::parse_kind(p.schedule), p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
     slots = schedule_->placement.microbatches_per_flow;
   }
-  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model));
+  device_ = choose_device(cfg, slots);
+  // Every rank takes part; only the first prints them.
+  rank_devices_ = all_gather_text(*opt_.world, device_.description);
+  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
   // chunks' passes at once), each timed into its own counters.
   comm_seconds_.resize(std::max<size_t>(1, stages.size()));
-  groups_.tp = make_timed_comm(std::move(groups_.tp), &comm_seconds_[0].tp);
-  groups_.ep = make_timed_comm(std::move(groups_.ep), &comm_seconds_[0].ep);
+  groups_.dev.tp = make_timed_device_comm(std::move(groups_.dev.tp), &comm_seconds_[0].tp);
+  groups_.dev.ep = make_timed_device_comm(std::move(groups_.dev.ep), &comm_seconds_[0].ep);
   for (size_t c = 1; c < stages.size(); ++c) {
-    chunk_comms_.push_back(make_timed_comm(groups_.tp->split(0, groups_.tp->rank()), &comm_seconds_[c].tp));
+    DeviceComm& tp = *groups_.dev.tp;
+    DeviceComm& ep = *groups_.dev.ep;
+    chunk_comms_.push_back(make_timed_device_comm(tp.split(0, tp.rank()), &comm_seconds_[c].tp));
     stages[c].tp = chunk_comms_.back().get();
-    chunk_comms_.push_back(make_timed_comm(groups_.ep->split(0, groups_.ep->rank()), &comm_seconds_[c].ep));
+    chunk_comms_.push_back(make_timed_device_comm(ep.split(0, ep.rank()), &comm_seconds_[c].ep));
     stages[c].ep = chunk_comms_.back().get();
   }
   // Every rank computes the same losses and statistics; the first one speaks for all.
@@ -82,12 +87,9 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (!lead_) opt_.quiet = true;
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
-  device_ = choose_device(cfg, slots);
-  // Every rank takes part; only the first prints them.
-  rank_devices_ = all_gather_text(*opt_.world, device_.description);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
-                         .tp = groups_.tp.get(), .ep = groups_.ep.get()};
+                         .tp = groups_.dev.tp.get(), .ep = groups_.dev.ep.get()};
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, matmul_setup(cfg),
                                    slots, shard, stages);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);

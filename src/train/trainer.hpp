@@ -52,7 +52,7 @@ class Trainer {
   ParallelGroups groups_;
   struct CommSeconds { double tp = 0, ep = 0; };
   std::vector<CommSeconds> comm_seconds_;         // this step's, per model chunk, from timed groups
-  std::vector<std::unique_ptr<Comm>> chunk_comms_;  // the tp and ep groups of chunks after the first
+  std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first
   std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;

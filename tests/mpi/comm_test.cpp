@@ -8,19 +8,9 @@
 
 #include "comm/gather_text.hpp"
 #include "comm/mpi_comm.hpp"
+#include "mpi/report.hpp"
 
 using mt::Comm;
-
-namespace {
-
-// Every rank's verdict combined: a case passes only if it passed on all ranks.
-void report(Comm& c, const std::string& name, bool ok) {
-  std::vector<double> bad{ok ? 0.0 : 1.0};
-  c.all_reduce_sum(bad);
-  if (c.rank() == 0) std::printf("%s %s\n", bad[0] == 0 ? "PASS" : "FAIL", name.c_str());
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   mt::MpiSession session(&argc, &argv);

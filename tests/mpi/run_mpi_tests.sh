@@ -12,6 +12,7 @@ run_as_root=""
 mpi() { mpirun --oversubscribe $run_as_root -np "$@"; }
 
 mpi 3 build/tests/comm_test
+mpi 3 build/tests/staged_comm_test
 
 for i in $(seq 1 60); do printf 'fortune number %d: the quick brown fox %d\n%%\n' "$i" "$((i * 7))"; done > "$tmp/quotes"
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
@@ -48,7 +49,9 @@ base > "$tmp/exp.toml"
 
 # same NAME LAYOUT -- SETTINGS...: one rank against the layout LAYOUT ("dp=2,tp=2,zero=1": keys of
 # [parallel]), both with SETTINGS; mpirun starts dp*tp*pp ranks.
-# MPI_MATRIX_MATMUL=fp8 runs every case with that precision.matmul (the whole matrix in FP8).
+# MPI_MATRIX_MATMUL=fp8 runs every case with that precision.matmul (the whole matrix in FP8);
+# MPI_MATRIX_DEVICE=cpu-strict with that precision.device (every layout's communication staged
+# through the backend's download/upload, any host touch of device memory a crash).
 case_number=0
 same() {
   local name=$1 layout=$2; shift 3
@@ -56,6 +59,7 @@ same() {
   local sets=() layout_sets=() s kv ranks=1
   for s in "$@"; do sets+=(--set "$s"); done
   [[ -n ${MPI_MATRIX_MATMUL:-} ]] && sets+=(--set "precision.matmul=\"$MPI_MATRIX_MATMUL\"") && name="$name [$MPI_MATRIX_MATMUL]"
+  [[ -n ${MPI_MATRIX_DEVICE:-} ]] && sets+=(--set "precision.device=\"$MPI_MATRIX_DEVICE\"") && name="$name [$MPI_MATRIX_DEVICE]"
   for kv in ${layout//,/ }; do
     layout_sets+=(--set "parallel.$kv")
     case $kv in dp=*|tp=*|pp=*) ranks=$((ranks * ${kv#*=})) ;; esac
@@ -106,6 +110,14 @@ same "fp8: tp=2 x dp=2, tiles straddling the shards" tp=2,dp=2 -- precision.matm
 # The dispatch to the experts travels as FP8 codes and scales; the experts quantize what arrives
 # exactly as one rank quantizes its rows.
 same "fp8: ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
+# The strict CPU backend (device memory unreadable outside op calls) under one layout of each
+# kind: every payload crosses through StagedComm's download/upload; MPI_MATRIX_DEVICE runs them all.
+same "cpu-strict: dp=2 with ZeRO-1" dp=2,zero=1 -- precision.device=\"cpu-strict\"
+same "cpu-strict: tp=2, MLA, MTP" tp=2 -- precision.device=\"cpu-strict\" model.attention.kind=\"mla\" model.mtp.depth=1
+same "cpu-strict: fp8 ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.device=\"cpu-strict\" \
+  precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
+same "cpu-strict: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- \
+  precision.device=\"cpu-strict\" training.micro_batch=1
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
 # 2 steps, pp=2 x tp=2 runs steps 3 and 4; against 4 uninterrupted steps on one rank.

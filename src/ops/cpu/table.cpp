@@ -18,6 +18,7 @@ const OpTable& cpu_ops() {
   static const OpTable table = [] {
     OpTable t{};
     t.name = "cpu";
+    t.host_addressable = true;
     t.alloc = host_alloc;
     t.release = host_release;
     t.upload = host_copy;
