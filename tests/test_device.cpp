@@ -42,14 +42,25 @@ TEST_CASE("cpu and cpu-strict are chosen as asked and say so") {
 
 TEST_CASE("each rank of a node gets the GPU of its node-local rank, or all of them a reason") {
   std::string why;
-  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 1}, 1, &why) == 0);
-  CHECK(mt::gpu_for_rank({.local_rank = 5, .local_size = 8}, 8, &why) == 5);
-  CHECK(mt::gpu_for_rank({.local_rank = 1, .local_size = 2}, 4, &why) == 1);  // spare GPUs stay idle
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 1}, 1, false, &why) == 0);
+  CHECK(mt::gpu_for_rank({.local_rank = 5, .local_size = 8}, 8, false, &why) == 5);
+  CHECK(mt::gpu_for_rank({.local_rank = 1, .local_size = 2}, 4, false, &why) == 1);  // spare GPUs stay idle
   CHECK(why.empty());
   // Too few GPUs: even the ranks whose index exists get none, so the node agrees.
-  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 8}, 2, &why) == -1);
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 8}, 2, false, &why) == -1);
   CHECK(testing::contains(why, "runs 8 ranks but has 2 visible GPU(s)"));
-  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 1}, 0, &why) == -1);
+  CHECK(testing::contains(why, "parallel.share_gpu"));
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 1}, 0, false, &why) == -1);
+}
+
+TEST_CASE("with parallel.share_gpu the ranks of a node take its GPUs in turn") {
+  std::string why;
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 4}, 1, true, &why) == 0);
+  CHECK(mt::gpu_for_rank({.local_rank = 3, .local_size = 4}, 1, true, &why) == 0);
+  CHECK(mt::gpu_for_rank({.local_rank = 3, .local_size = 4}, 2, true, &why) == 1);
+  CHECK(mt::gpu_for_rank({.local_rank = 4, .local_size = 8}, 8, true, &why) == 4);  // enough: one each
+  CHECK(why.empty());
+  CHECK(mt::gpu_for_rank({.local_rank = 0, .local_size = 2}, 0, true, &why) == -1);  // none to share
 }
 
 TEST_CASE("the node place comes from OpenMPI's environment, alone on the node without it") {

@@ -158,6 +158,7 @@ struct ParallelConfig {
   int vpp = 1;                    // model chunks per pipeline rank (interleaved)
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 | dualpipe | dualpipev
   int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp
+  bool share_gpu = false;         // ranks of a node share its GPUs and talk through host memory
 };
 
 struct PrecisionConfig {

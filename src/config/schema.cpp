@@ -208,6 +208,9 @@ std::vector<Field> schema_fields(Config& c) {
   b.choice("parallel.schedule", p.schedule, {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipev"},
            "pipeline schedule");
   b.integer("parallel.zero", p.zero, 0, 1, "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them");
+  b.flag("parallel.share_gpu", p.share_gpu,
+         "ranks of a node may share its GPUs (rank i uses GPU i mod count) and communicate through host memory "
+         "instead of NCCL, which refuses two ranks on one GPU");
 
   auto& pr = c.precision;
   b.choice("precision.device", pr.device,

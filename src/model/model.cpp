@@ -80,16 +80,6 @@ std::vector<float> Model::to_host(const float* device, size_t n) const {
   return v;
 }
 
-std::vector<float> Model::output_to_host(int chunk, int slot) const {
-  const Saved& s = saved_[chunk][slot];
-  return to_host(s.acts.back(), size_t(s.rows) * cfg_.d_model);
-}
-
-std::vector<float> Model::input_grad_to_host(int chunk, int slot) const {
-  const Saved& s = saved_[chunk][slot];
-  return to_host(s.grads[0], size_t(s.rows) * cfg_.d_model);
-}
-
 std::vector<float> Model::logits_to_host(int slot) const {
   const Saved& s = saved_[0][slot];
   return to_host(s.logits, size_t(s.rows) * cfg_.vocab_size);
@@ -125,7 +115,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   if (stage.first)
     be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
   else
-    be.upload(s.acts[0], input, n * sizeof(float));
+    be.copy(s.acts[0], input, n * sizeof(float));
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
     r.aux_sum += blocks_[stage.first_block + i]->forward(slot, arena, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
@@ -258,7 +248,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
     for (int k = int(mtp.size()) - 1; k >= 0; --k) dh = mtp_backward_input(chunk, slot, k, dh);
     if (dh) be.add({.n = n, .x = dh, .y = s.grads[nb]});
   } else {
-    be.upload(s.grads[nb], output_grad, n * sizeof(float));
+    be.copy(s.grads[nb], output_grad, n * sizeof(float));
   }
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);

@@ -13,9 +13,10 @@
 // blocks [first_block, end_block), plus the embedding on the first stage and the final norm,
 // head, loss and MTP modules on the last (which also needs the embedding when MTP is on: a
 // second copy if the first stage lives elsewhere). A chunk's forward takes the previous
-// stage's output and its backward the next stage's input gradient, both in host memory; they are
-// uploaded into the chunk's arena, so the caller's buffers may go at once. Each chunk has its own
-// slots. Everything else the model holds is device memory of its backend.
+// stage's output and its backward the next stage's input gradient, both in device memory; they
+// are copied into the chunk's arena, so the caller's buffers may go once the copy is done (in
+// stream order on a GPU). Each chunk has its own slots. Everything the model holds is device
+// memory of its backend.
 #include <memory>
 #include <vector>
 
@@ -65,15 +66,16 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   // A chunk's passes. `input`: the previous stage's output [batch*seq, d_model] (ignored on the
-  // first stage); `output_grad`: the next stage's input gradient (ignored on the last).
+  // first stage); `output_grad`: the next stage's input gradient (ignored on the last); both in
+  // device memory.
   ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales);
   void backward_input(int chunk, int slot, const float* output_grad);
   void backward_weight(int chunk, int slot);
   void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
-  // Host copies of the chunk's output after forward (not on the last stage) and of its input
-  // gradient after backward_input (not on the first).
-  std::vector<float> output_to_host(int chunk, int slot) const;
-  std::vector<float> input_grad_to_host(int chunk, int slot) const;
+  // The chunk's output after forward (not on the last stage) and its input gradient after
+  // backward_input (not on the first), [batch*seq, d_model] in device memory, until retire().
+  const float* output(int chunk, int slot) const { return saved_[chunk][slot].acts.back(); }
+  const float* input_grad(int chunk, int slot) const { return saved_[chunk][slot].grads[0]; }
 
   // The whole model (one chunk).
   ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales) { return forward(0, slot, mb, nullptr, scales); }

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
+#include "comm/nccl_comm.hpp"
 #include "comm/staged_comm.hpp"
 
 namespace mt {
 
-ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& backend) {
+ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& backend, DeviceTransport transport) {
   ParallelGroups g;
   g.layout = l;
   g.world = &world;
@@ -22,12 +23,18 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& 
   g.mirror = g.pp->split(l.mirrored ? std::min(c.pp, partner) : c.pp, c.pp);
   const bool holds_embedding = c.pp == 0 || c.pp == l.pp - 1;
   g.embedding = g.pp->split(l.tied_embedding && holds_embedding ? 0 : 1 + c.pp, c.pp);
-  g.dev.tp = make_staged_comm(*g.tp, backend);
-  g.dev.dp = make_staged_comm(*g.dp, backend);
-  g.dev.ep = make_staged_comm(*g.ep, backend);
-  g.dev.expert_replicas = make_staged_comm(*g.expert_replicas, backend);
-  g.dev.mirror = make_staged_comm(*g.mirror, backend);
-  g.dev.embedding = make_staged_comm(*g.embedding, backend);
+  // Each NCCL communicator is made over its host group (unique id through MPI), collectively over
+  // that group; every rank makes them in the same order, so no two groups wait on each other.
+  auto device = [&](Comm& host) {
+    return transport == DeviceTransport::nccl ? make_nccl_comm(host, backend) : make_staged_comm(host, backend);
+  };
+  g.dev.tp = device(*g.tp);
+  g.dev.dp = device(*g.dp);
+  g.dev.ep = device(*g.ep);
+  g.dev.expert_replicas = device(*g.expert_replicas);
+  g.dev.pp = device(*g.pp);
+  g.dev.mirror = device(*g.mirror);
+  g.dev.embedding = device(*g.embedding);
   return g;
 }
 

@@ -24,11 +24,16 @@ struct ParallelGroups {
   // The same groups for payloads in device memory (activations, gradients, weights); the host
   // Comms above carry counts and scalars. Each is made over its host Comm with the run's backend.
   struct Device {
-    std::unique_ptr<DeviceComm> tp, dp, ep, expert_replicas, mirror, embedding;
+    std::unique_ptr<DeviceComm> tp, dp, ep, expert_replicas, pp, mirror, embedding;
   } dev;
 };
 
-ParallelGroups make_groups(Comm& world, const ParallelLayout& layout, const Backend& backend);
+// How the device communicators move payloads: NCCL between GPUs, one per rank; or staged through
+// host memory and the host Comm (CPU ranks, ranks sharing a GPU).
+enum class DeviceTransport { staged, nccl };
+
+ParallelGroups make_groups(Comm& world, const ParallelLayout& layout, const Backend& backend,
+                           DeviceTransport transport = DeviceTransport::staged);
 
 // Whether this rank holds the copy of a parameter that speaks for all its copies (in norms and
 // checkpoints): the first data-parallel rank, the first tensor-parallel rank unless the

@@ -117,11 +117,11 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   }
   std::string why;
   bool usable = cuda_available(&why);
-  const int gpu = usable ? gpu_for_rank(node_place_from_env(), cuda_device_count(), &why) : -1;
+  const int gpu = usable ? gpu_for_rank(node_place_from_env(), cuda_device_count(), cfg.parallel.share_gpu, &why) : -1;
   if (usable && gpu < 0) {
     usable = false;
     const std::string n = std::to_string(cuda_device_count());
-    why += "; start at most " + n + " ranks per node (a smaller mpirun -np, or --map-by ppr:" + n + ":node)";
+    why += "; start at most " + n + " ranks per node (a smaller mpirun -np, or --map-by ppr:" + n + ":node), or let them share with --set parallel.share_gpu=true";
   }
   if (usable) {
     const CudaDeviceInfo info = cuda_device_info(gpu);

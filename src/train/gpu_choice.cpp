@@ -30,11 +30,13 @@ NodePlace node_place_from_env() {
   return p;
 }
 
-int gpu_for_rank(NodePlace place, int visible_gpus, std::string* why) {
+int gpu_for_rank(NodePlace place, int visible_gpus, bool share, std::string* why) {
   if (place.local_size <= visible_gpus) return place.local_rank;
+  if (share && visible_gpus > 0) return place.local_rank % visible_gpus;
   if (why)
     *why = "this node runs " + std::to_string(place.local_size) + " ranks but has " + std::to_string(visible_gpus) +
-           " visible GPU(s), and each rank needs a GPU of its own (chosen by its node-local rank)";
+           " visible GPU(s), and each rank needs a GPU of its own (chosen by its node-local rank) unless "
+           "parallel.share_gpu = true";
   return -1;
 }
 

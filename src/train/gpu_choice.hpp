@@ -16,8 +16,9 @@ struct NodePlace {
 NodePlace node_place_from_env();
 
 // The GPU index for `place` when the node has `visible_gpus` (CUDA_VISIBLE_DEVICES applied), or -1
-// with the reason in *why when the node has fewer GPUs than ranks. Every rank of the node gets the
-// same answer, so either all of them train on GPUs or none does.
-int gpu_for_rank(NodePlace place, int visible_gpus, std::string* why);
+// with the reason in *why when the node has fewer GPUs than ranks and `share` is false (with
+// `share`, node-local rank i takes GPU i mod visible_gpus). Every rank of the node gets the same
+// answer, so either all of them train on GPUs or none does.
+int gpu_for_rank(NodePlace place, int visible_gpus, bool share, std::string* why);
 
 }  // namespace mt

@@ -6,9 +6,16 @@
 #include <stdexcept>
 #include <thread>
 
-#include "comm/comm.hpp"
+#include "comm/device_comm.hpp"
 
 namespace mt {
+
+Buffer TransferBuffers::take() {
+  if (spare_.empty()) return Buffer(backend_, DType::f32, floats_);
+  Buffer b = std::move(spare_.back());
+  spare_.pop_back();
+  return b;
+}
 
 namespace {
 
@@ -25,11 +32,10 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 class Executor {
  public:
   Executor(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, int global_batch,
-           int micro_batch, const FillMicroBatch& fill)
+           int micro_batch, const FillMicroBatch& fill, TransferBuffers& buffers)
       : model_(model), pl_(schedule.placement), g_(g), me_(g.me.pp), global_batch_(global_batch),
         micro_batch_(micro_batch), fill_(fill), scales_(loss_scales(model.config(), global_batch, micro_batch)),
-        values_(size_t(micro_batch) * model.config().seq_len * model.config().d_model),
-        concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
+        buffers_(buffers), concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
     const int count = global_batch / micro_batch / g.dp->size();
     first_mb_ = g.dp->rank() * count;
     for (int c = 0; c < pl_.chunks_per_rank; ++c) {
@@ -45,7 +51,11 @@ class Executor {
       else compute(std::get<pipeline::ComputeOp>(step));
     }
     const auto t0 = std::chrono::steady_clock::now();
-    for (auto& s : sends_) s.request->wait();
+    for (auto& s : sends_) {
+      s.request->wait();
+      buffers_.give(std::move(s.data));
+    }
+    sends_.clear();
     totals_.t_pipeline_wait += seconds_since(t0);
     if (!mailbox_.empty() || !outbox_.empty() || !receiving_.empty())
       throw std::logic_error("pipeline step ended with transfers left over (a schedule bug)");
@@ -56,7 +66,7 @@ class Executor {
 
  private:
   struct InFlight {
-    std::vector<float> data;
+    Buffer data;
     std::unique_ptr<Request> request;
   };
 
@@ -66,12 +76,12 @@ class Executor {
 
   void communicate(const pipeline::CommOp& op) {
     const Key key = key_of(op.transfer);
-    Comm& pp = *g_.pp;
+    DeviceComm& pp = *g_.dev.pp;
     switch (op.kind) {
       case pipeline::CommKind::post_recv: {
         InFlight& r = receiving_[key];
-        r.data.resize(values_);
-        r.request = pp.irecv(r.data, op.peer, tag_of(op.transfer));
+        r.data = buffers_.take();
+        r.request = pp.irecv(device_span(r.data), op.peer, tag_of(op.transfer));
         break;
       }
       case pipeline::CommKind::wait_recv: {
@@ -87,26 +97,28 @@ class Executor {
         auto it = outbox_.find(key);
         InFlight s{std::move(it->second), nullptr};
         outbox_.erase(it);
-        s.request = pp.isend(s.data, op.peer, tag_of(op.transfer));
+        s.request = pp.isend(device_span(s.data), op.peer, tag_of(op.transfer));
         sends_.push_back(std::move(s));
         break;
       }
     }
   }
 
-  // Hands what a task produced to the position that needs it: in memory on this rank, or to
-  // the outbox for the schedule's send.
-  void deliver(const Transfer& t, std::vector<float> data) {
+  // Hands what a task produced (`data`, in the model's device memory) to the position that needs
+  // it: a copy in a transfer buffer, kept on this rank or put in the outbox for the schedule's send.
+  void deliver(const Transfer& t, const float* data) {
     const int to = pl_.slot(t.flow, receiving_position(t)).rank;
-    (to == me_ ? mailbox_ : outbox_)[key_of(t)] = std::move(data);
+    Buffer b = buffers_.take();
+    buffers_.backend().copy(b.f32(), data, b.bytes());
+    (to == me_ ? mailbox_ : outbox_)[key_of(t)] = std::move(b);
   }
 
-  std::vector<float> take(const Transfer& t) {
+  Buffer take(const Transfer& t) {
     auto it = mailbox_.find(key_of(t));
     if (it == mailbox_.end()) throw std::logic_error("pipeline input missing (a schedule bug)");
-    std::vector<float> v = std::move(it->second);
+    Buffer b = std::move(it->second);
     mailbox_.erase(it);
-    return v;
+    return b;
   }
 
   // A task between its bookkeeping (inputs taken, slot chosen) and its completion (outputs
@@ -116,7 +128,7 @@ class Executor {
     pipeline::Location loc;
     int slot = -1;
     std::vector<int> tokens, targets;
-    std::vector<float> input;  // forward: the previous stage's output; backward: the next stage's input gradient
+    Buffer input;  // forward: the previous stage's output; backward: the next stage's input gradient
     ForwardResult result;
     double seconds = 0;
   };
@@ -147,7 +159,7 @@ class Executor {
   void execute(Pending& p) {
     const auto t0 = std::chrono::steady_clock::now();
     const pipeline::Task& t = p.task;
-    const float* input = p.input.empty() ? nullptr : p.input.data();
+    const float* input = p.input.count() ? p.input.f32() : nullptr;
     if (t.pass == Pass::forward) {
       p.result = model_.forward(t.chunk, p.slot, {p.tokens.data(), p.targets.data(), micro_batch_}, input, scales_);
     } else {
@@ -162,15 +174,17 @@ class Executor {
   void finish(Pending& p, bool timed) {
     const pipeline::Task& t = p.task;
     const int pos = p.loc.position;
+    // The pass copied its input into its arena (in stream order): the buffer may carry the next.
+    if (p.input.count()) buffers_.give(std::move(p.input));
     if (t.pass == Pass::forward) {
       add_forward_result(totals_, p.result, model_.config(), global_batch_);
       if (!last_position(p))
-        deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output_to_host(t.chunk, p.slot));
+        deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output(t.chunk, p.slot));
       if (timed) totals_.t_forward += p.seconds;
       return;
     }
     if (t.pass != Pass::weight_grad && pos > 0)
-      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, model_.input_grad_to_host(t.chunk, p.slot));
+      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, model_.input_grad(t.chunk, p.slot));
     if (t.pass != Pass::input_grad) {
       model_.retire(t.chunk, p.slot);
       free_slots_[t.chunk].push_back(p.slot);
@@ -233,10 +247,10 @@ class Executor {
   int me_, global_batch_, micro_batch_, first_mb_ = 0;
   const FillMicroBatch& fill_;
   LossScales scales_;
-  size_t values_;  // floats in one transfer
+  TransferBuffers& buffers_;
   bool concurrent_;
   std::vector<std::vector<int>> free_slots_, slot_of_;
-  std::map<Key, std::vector<float>> mailbox_, outbox_;
+  std::map<Key, Buffer> mailbox_, outbox_;
   std::map<Key, InFlight> receiving_;
   std::vector<InFlight> sends_;
   StepTotals totals_;
@@ -247,9 +261,9 @@ class Executor {
 }  // namespace
 
 StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, int global_batch,
-                         int micro_batch, const FillMicroBatch& fill) {
+                         int micro_batch, const FillMicroBatch& fill, TransferBuffers& buffers) {
   start_step(model);
-  Executor run(model, schedule, g, global_batch, micro_batch, fill);
+  Executor run(model, schedule, g, global_batch, micro_batch, fill, buffers);
   run.run(schedule.ranks[g.me.pp]);
   StepTotals totals = run.totals();
   if (model.config().moe.aux_loss != BalanceLoss::global_batch) sum_moe_statistics(model, *g.dp);
@@ -264,34 +278,35 @@ StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const
 }
 
 std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Placement& pl, const ParallelGroups& g,
-                                              int count, int micro_batch, const FillMicroBatch& fill) {
-  const ModelConfig& m = model.config();
+                                              int count, int micro_batch, const FillMicroBatch& fill,
+                                              TransferBuffers& buffers) {
   const int me = g.me.pp;
-  const size_t values = size_t(micro_batch) * m.seq_len * m.d_model;
+  DeviceComm& pp = *g.dev.pp;
   std::vector<int> inputs, targets;
   std::vector<double> sums{0.0, 0.0};  // cross-entropy, tokens
+  Buffer carried = buffers.take();
   for (int b = 0; b < count; ++b) {
     fill(b, inputs, targets);
-    std::vector<float> carried(values);
     int used_chunk = -1;
     for (int pos = 0; pos < pl.stages; ++pos) {
       const pipeline::Slot here = pl.slot(0, pos);
       const int before = pos > 0 ? pl.slot(0, pos - 1).rank : -1;
       if (here.rank != me) {
-        if (before == me) g.pp->send(carried, here.rank, pos);
+        if (before == me) pp.send(device_span(carried), here.rank, pos);
         continue;
       }
-      if (pos > 0 && before != me) g.pp->recv(carried, before, pos);
+      if (pos > 0 && before != me) pp.recv(device_span(carried), before, pos);
       const ForwardResult r = model.forward(here.chunk, 0, {inputs.data(), targets.data(), micro_batch},
-                                            pos > 0 ? carried.data() : nullptr, {0.0f, 0.0f, 0.0f});
+                                            pos > 0 ? carried.f32() : nullptr, {0.0f, 0.0f, 0.0f});
       sums[0] += r.ce_sum;
       sums[1] += double(r.tokens);
-      if (pos + 1 < pl.stages) carried = model.output_to_host(here.chunk, 0);
+      if (pos + 1 < pl.stages) buffers.backend().copy(carried.f32(), model.output(here.chunk, 0), carried.bytes());
       if (used_chunk >= 0) model.retire(used_chunk, 0);
       used_chunk = here.chunk;
     }
     if (used_chunk >= 0) model.retire(used_chunk, 0);
   }
+  buffers.give(std::move(carried));
   g.pp->all_reduce_sum(sums);
   return {sums[0], long(sums[1])};
 }

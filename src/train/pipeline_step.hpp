@@ -2,25 +2,44 @@
 // One optimizer step's forward and backward passes on a pipeline rank, run from the rank's
 // program in a pipeline::Schedule: compute operations on the model's chunks, and the
 // activation and gradient exchanges between ranks as non-blocking sends and receives posted
-// where the schedule posts them. A transfer between two chunks of the same rank (DualPipeV's
-// turn) is handed over in memory.
+// where the schedule posts them, over the pipeline group's DeviceComm from device buffers. A
+// transfer between two chunks of the same rank (DualPipeV's turn) is handed over in memory.
+#include <vector>
+
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/accumulate.hpp"
 
 namespace mt {
 
+// Device buffers of one pipeline transfer (a micro-batch's activations or their gradient), kept
+// from step to step: a GPU allocation synchronizes the device, so a step allocates only when it
+// has more transfers in flight than any step before.
+class TransferBuffers {
+ public:
+  TransferBuffers(const Backend& backend, size_t floats) : backend_(backend), floats_(floats) {}
+  Buffer take();
+  void give(Buffer b) { spare_.push_back(std::move(b)); }
+  const Backend& backend() const { return backend_; }
+  size_t floats() const { return floats_; }
+
+ private:
+  Backend backend_;
+  size_t floats_;
+  std::vector<Buffer> spare_;
+};
+
 // Runs this rank's part of the step: data-parallel rank d runs micro-batches
 // [d*n, (d+1)*n) of the step (n = global_batch / micro_batch / dp), DualPipe's second direction
 // the second half of them. Returns the step's totals summed over the pipeline and data-parallel
 // groups, so every rank reports the same loss. Gradients stay this rank's.
 StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& groups,
-                         int global_batch, int micro_batch, const FillMicroBatch& fill);
+                         int global_batch, int micro_batch, const FillMicroBatch& fill, TransferBuffers& buffers);
 
 // Forward passes only, through every stage in order (evaluation): returns the summed
 // cross-entropy and token count of `count` micro-batches, on every rank.
 std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Placement& placement,
                                               const ParallelGroups& groups, int count, int micro_batch,
-                                              const FillMicroBatch& fill);
+                                              const FillMicroBatch& fill, TransferBuffers& buffers);
 
 }  // namespace mt

@@ -67,7 +67,10 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   device_ = choose_device(cfg, slots);
   // Every rank takes part; only the first prints them.
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
-  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend);
+  // NCCL needs a GPU of its own per rank; ranks sharing one stage through host memory.
+  const bool nccl = device_.owned == DeviceChoice::Owned::cuda && !p.share_gpu;
+  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend,
+                        nccl ? DeviceTransport::nccl : DeviceTransport::staged);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
   // chunks' passes at once), each timed into its own counters.
@@ -93,12 +96,19 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, matmul_setup(cfg),
                                    slots, shard, stages);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
+  if (schedule_)
+    transfers_ = std::make_unique<TransferBuffers>(device_.backend,
+                                                   size_t(t.micro_batch) * cfg.model.seq_len * cfg.model.d_model);
 }
 
 Trainer::~Trainer() {
   // Every buffer goes back to the backend before the backend itself.
   optimizer_.reset();
   model_.reset();
+  transfers_.reset();
+  // NCCL communicators live on the backend's GPU and stream: they go before it too.
+  chunk_comms_.clear();
+  groups_.dev = {};
   release_device(device_);
 }
 
@@ -144,8 +154,10 @@ double Trainer::evaluate() {
   Batches val(*val_data_, cfg_.model.seq_len, "data.val");
   const int mb = cfg_.training.micro_batch;
   if (schedule_) {
-    auto [sum, tokens] = pipeline_forward_only(*model_, schedule_->placement, groups_, cfg_.training.eval_batches, mb,
-        [&](int b, std::vector<int>& inputs, std::vector<int>& targets) { val.fill((long long)b * mb, mb, inputs, targets); });
+    auto [sum, tokens] = pipeline_forward_only(
+        *model_, schedule_->placement, groups_, cfg_.training.eval_batches, mb,
+        [&](int b, std::vector<int>& inputs, std::vector<int>& targets) { val.fill((long long)b * mb, mb, inputs, targets); },
+        *transfers_);
     return sum / double(tokens);
   }
   std::vector<int> in, tg;
@@ -231,7 +243,7 @@ TrainSummary Trainer::run() {
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
       batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
     };
-    const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill)
+    const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill, *transfers_)
                                         : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp.get());
     CommSeconds in_layers;
     for (const CommSeconds& c : comm_seconds_) in_layers.tp += c.tp, in_layers.ep += c.ep;

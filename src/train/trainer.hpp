@@ -12,6 +12,7 @@
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/optimizer.hpp"
+#include "train/pipeline_step.hpp"
 #include "train/device.hpp"
 
 namespace mt {
@@ -61,6 +62,7 @@ class Trainer {
   std::unique_ptr<TokenStream> train_data_, val_data_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<TransferBuffers> transfers_;  // pp > 1: the pipeline's device transfer buffers
 };
 
 }  // namespace mt
