@@ -68,9 +68,9 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   // Every rank takes part; only the first prints them.
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
   // NCCL needs a GPU of its own per rank; ranks sharing one stage through host memory.
-  const bool nccl = device_.owned == DeviceChoice::Owned::cuda && !p.share_gpu;
-  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend,
-                        nccl ? DeviceTransport::nccl : DeviceTransport::staged);
+  transport_ = device_.owned == DeviceChoice::Owned::cuda && !p.share_gpu ? DeviceTransport::nccl
+                                                                          : DeviceTransport::staged;
+  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
   // chunks' passes at once), each timed into its own counters.
@@ -124,6 +124,12 @@ void Trainer::print_header() const {
       std::printf("  %s rank %3zu: %s\n", r == 0 ? "device  " : "        ", r, rank_devices_[r].c_str());
   }
   const auto& p = cfg_.parallel;
+  if (transport_ == DeviceTransport::nccl)
+    std::printf("  comm     NCCL between the GPUs, MPI for counts and scalars\n");
+  else if (groups_.layout.world() > 1)
+    std::printf("  comm     MPI; device payloads %s\n", device_.backend.host_addressable()
+                                                        ? "handed to it in place (CPU memory)"
+                                                        : "staged through host memory");
   if (groups_.layout.world() > 1) {
     std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s%s: each data-parallel rank runs %d micro-batches of each step\n",
                 p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "",

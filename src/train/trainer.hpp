@@ -51,6 +51,7 @@ class Trainer {
   TrainOptions opt_;
   std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
   ParallelGroups groups_;
+  DeviceTransport transport_ = DeviceTransport::staged;
   struct CommSeconds { double tp = 0, ep = 0; };
   std::vector<CommSeconds> comm_seconds_;         // this step's, per model chunk, from timed groups
   std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first
