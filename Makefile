@@ -101,12 +101,13 @@ $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 # gpu-bundle/: moetrain, gpu_parity, nccl_test and gemm_bench for a GPU machine that has glibc, libstdc++/libgcc,
 # the CUDA toolkit's cuBLASLt and an NCCL 2 (PyTorch's pip package carries one) but none of the Debian packages
 # (scripts/gpu_check.sh runs them there). libnccl stays on the host: it is 200 MB, and only the binaries that call
-# it (nccl_test) load it, by --as-needed. HDF5 and
+# it (moetrain and nccl_test) load it. HDF5 and
 # cudart are linked statically; the objects go through an archive, so gpu_parity and gemm_bench take only
 # what they call (no HDF5, no MPI). OpenBLAS's static archive becomes one shared lib/libmoetrain_blas.so with
 # only what the objects call, gold folding the identical kernels of its many CPU targets (half the size), so
 # the three binaries share one copy. scripts/bundle_libs.sh copies the remaining libraries (TOML++, and
-# OpenMPI's, which a one-rank run loads but never initializes) into lib/, found through the $ORIGIN rpath.
+# OpenMPI's, which a one-rank run loads but never initializes) into lib/, found through the $ORIGIN rpath;
+# scripts/bundle_mpi.sh puts OpenMPI's launcher into mpi/ (mpi/mpirun) for the multi-rank checks.
 BUNDLE := gpu-bundle
 BUNDLE_BINS := $(BUNDLE)/moetrain $(BUNDLE)/gpu_parity $(BUNDLE)/nccl_test $(BUNDLE)/gemm_bench
 BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/tests/gpu/nccl_test.o $(BUILD)/bench/gemm_bench.o
@@ -118,6 +119,7 @@ BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' 
 ifeq ($(CUDA),1)
 gpu-bundle: $(BUNDLE_BINS)
 	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)"
+	bash scripts/bundle_mpi.sh $(BUNDLE)
 
 $(BUILD)/bundle/libmoetrain.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)

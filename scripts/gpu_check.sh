@@ -2,7 +2,7 @@
 # moetrain's check on a GPU machine, run from the repository root with gpu-bundle/ (make gpu-bundle) in it:
 #   bash scripts/gpu_check.sh
 # Builds nothing. Writes one report, $OUT/gpu_report.txt (OUT defaults to ./gpu-out), and prints its tail: the
-# machine, the bundle's build info, then five sections, each ending in PASS, FAIL or SKIP with the reason:
+# machine, the bundle's build info, then six sections, each ending in PASS, FAIL or SKIP with the reason:
 #   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
 #   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
 #       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
@@ -10,7 +10,12 @@
 #       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
 #       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model;
 #   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda;
-#   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results.
+#   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results
+#       (sections (b) to (d) train through NCCL too: moetrain's groups on a GPU are NCCL communicators);
+#   (f) the multi-rank layout matrix of tests/mpi/run_mpi_tests.sh with every rank on this GPU, payloads staged
+#       through host memory (parallel.share_gpu), under the bundle's OpenMPI (gpu-bundle/mpi/mpirun).
+# GPU_CHECK_SECTIONS picks sections (default abcdef; GPU_CHECK_SECTIONS=f runs only (f), as a second call
+# when the first one's time is spent).
 # A section whose prerequisite fails says which and why, and the next section runs. Everything stops by
 # GPU_CHECK_SECONDS (default 540) so that a run fits in the GPU machine's 10 minutes a command.
 set -uo pipefail
@@ -27,6 +32,8 @@ python=${PYTHON:-python3}
 exp=configs/deepseek-v3-small.toml
 steps=50 half=25 tol=1e-3
 results=() status=0
+sections=${GPU_CHECK_SECTIONS:-abcdef}
+want() { [[ $sections == *$1* ]]; }
 
 say() { echo "$*" >> "$report"; }
 note() { echo "$*" | tee -a "$report"; }
@@ -82,9 +89,10 @@ if ldd "$bundle/gpu_parity" 2>&1 | grep -q 'libcublasLt.so.13 => not found'; the
   export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   say "libcublasLt.so.13 from $dir"
 fi
-# nccl_test expects the host's libnccl.so.2: the CUDA toolkit's, or else PyTorch's pip package nvidia-nccl.
+# moetrain and nccl_test expect the host's libnccl.so.2: the CUDA toolkit's, or else PyTorch's pip package
+# nvidia-nccl.
 nccl_problem=""
-if ldd "$bundle/nccl_test" 2>&1 | grep -q 'libnccl.so.2 => not found'; then
+if ldd "$bundle/moetrain" 2>&1 | grep -q 'libnccl.so.2 => not found'; then
   read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
   dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 \
           "${sites[@]/%//nvidia/nccl/lib}"; do [[ -e $d/libnccl.so.2 ]] && echo "$d"; done | head -n 1)
@@ -94,7 +102,8 @@ if ldd "$bundle/nccl_test" 2>&1 | grep -q 'libnccl.so.2 => not found'; then
     export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     say "libnccl.so.2 from $dir"
   else
-    nccl_problem="no libnccl.so.2 on this machine (CUDA toolkit, or pip install nvidia-nccl-cu13)"
+    note "FAIL: no libnccl.so.2 on this machine (CUDA toolkit, or pip install nvidia-nccl-cu13): moetrain needs it"
+    exit 1
   fi
 fi
 # A host glibc or libstdc++ older than the bundle's: start the binaries through the bundle's own runtime/.
@@ -110,6 +119,7 @@ if ! err=$("$bundle/moetrain" keys 2>&1 >/dev/null); then
 fi
 mt=("${launch[@]}" "$bundle/moetrain")
 
+if want a; then
 say ""; say "== (a) per-op parity: gpu_parity, CUDA ops against the CPU reference"
 limited 120 "${launch[@]}" "$bundle/gpu_parity"
 rc=$?
@@ -122,6 +132,8 @@ case $rc in
        cut -d' ' -f2 | head -n 5 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
 esac
 
+fi
+if want b; then
 say ""; say "== (b) end to end: $exp, $steps steps, cuda against cpu (loss within $tol relative)"
 # compare_losses REF RUN: every step's loss of RUN against REF's; prints the largest relative difference.
 compare_losses() {
@@ -189,6 +201,8 @@ else
   done
 fi
 
+fi
+if want c; then
 say ""; say "== (c) benchmarks"
 limited 120 "${launch[@]}" "$bundle/gemm_bench"
 rc=$?
@@ -260,6 +274,8 @@ fp8_speed() { local cfg=$1 n=$2 name tps=() mm
 }
 fp8_speed configs/moe-1b.toml 15
 
+fi
+if want d; then
 say ""; say "== (d) the PyTorch oracle with moetrain's step on cuda (tests/oracle/run_oracle.sh, 11 configurations)"
 if [[ -n $no_gpu ]]; then
   result "(d) oracle on cuda: SKIP ($no_gpu)"
@@ -274,20 +290,39 @@ else
   fi
 fi
 
+fi
+if want e; then
 say ""; say "== (e) NCCL, one rank: nccl_test, every NcclComm call on a world of one"
-if [[ -n $nccl_problem ]]; then
-  result "(e) NCCL, one rank: FAIL ($nccl_problem)"
-else
-  limited 120 "${launch[@]}" "$bundle/nccl_test"
-  rc=$?
-  case $rc in
-    0) result "(e) NCCL, one rank: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
-    77) result "(e) NCCL, one rank: SKIP ($(tail -n 1 "$work/last"))" ;;
-    *) result "(e) NCCL, one rank: FAIL (exit $rc; $(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
-         cut -d' ' -f2- | head -n 3 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
-  esac
+limited 120 "${launch[@]}" "$bundle/nccl_test"
+rc=$?
+case $rc in
+  0) result "(e) NCCL, one rank: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
+  77) result "(e) NCCL, one rank: SKIP ($(tail -n 1 "$work/last"))" ;;
+  *) result "(e) NCCL, one rank: FAIL (exit $rc; $(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
+       cut -d' ' -f2- | head -n 3 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
+esac
+
+fi
+if want f; then
+say ""; say "== (f) layouts on one GPU: tests/mpi/run_mpi_tests.sh's layout matrix, ranks sharing the GPU"
+# Each case trains on one rank and on its layout's ranks, all on this GPU, their payloads staged through
+# host memory (parallel.share_gpu), and compares losses and weights. Cases past the deadline are not run.
+printf '#!/usr/bin/env bash\nexec %s "%s" "$@"\n' "${launch[*]}" "$bundle/moetrain" > "$work/moetrain"
+chmod +x "$work/moetrain"
+MOETRAIN=$work/moetrain MPIRUN=$bundle/mpi/mpirun MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cuda \
+  MPI_MATRIX_SET=parallel.share_gpu=true PYTHON=$python limited 540 bash tests/mpi/run_mpi_tests.sh
+rc=$?
+passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+left=$(($(grep -c '^same "' tests/mpi/run_mpi_tests.sh) - passed - failed))
+if ((failed > 0)); then
+  result "(f) layouts on one GPU: FAIL ($failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" |
+    cut -d' ' -f2- | cut -d: -f1 | head -n 3 | tr '\n' ';')$( ((left > 0)) && echo " $left not reached"))"
+elif ((passed == 0)); then result "(f) layouts on one GPU: FAIL (exit $rc, no case ran: $(tail -n 1 "$work/last"))"
+elif ((left > 0)); then result "(f) layouts on one GPU: PASS for $passed cases; $left not reached by the deadline"
+else result "(f) layouts on one GPU: PASS (all $passed cases)"
 fi
 
+fi
 say ""; say "== summary ($((SECONDS)) s)"
 for r in "${results[@]}"; do say "$r"; done
 echo; echo "== tail of $report"; tail -n 25 "$report"

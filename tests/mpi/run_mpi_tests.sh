@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Multi-rank tests under mpirun: every Comm call, then data-parallel training against one rank.
 # Each case prints PASS or FAIL.
+# Knobs for a GPU machine (scripts/gpu_check.sh): MOETRAIN and MPIRUN name the binary and the launcher;
+# MPI_MATRIX_ONLY=1 runs only the layout matrix; MPI_MATRIX_SET adds one KEY=VALUE to every run of it.
 set -u
 cd "$(dirname "$0")/../.."
-bin=./moetrain
+bin=${MOETRAIN:-./moetrain}
 python=${PYTHON:-.venv/bin/python}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run_as_root=""
 [[ $(id -u) -eq 0 ]] && run_as_root="--allow-run-as-root"
-mpi() { mpirun --oversubscribe $run_as_root -np "$@"; }
+mpi() { ${MPIRUN:-mpirun} --oversubscribe $run_as_root -np "$@"; }
+only_matrix=${MPI_MATRIX_ONLY:-0}
 
-mpi 3 build/tests/comm_test
-mpi 3 build/tests/staged_comm_test
+if [[ $only_matrix != 1 ]]; then
+  mpi 3 build/tests/comm_test
+  mpi 3 build/tests/staged_comm_test
+fi
 
 for i in $(seq 1 60); do printf 'fortune number %d: the quick brown fox %d\n%%\n' "$i" "$((i * 7))"; done > "$tmp/quotes"
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
@@ -60,6 +65,7 @@ same() {
   for s in "$@"; do sets+=(--set "$s"); done
   [[ -n ${MPI_MATRIX_MATMUL:-} ]] && sets+=(--set "precision.matmul=\"$MPI_MATRIX_MATMUL\"") && name="$name [$MPI_MATRIX_MATMUL]"
   [[ -n ${MPI_MATRIX_DEVICE:-} ]] && sets+=(--set "precision.device=\"$MPI_MATRIX_DEVICE\"") && name="$name [$MPI_MATRIX_DEVICE]"
+  [[ -n ${MPI_MATRIX_SET:-} ]] && sets+=(--set "$MPI_MATRIX_SET") && name="$name [$MPI_MATRIX_SET]"
   for kv in ${layout//,/ }; do
     layout_sets+=(--set "parallel.$kv")
     case $kv in dp=*|tp=*|pp=*) ranks=$((ranks * ${kv#*=})) ;; esac
@@ -118,6 +124,8 @@ same "cpu-strict: fp8 ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precisio
   precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
 same "cpu-strict: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- \
   precision.device=\"cpu-strict\" training.micro_batch=1
+
+[[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
 # 2 steps, pp=2 x tp=2 runs steps 3 and 4; against 4 uninterrupted steps on one rank.
