@@ -73,6 +73,31 @@ void device_sync(DeviceState* s) {
   MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
 }
 
+void* device_mark_create(DeviceState* s) {
+  activate(s);
+  cudaEvent_t e = nullptr;
+  MT_CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+
+void device_mark_destroy(DeviceState* s, void* mark) {
+  activate(s);
+  MT_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(mark)));
+}
+
+void device_mark_record(DeviceState* s, void* mark) {
+  activate(s);
+  MT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(mark), s->stream));
+}
+
+double device_mark_seconds(DeviceState* s, void* from, void* to) {
+  activate(s);
+  MT_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(to)));
+  float ms = 0;
+  MT_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)));
+  return ms * 1e-3;
+}
+
 const OpTable& cuda_ops() {
   static const OpTable table = [] {
     OpTable t{};
@@ -84,6 +109,10 @@ const OpTable& cuda_ops() {
     t.synchronize = device_sync;
     t.copy = device_copy_on_stream;
     t.zero = device_zero;
+    t.mark_create = device_mark_create;
+    t.mark_destroy = device_mark_destroy;
+    t.mark_record = device_mark_record;
+    t.mark_seconds = device_mark_seconds;
 #define MT_CUDA_ENTRY(op) t.op = cuda::op;
     MT_OP_LIST(MT_CUDA_ENTRY)
 #undef MT_CUDA_ENTRY

@@ -1,7 +1,5 @@
 #include "comm/timed_device_comm.hpp"
 
-#include <chrono>
-
 #include "comm/timed_comm.hpp"
 
 namespace mt {
@@ -10,8 +8,8 @@ namespace {
 
 class TimedDeviceComm final : public DeviceComm {
  public:
-  TimedDeviceComm(std::unique_ptr<DeviceComm> inner, double* seconds)
-      : inner_(std::move(inner)), host_(make_timed_comm(inner_->host(), seconds)), seconds_(seconds) {}
+  TimedDeviceComm(std::unique_ptr<DeviceComm> inner, double* host_seconds, DeviceTimer* device_time)
+      : inner_(std::move(inner)), host_(make_timed_comm(inner_->host(), host_seconds)), device_time_(device_time) {}
 
   Comm& host() const override { return *host_; }
   void all_reduce_sum(DeviceSpan d) override { timed([&] { inner_->all_reduce_sum(d); }); }
@@ -56,20 +54,19 @@ class TimedDeviceComm final : public DeviceComm {
   }
   template <class F>
   void timed(F&& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    *seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    device_time_->time(f);
   }
 
   std::unique_ptr<DeviceComm> inner_;
-  std::unique_ptr<Comm> host_;  // inner_->host(), timed into the same counter
-  double* seconds_;
+  std::unique_ptr<Comm> host_;  // inner_->host(), timed on the host clock
+  DeviceTimer* device_time_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceComm> make_timed_device_comm(std::unique_ptr<DeviceComm> inner, double* seconds) {
-  return std::make_unique<TimedDeviceComm>(std::move(inner), seconds);
+std::unique_ptr<DeviceComm> make_timed_device_comm(std::unique_ptr<DeviceComm> inner, double* host_seconds,
+                                                   DeviceTimer* device_time) {
+  return std::make_unique<TimedDeviceComm>(std::move(inner), host_seconds, device_time);
 }
 
 }  // namespace mt

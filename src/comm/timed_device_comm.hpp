@@ -1,13 +1,18 @@
 #pragma once
-// A DeviceComm that adds the wall time of every call it forwards to a counter, host() calls
-// included (per-expert counts): the tensor- and expert-parallel times of /timing/rank_phases.
+// A DeviceComm that times every call it forwards: the tensor- and expert-parallel times of
+// /timing/rank_phases. Payload calls and waits are intervals of `device_time`, measured by the
+// device (on a GPU: how long the stream spent in the NCCL kernels, not how long the host took to
+// queue them); host() calls (per-expert counts) block the host, and their wall time is added to
+// `host_seconds`.
 #include <memory>
 
 #include "comm/device_comm.hpp"
+#include "ops/device_timer.hpp"
 
 namespace mt {
 
-// `seconds` must outlive the returned DeviceComm.
-std::unique_ptr<DeviceComm> make_timed_device_comm(std::unique_ptr<DeviceComm> inner, double* seconds);
+// `host_seconds` and `device_time` must outlive the returned DeviceComm.
+std::unique_ptr<DeviceComm> make_timed_device_comm(std::unique_ptr<DeviceComm> inner, double* host_seconds,
+                                                   DeviceTimer* device_time);
 
 }  // namespace mt

@@ -86,6 +86,7 @@ class Model {
   std::vector<float> logits_to_host(int slot) const;
 
   const std::vector<StageSpec>& chunks() const { return chunks_; }
+  const Backend& backend() const { return env_.be(); }
   // The MoE layers this rank holds, and their indices among all the model's MoE layers (blocks
   // first, then MTP modules).
   std::vector<MoE*> moe_layers();

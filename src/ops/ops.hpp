@@ -146,6 +146,12 @@ struct OpTable {
   void (*synchronize)(DeviceState*);
   void (*copy)(DeviceState*, void* dst, const void* src, size_t bytes);  // device to device
   void (*zero)(DeviceState*, void* dst, size_t bytes);
+  // Time marks: record() notes when the device reaches this point of its op order (a CUDA event;
+  // on the CPU, whose ops finish at the call, the clock); seconds() waits until `to` is reached.
+  void* (*mark_create)(DeviceState*);
+  void (*mark_destroy)(DeviceState*, void* mark);
+  void (*mark_record)(DeviceState*, void* mark);
+  double (*mark_seconds)(DeviceState*, void* from, void* to);
 
   void (*gemm)(DeviceState*, const GemmArgs&);
   void (*rmsnorm_forward)(DeviceState*, const RmsNormForwardArgs&);
@@ -241,6 +247,10 @@ struct Backend {
   void copy(void* dst, const void* src, size_t bytes) const { ops->copy(state, dst, src, bytes); }
   void zero(void* dst, size_t bytes) const { ops->zero(state, dst, bytes); }
   void synchronize() const { ops->synchronize(state); }
+  void* mark_create() const { return ops->mark_create(state); }
+  void mark_destroy(void* m) const { ops->mark_destroy(state, m); }
+  void mark_record(void* m) const { ops->mark_record(state, m); }
+  double mark_seconds(void* from, void* to) const { return ops->mark_seconds(state, from, to); }
   bool host_addressable() const { return ops->host_addressable; }
 };
 

@@ -1,16 +1,12 @@
 #include "train/accumulate.hpp"
 
-#include <chrono>
-
 #include "comm/comm.hpp"
+#include "ops/device_timer.hpp"
 
 namespace mt {
 
 namespace {
 bool global_balance(const ModelConfig& m) { return m.moe.aux_loss == BalanceLoss::global_batch; }
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 }  // namespace
 
 LossScales loss_scales(const ModelConfig& m, int global_batch, int micro_batch) {
@@ -70,20 +66,21 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
   StepTotals totals;
   start_step(model);
   std::vector<int> inputs, targets;
+  // Timed by the device (events on a GPU) and read once at the end, so the host queues ahead.
+  DeviceTimer forward_time(model.backend()), backward_time(model.backend());
   auto backward = [&](int slot) {
-    const auto t0 = std::chrono::steady_clock::now();
-    model.backward_input(slot);
-    model.backward_weight(slot);
+    backward_time.time([&] {
+      model.backward_input(slot);
+      model.backward_weight(slot);
+    });
     model.retire(slot);
-    totals.t_backward += seconds_since(t0);
   };
   for (int i = 0; i < count; ++i) {
     const int mb = first + i;
     fill(mb, inputs, targets);
     const int slot = global ? i : 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    ForwardResult r = model.forward(slot, {inputs.data(), targets.data(), micro_batch}, scales);
-    totals.t_forward += seconds_since(t0);
+    ForwardResult r;
+    forward_time.time([&] { r = model.forward(slot, {inputs.data(), targets.data(), micro_batch}, scales); });
     if (after_forward) after_forward(mb, slot);
     add_forward_result(totals, r, m, global_batch);
     if (!global) backward(slot);
@@ -100,6 +97,8 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     totals.ce_sum = sums[0], totals.aux = sums[1], totals.mtp = sums[2];
   }
   totals.aux += shared_aux;
+  totals.t_forward = forward_time.take_seconds();
+  totals.t_backward = backward_time.take_seconds();
   return totals;
 }
 

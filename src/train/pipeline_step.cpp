@@ -1,12 +1,12 @@
 #include "train/pipeline_step.hpp"
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
 #include "comm/device_comm.hpp"
+#include "ops/device_timer.hpp"
 
 namespace mt {
 
@@ -24,9 +24,6 @@ using pipeline::Payload;
 using pipeline::Transfer;
 using Key = pipeline::TransferKey;
 using pipeline::key_of;
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // The running state of one rank's step.
 class Executor {
@@ -35,7 +32,8 @@ class Executor {
            int micro_batch, const FillMicroBatch& fill, TransferBuffers& buffers)
       : model_(model), pl_(schedule.placement), g_(g), me_(g.me.pp), global_batch_(global_batch),
         micro_batch_(micro_batch), fill_(fill), scales_(loss_scales(model.config(), global_batch, micro_batch)),
-        buffers_(buffers), concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
+        buffers_(buffers), forward_time_(model.backend()), backward_time_(model.backend()),
+        overlapped_time_(model.backend()), wait_time_(model.backend()), concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
     const int count = global_batch / micro_batch / g.dp->size();
     first_mb_ = g.dp->rank() * count;
     for (int c = 0; c < pl_.chunks_per_rank; ++c) {
@@ -50,13 +48,16 @@ class Executor {
       if (auto* c = std::get_if<pipeline::CommOp>(&step)) communicate(*c);
       else compute(std::get<pipeline::ComputeOp>(step));
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    for (auto& s : sends_) {
-      s.request->wait();
-      buffers_.give(std::move(s.data));
-    }
+    wait_time_.time([&] {
+      for (auto& s : sends_) s.request->wait();
+    });
+    for (auto& s : sends_) buffers_.give(std::move(s.data));
     sends_.clear();
-    totals_.t_pipeline_wait += seconds_since(t0);
+    // Read once, at the end: on a GPU this waits for the device to finish the step's work.
+    totals_.t_forward = forward_time_.take_seconds();
+    totals_.t_backward = backward_time_.take_seconds();
+    totals_.t_overlapped = overlapped_time_.take_seconds();
+    totals_.t_pipeline_wait = wait_time_.take_seconds();
     if (!mailbox_.empty() || !outbox_.empty() || !receiving_.empty())
       throw std::logic_error("pipeline step ended with transfers left over (a schedule bug)");
   }
@@ -86,9 +87,7 @@ class Executor {
       }
       case pipeline::CommKind::wait_recv: {
         auto it = receiving_.find(key);
-        const auto t0 = std::chrono::steady_clock::now();
-        it->second.request->wait();
-        totals_.t_pipeline_wait += seconds_since(t0);
+        wait_time_.time([&] { it->second.request->wait(); });
         mailbox_[key] = std::move(it->second.data);
         receiving_.erase(it);
         break;
@@ -130,7 +129,6 @@ class Executor {
     std::vector<int> tokens, targets;
     Buffer input;  // forward: the previous stage's output; backward: the next stage's input gradient
     ForwardResult result;
-    double seconds = 0;
   };
 
   bool last_position(const Pending& p) const { return p.loc.position == pl_.stages - 1; }
@@ -157,7 +155,6 @@ class Executor {
   }
 
   void execute(Pending& p) {
-    const auto t0 = std::chrono::steady_clock::now();
     const pipeline::Task& t = p.task;
     const float* input = p.input.count() ? p.input.f32() : nullptr;
     if (t.pass == Pass::forward) {
@@ -166,12 +163,9 @@ class Executor {
       if (t.pass != Pass::weight_grad) model_.backward_input(t.chunk, p.slot, input);
       if (t.pass != Pass::input_grad) model_.backward_weight(t.chunk, p.slot);
     }
-    p.seconds = seconds_since(t0);
   }
 
-  // `timed`: add the task's time to the forward or backward total (not for overlapped pairs,
-  // whose wall time counts once).
-  void finish(Pending& p, bool timed) {
+  void finish(Pending& p) {
     const pipeline::Task& t = p.task;
     const int pos = p.loc.position;
     // The pass copied its input into its arena (in stream order): the buffer may carry the next.
@@ -180,7 +174,6 @@ class Executor {
       add_forward_result(totals_, p.result, model_.config(), global_batch_);
       if (!last_position(p))
         deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output(t.chunk, p.slot));
-      if (timed) totals_.t_forward += p.seconds;
       return;
     }
     if (t.pass != Pass::weight_grad && pos > 0)
@@ -189,7 +182,6 @@ class Executor {
       model_.retire(t.chunk, p.slot);
       free_slots_[t.chunk].push_back(p.slot);
     }
-    if (timed) totals_.t_backward += p.seconds;
   }
 
   // One compute operation. An overlapped pair (DualPipe's F&B) runs its forward on a second
@@ -199,12 +191,13 @@ class Executor {
   void compute(const pipeline::ComputeOp& op) {
     if (!op.overlapped_backward) {
       Pending p = prepare(op.task);
-      execute(p);
-      finish(p, true);
+      (p.task.pass == Pass::forward ? forward_time_ : backward_time_).time([&] { execute(p); });
+      finish(p);
       return;
     }
-    const auto t0 = std::chrono::steady_clock::now();
     Pending f = prepare(op.task), b = prepare(*op.overlapped_backward);
+    // The pair's time counts once, as overlapped time.
+    overlapped_time_.begin();
     // Two chunks share no layer, so their passes touch disjoint saved state and statistics.
     if (concurrent_ && f.task.chunk != b.task.chunk) {
       std::exception_ptr failed;
@@ -227,9 +220,9 @@ class Executor {
       execute(f);
       execute(b);
     }
-    finish(f, false);
-    finish(b, false);
-    totals_.t_overlapped += seconds_since(t0);
+    overlapped_time_.end();
+    finish(f);
+    finish(b);
   }
 
   // A global-batch balance loss needs the routing of every micro-batch of the step through a
@@ -248,6 +241,7 @@ class Executor {
   const FillMicroBatch& fill_;
   LossScales scales_;
   TransferBuffers& buffers_;
+  DeviceTimer forward_time_, backward_time_, overlapped_time_, wait_time_;
   bool concurrent_;
   std::vector<std::vector<int>> free_slots_, slot_of_;
   std::map<Key, Buffer> mailbox_, outbox_;

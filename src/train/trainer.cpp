@@ -75,14 +75,16 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
   // chunks' passes at once), each timed into its own counters.
   comm_seconds_.resize(std::max<size_t>(1, stages.size()));
-  groups_.dev.tp = make_timed_device_comm(std::move(groups_.dev.tp), &comm_seconds_[0].tp);
-  groups_.dev.ep = make_timed_device_comm(std::move(groups_.dev.ep), &comm_seconds_[0].ep);
+  for (size_t c = 0; c < comm_seconds_.size(); ++c)
+    comm_timers_.push_back({std::make_unique<DeviceTimer>(device_.backend), std::make_unique<DeviceTimer>(device_.backend)});
+  groups_.dev.tp = make_timed_device_comm(std::move(groups_.dev.tp), &comm_seconds_[0].tp, comm_timers_[0].tp.get());
+  groups_.dev.ep = make_timed_device_comm(std::move(groups_.dev.ep), &comm_seconds_[0].ep, comm_timers_[0].ep.get());
   for (size_t c = 1; c < stages.size(); ++c) {
     DeviceComm& tp = *groups_.dev.tp;
     DeviceComm& ep = *groups_.dev.ep;
-    chunk_comms_.push_back(make_timed_device_comm(tp.split(0, tp.rank()), &comm_seconds_[c].tp));
+    chunk_comms_.push_back(make_timed_device_comm(tp.split(0, tp.rank()), &comm_seconds_[c].tp, comm_timers_[c].tp.get()));
     stages[c].tp = chunk_comms_.back().get();
-    chunk_comms_.push_back(make_timed_device_comm(ep.split(0, ep.rank()), &comm_seconds_[c].ep));
+    chunk_comms_.push_back(make_timed_device_comm(ep.split(0, ep.rank()), &comm_seconds_[c].ep, comm_timers_[c].ep.get()));
     stages[c].ep = chunk_comms_.back().get();
   }
   // Every rank computes the same losses and statistics; the first one speaks for all.
@@ -109,6 +111,7 @@ Trainer::~Trainer() {
   // NCCL communicators live on the backend's GPU and stream: they go before it too.
   chunk_comms_.clear();
   groups_.dev = {};
+  comm_timers_.clear();
   release_device(device_);
 }
 
@@ -252,7 +255,10 @@ TrainSummary Trainer::run() {
     const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill, *transfers_)
                                         : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp.get());
     CommSeconds in_layers;
-    for (const CommSeconds& c : comm_seconds_) in_layers.tp += c.tp, in_layers.ep += c.ep;
+    for (size_t c = 0; c < comm_seconds_.size(); ++c) {
+      in_layers.tp += comm_seconds_[c].tp + comm_timers_[c].tp->take_seconds();
+      in_layers.ep += comm_seconds_[c].ep + comm_timers_[c].ep->take_seconds();
+    }
     const auto t_opt = Clock::now();
     rec.loss = totals.ce_sum / double(tokens_per_step);
     rec.aux_loss = totals.aux;

@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "io/shards.hpp"
 #include "model/model.hpp"
+#include "ops/device_timer.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/optimizer.hpp"
@@ -53,7 +54,9 @@ class Trainer {
   ParallelGroups groups_;
   DeviceTransport transport_ = DeviceTransport::staged;
   struct CommSeconds { double tp = 0, ep = 0; };
-  std::vector<CommSeconds> comm_seconds_;         // this step's, per model chunk, from timed groups
+  std::vector<CommSeconds> comm_seconds_;         // this step's host-side part, per model chunk
+  struct CommTimers { std::unique_ptr<DeviceTimer> tp, ep; };
+  std::vector<CommTimers> comm_timers_;           // the device-side part, per model chunk
   std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first
   std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs

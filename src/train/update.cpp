@@ -1,9 +1,9 @@
 #include "train/update.hpp"
 
-#include <chrono>
 #include <cmath>
 
 #include "model/flops.hpp"
+#include "ops/device_timer.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace mt {
@@ -11,9 +11,9 @@ namespace mt {
 UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, long long step) {
   const auto& t = cfg.training;
   UpdateStats u;
-  const auto t0 = std::chrono::steady_clock::now();
-  u.grad_norm = optimizer.reduce_gradients();
-  u.time_grad_sync = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  DeviceTimer sync_time(model.backend());
+  sync_time.time([&] { u.grad_norm = optimizer.reduce_gradients(); });
+  u.time_grad_sync = sync_time.take_seconds();
   if (!std::isfinite(u.grad_norm)) return u;
   if (t.grad_clip > 0 && u.grad_norm > t.grad_clip) optimizer.scale_gradients(float(t.grad_clip / u.grad_norm));
   u.lr = learning_rate(cfg, int(step));

@@ -4,6 +4,7 @@
 // Prints one PASS/FAIL line per check and a summary; exits 0 when all pass, 1 otherwise, and
 // 77 (the conventional "skipped" status) when there is no usable GPU.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "ops/cuda_backend.hpp"
+#include "ops/device_timer.hpp"
 #include "ops/ops.hpp"
 #include "parity.hpp"
 
@@ -174,6 +176,30 @@ void check_swiglu(Report& rep, const Backend& cpu, const Backend& gpu, size_t n,
   gpu.swiglu_backward({n, gg.get(), gu.get(), gdh.get(), gdgate.get(), gdup.get()});
   rep.check("swiglu_backward" + shape,
             std::max(relative_error(gdgate.download(), dgate), relative_error(gdup.download(), dup)), kTol);
+}
+
+// The backend's time marks (CUDA events) through DeviceTimer: an interval around queued GEMMs measures
+// more than zero and no more than the host's clock saw from before the first mark until the timer was
+// read (reading waits for the device), and a second read starts over.
+void check_device_timer(Report& rep, const Backend& gpu, uint64_t seed) {
+  Lcg rng(seed);
+  const int n = 512;
+  const std::vector<float> a = random_values(size_t(n) * n, rng);
+  DeviceFloats da(gpu, a), db(gpu, a), dc(gpu, nans(a.size()));
+  GemmArgs g;
+  g.m = g.n = g.k = n;
+  g.a = da.get(); g.b = db.get(); g.c = dc.get();
+  gpu.synchronize();
+  DeviceTimer timer(gpu);
+  const auto t0 = std::chrono::steady_clock::now();
+  timer.time([&] {
+    for (int i = 0; i < 4; ++i) gpu.gemm(g);
+  });
+  const double measured = timer.take_seconds();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rep.check("device timer: 4 gemms n=512 take time (" + std::to_string(measured * 1e6) + " us)", measured > 0 ? 0 : 1, 0.5);
+  rep.check("device timer: within the host's window (" + std::to_string(wall * 1e6) + " us)", measured <= wall ? 0 : 1, 0.5);
+  rep.check("device timer: read again, it starts over", timer.take_seconds() == 0 ? 0 : 1, 0.5);
 }
 
 void check_add(Report& rep, const Backend& cpu, const Backend& gpu, size_t n, size_t offset, uint64_t seed) {
@@ -353,6 +379,7 @@ int main(int argc, char** argv) {
   check_swiglu(rep, cpu, gpu, 4099, 1, seed++);
   for (size_t n : {size_t(1), size_t(1000003)}) check_add(rep, cpu, gpu, n, 0, seed++);
   check_add(rep, cpu, gpu, 4099, 1, seed++);
+  check_device_timer(rep, gpu, seed++);
 
   for (bool accumulate : {false, true}) {
     check_copy_columns(rep, cpu, gpu, 1, 1, 1, 1, 0, accumulate, seed++);

@@ -4,6 +4,12 @@
 
 namespace mt::cpu {
 
+// Time marks of the CPU backends (host_marks.cpp): ops finish at the call, so a mark is the clock.
+void* mark_create(DeviceState*);
+void mark_destroy(DeviceState*, void* mark);
+void mark_record(DeviceState*, void* mark);
+double mark_seconds(DeviceState*, void* from, void* to);
+
 void gemm(DeviceState*, const GemmArgs&);
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs&);
 void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs&);

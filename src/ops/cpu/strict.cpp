@@ -153,6 +153,10 @@ const OpTable& strict_ops() {
     t.copy = strict_copy;
     t.zero = strict_zero;
     t.synchronize = strict_sync;
+    t.mark_create = cpu::mark_create;
+    t.mark_destroy = cpu::mark_destroy;
+    t.mark_record = cpu::mark_record;
+    t.mark_seconds = cpu::mark_seconds;
 #define MT_GUARD_ENTRY(op) t.op = guard<&OpTable::op>();
     MT_OP_LIST(MT_GUARD_ENTRY)
 #undef MT_GUARD_ENTRY

@@ -26,6 +26,10 @@ const OpTable& cpu_ops() {
     t.synchronize = host_sync;
     t.copy = host_copy;
     t.zero = host_zero;
+    t.mark_create = cpu::mark_create;
+    t.mark_destroy = cpu::mark_destroy;
+    t.mark_record = cpu::mark_record;
+    t.mark_seconds = cpu::mark_seconds;
 #define MT_CPU_ENTRY(op) t.op = cpu::op;
     MT_OP_LIST(MT_CPU_ENTRY)
 #undef MT_CPU_ENTRY
