@@ -90,6 +90,11 @@ void device_mark_record(DeviceState* s, void* mark) {
   MT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(mark), s->stream));
 }
 
+void device_mark_wait(DeviceState* s, void* mark) {
+  activate(s);
+  MT_CUDA_CHECK(cudaStreamWaitEvent(s->stream, static_cast<cudaEvent_t>(mark), 0));
+}
+
 double device_mark_seconds(DeviceState* s, void* from, void* to) {
   activate(s);
   MT_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(to)));
@@ -113,6 +118,7 @@ const OpTable& cuda_ops() {
     t.mark_destroy = device_mark_destroy;
     t.mark_record = device_mark_record;
     t.mark_seconds = device_mark_seconds;
+    t.mark_wait = device_mark_wait;
 #define MT_CUDA_ENTRY(op) t.op = cuda::op;
     MT_OP_LIST(MT_CUDA_ENTRY)
 #undef MT_CUDA_ENTRY

@@ -7,8 +7,7 @@ namespace mt {
 Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, const MatmulSetup& matmul,
              int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
     : cfg_(cfg), matmul_(matmul),
-      env_{&backend, matmul.inputs, &params, shard, &matmul_.fp8, matmul.fp8_router},
-      head_env_(matmul.fp8_head ? env_ : env_.high_precision()), chunks_(std::move(chunks)) {
+      env_{&backend, matmul.inputs, &params, shard, &matmul_.fp8, matmul.fp8_router}, chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
@@ -17,7 +16,12 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
   blocks_.resize(cfg.n_layers);
   bool first = false, last = false;
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(backend);
+    LayerEnv env = env_;
+    if (chunks_[c].tp) env.shard.tp = chunks_[c].tp;
+    if (chunks_[c].ep) env.shard.ep = chunks_[c].ep;
+    if (chunks_[c].backend) env.backend = chunks_[c].backend;
+    chunk_env_.push_back(env);
+    for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(env.be());
     saved_[c].resize(max_in_flight);
     first = first || chunks_[c].first;
     last = last || chunks_[c].last;
@@ -29,12 +33,10 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     params.infos[embedding].pipeline_copy = !first;
   }
   LayerEnv last_env = env_;
-  for (const StageSpec& chunk : chunks_) {
-    LayerEnv env = env_;
-    if (chunk.tp) env.shard.tp = chunk.tp;
-    if (chunk.ep) env.shard.ep = chunk.ep;
-    if (chunk.last) last_env = env;
-    for (int i = chunk.first_block; i < chunk.end_block; ++i)
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const LayerEnv& env = chunk_env_[c];
+    if (chunks_[c].last) last_env = env;
+    for (int i = chunks_[c].first_block; i < chunks_[c].end_block; ++i)
       blocks_[i] = std::make_unique<Block>(env, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
   }
   if (last) {
@@ -96,7 +98,8 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   const StageSpec& stage = chunks_[chunk];
   Saved& s = saved_[chunk][slot];
   Arena& arena = arenas_[chunk][slot];
-  const Backend& be = env_.be();
+  const LayerEnv& env = chunk_env_[chunk];
+  const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
   const int rows = mb.batch * cfg_.seq_len;
   const size_t n = size_t(rows) * D;
@@ -126,7 +129,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[nb],
                       .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
   s.logits = arena.floats(size_t(rows) * V);
-  head_env_.linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
+  head_env(chunk).linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
   s.dlogits = arena.floats(size_t(rows) * V);
   float* losses = arena.floats(rows);
   r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
@@ -143,7 +146,8 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
   Arena& arena = arenas_[chunk][slot];
-  const Backend& be = env_.be();
+  const LayerEnv& env = chunk_env_[chunk];
+  const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, T = cfg_.seq_len, rows = s.rows, shift = k + 1;
   const float eps = float(cfg_.norm_eps);
   m.h_prev = k == 0 ? s.acts.back() : s.mtp[k - 1].h;
@@ -166,7 +170,7 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   be.copy_columns({.rows = rows, .cols = D, .src = m.a, .src_stride = D, .dst = m.cat, .dst_stride = 2 * D});
   be.copy_columns({.rows = rows, .cols = D, .src = m.b, .src_stride = D, .dst = m.cat + D, .dst_stride = 2 * D});
   m.hp = arena.floats(n);
-  env_.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
+  env.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
   m.h = arena.floats(n);
   *aux += mod.block->forward(slot, arena, m.hp, s.rows / T, m.h, scales.aux);
   m.n = arena.floats(n);
@@ -174,7 +178,7 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
                       .rstd = m.n_rstd});
   float* logits = arena.floats(size_t(rows) * V);
-  head_env_.linear_forward(m.n, params.value(head), rows, D, V, logits);
+  head_env(chunk).linear_forward(m.n, params.value(head), rows, D, V, logits);
   m.dlogits = arena.floats(size_t(rows) * V);
   float* losses = arena.floats(rows);
   return be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
@@ -186,11 +190,12 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
   Arena& arena = arenas_[chunk][slot];
-  const Backend& be = env_.be();
+  const LayerEnv& env = chunk_env_[chunk];
+  const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
   const size_t n = size_t(rows) * D;
   m.dn = arena.floats(n);
-  head_env_.linear_backward_input(m.dlogits, params.value(head), rows, D, V, m.dn);
+  head_env(chunk).linear_backward_input(m.dlogits, params.value(head), rows, D, V, m.dn);
   m.dh = arena.floats(n);
   be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
                              .rstd = m.n_rstd, .dx = m.dh});
@@ -198,7 +203,7 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   m.dhp = arena.floats(n);
   mod.block->backward_input(slot, arena, m.dh, m.dhp);
   float* dcat = arena.floats(2 * n);
-  env_.linear_backward_input(m.dhp, params.value(mod.proj), rows, 2 * D, D, dcat);
+  env.linear_backward_input(m.dhp, params.value(mod.proj), rows, 2 * D, D, dcat);
   m.da = arena.floats(n);
   m.db = arena.floats(n);
   be.copy_columns({.rows = rows, .cols = D, .src = dcat, .src_stride = 2 * D, .dst = m.da, .dst_stride = D});
@@ -216,12 +221,13 @@ void Model::mtp_backward_weight(int chunk, int slot, int k) {
   Saved& s = saved_[chunk][slot];
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
-  const Backend& be = env_.be();
+  const LayerEnv& env = chunk_env_[chunk];
+  const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
-  head_env_.linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
+  head_env(chunk).linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
   be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd, .dweight = params.grad(mod.out_norm)});
   mod.block->backward_weight(slot);
-  env_.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
+  env.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
   be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .rstd = m.a_rstd,
                               .dweight = params.grad(mod.hidden_norm)});
   be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .rstd = m.b_rstd,
@@ -233,14 +239,15 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
   const StageSpec& stage = chunks_[chunk];
   Saved& s = saved_[chunk][slot];
   Arena& arena = arenas_[chunk][slot];
-  const Backend& be = env_.be();
+  const LayerEnv& env = chunk_env_[chunk];
+  const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
   const size_t n = size_t(s.rows) * D;
   s.grads.assign(nb + 1, nullptr);
   s.grads[nb] = arena.floats(n);
   if (stage.last) {
     s.dnormed = arena.floats(n);
-    head_env_.linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
+    head_env(chunk).linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
     be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb],
                                .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[nb]});
     // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
@@ -259,10 +266,11 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
 void Model::backward_weight(int chunk, int slot) {
   const StageSpec& stage = chunks_[chunk];
   Saved& s = saved_[chunk][slot];
-  const Backend& be = env_.be();
+  const LayerEnv& env = chunk_env_[chunk];
+  const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
   if (stage.last) {
-    head_env_.linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
+    head_env(chunk).linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
     be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
                                 .dweight = params.grad(final_norm)});
   }

@@ -50,10 +50,12 @@ struct ForwardResult {
 struct StageSpec {
   int first_block = 0, end_block = 0;
   bool first = true, last = true;
-  // The chunk's own tensor- and expert-parallel communicators, if not the model's: chunks whose
-  // passes run at the same time (DualPipe's overlapped pairs) must not share one.
+  // The chunk's own tensor- and expert-parallel communicators and backend (its own stream on a
+  // GPU), if not the model's: chunks whose passes run at the same time (DualPipe's overlapped
+  // pairs) must not share one.
   DeviceComm* tp = nullptr;
   DeviceComm* ep = nullptr;
+  const Backend* backend = nullptr;
 };
 
 class Model {
@@ -87,6 +89,7 @@ class Model {
 
   const std::vector<StageSpec>& chunks() const { return chunks_; }
   const Backend& backend() const { return env_.be(); }
+  const Backend& backend(int chunk) const { return chunk_env_[chunk].be(); }
   // The MoE layers this rank holds, and their indices among all the model's MoE layers (blocks
   // first, then MTP modules).
   std::vector<MoE*> moe_layers();
@@ -128,9 +131,13 @@ class Model {
   std::vector<float> to_host(const float* device, size_t n) const;
   ModelConfig cfg_;
   MatmulSetup matmul_;  // env_ points at its recipe
-  LayerEnv env_;
-  LayerEnv head_env_;   // the output head's GEMMs: BF16 under FP8 unless fp8.head
+  LayerEnv env_;         // the model's device and shard; chunk_env_ specializes it per chunk
   std::vector<StageSpec> chunks_;
+  std::vector<LayerEnv> chunk_env_;  // each chunk's layers: its backend (stream) and communicators
+  // The output head's GEMMs: BF16 under FP8 unless fp8.head.
+  LayerEnv head_env(int chunk) const {
+    return matmul_.fp8_head ? chunk_env_[chunk] : chunk_env_[chunk].high_precision();
+  }
   std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
   std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]
   std::vector<std::vector<Saved>> saved_;

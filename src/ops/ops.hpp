@@ -152,6 +152,9 @@ struct OpTable {
   void (*mark_destroy)(DeviceState*, void* mark);
   void (*mark_record)(DeviceState*, void* mark);
   double (*mark_seconds)(DeviceState*, void* from, void* to);
+  // The ops queued on this backend after the call wait until `mark` (recorded on any backend of
+  // the same device: another stream) is reached. The host does not wait.
+  void (*mark_wait)(DeviceState*, void* mark);
 
   void (*gemm)(DeviceState*, const GemmArgs&);
   void (*rmsnorm_forward)(DeviceState*, const RmsNormForwardArgs&);
@@ -251,6 +254,7 @@ struct Backend {
   void mark_destroy(void* m) const { ops->mark_destroy(state, m); }
   void mark_record(void* m) const { ops->mark_record(state, m); }
   double mark_seconds(void* from, void* to) const { return ops->mark_seconds(state, from, to); }
+  void mark_wait(void* m) const { ops->mark_wait(state, m); }
   bool host_addressable() const { return ops->host_addressable; }
 };
 
@@ -260,7 +264,12 @@ Backend cpu_backend();
 // The CPU op table with device discipline enforced: every buffer it allocates is unreadable
 // (mprotect PROT_NONE) except during its own op calls, so host code that touches device memory
 // dies at once. Numerically identical to cpu_backend().
+// Its ops are queued per backend and run in order only when something needs their results, as on a
+// GPU stream that runs behind the host; cpu_strict_stream_create makes another stream of the same
+// device (shared memory, its own queue), ordered with the others only by marks.
 Backend cpu_strict_backend_create();
 void cpu_strict_backend_destroy(Backend& b);
+Backend cpu_strict_stream_create(const Backend& first);
+void cpu_strict_stream_destroy(Backend& stream);
 
 }  // namespace mt

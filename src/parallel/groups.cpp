@@ -7,6 +7,10 @@
 
 namespace mt {
 
+std::unique_ptr<DeviceComm> make_device_comm(Comm& host, const Backend& backend, DeviceTransport transport) {
+  return transport == DeviceTransport::nccl ? make_nccl_comm(host, backend) : make_staged_comm(host, backend);
+}
+
 ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& backend, DeviceTransport transport) {
   ParallelGroups g;
   g.layout = l;
@@ -25,9 +29,7 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& 
   g.embedding = g.pp->split(l.tied_embedding && holds_embedding ? 0 : 1 + c.pp, c.pp);
   // Each NCCL communicator is made over its host group (unique id through MPI), collectively over
   // that group; every rank makes them in the same order, so no two groups wait on each other.
-  auto device = [&](Comm& host) {
-    return transport == DeviceTransport::nccl ? make_nccl_comm(host, backend) : make_staged_comm(host, backend);
-  };
+  auto device = [&](Comm& host) { return make_device_comm(host, backend, transport); };
   g.dev.tp = device(*g.tp);
   g.dev.dp = device(*g.dp);
   g.dev.ep = device(*g.ep);

@@ -32,6 +32,10 @@ struct ParallelGroups {
 // host memory and the host Comm (CPU ranks, ranks sharing a GPU).
 enum class DeviceTransport { staged, nccl };
 
+// A DeviceComm over `host` (collective over its ranks) that moves payloads by `transport`, queued on
+// `backend`.
+std::unique_ptr<DeviceComm> make_device_comm(Comm& host, const Backend& backend, DeviceTransport transport);
+
 ParallelGroups make_groups(Comm& world, const ParallelLayout& layout, const Backend& backend,
                            DeviceTransport transport = DeviceTransport::staged);
 

@@ -134,6 +134,7 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
     if (missing.empty() && (want == DeviceKind::cuda || needed <= 0.9 * double(info.free_bytes))) {
       d.backend = probe;
       d.owned = DeviceChoice::Owned::cuda;
+      d.gpu = gpu;
       d.peak_tflops = known_bf16_peak_tflops(info.name);
       d.description = "cuda:" + std::to_string(gpu) + " " + info.name + " (" +
                       (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") + "; " + memory + ")";
@@ -151,6 +152,21 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   d.backend = cpu_backend();
   d.description = "cpu (auto: " + why + ")";
   return d;
+}
+
+Backend open_stream(const DeviceChoice& d) {
+  switch (d.owned) {
+    case DeviceChoice::Owned::cuda: return cuda_backend_create(d.gpu);
+    case DeviceChoice::Owned::strict: return cpu_strict_stream_create(d.backend);
+    case DeviceChoice::Owned::none: break;
+  }
+  return d.backend;
+}
+
+void close_stream(const DeviceChoice& d, Backend& stream) {
+  if (d.owned == DeviceChoice::Owned::cuda) cuda_backend_destroy(stream);
+  if (d.owned == DeviceChoice::Owned::strict) cpu_strict_stream_destroy(stream);
+  stream = Backend{};
 }
 
 void release_device(DeviceChoice& d) {

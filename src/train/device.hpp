@@ -15,7 +15,14 @@ struct DeviceChoice {
   std::string description;  // e.g. "cpu (OpenBLAS, 2 threads)"; why auto chose it
   enum class Owned { none, cuda, strict } owned = Owned::none;  // what release_device() frees
   double peak_tflops = 0;  // the device's dense BF16 peak when known (MFU's denominator), else 0
+  int gpu = -1;            // the CUDA device index, when owned is cuda
 };
+
+// Another queue of the device for work that may overlap the first's (a model chunk's passes): on a
+// GPU a backend of its own with its own CUDA stream; on the CPU, whose ops finish at the call, the
+// backend itself. Ordering between queues is by marks (Backend::mark_record / mark_wait).
+Backend open_stream(const DeviceChoice& d);
+void close_stream(const DeviceChoice& d, Backend& stream);
 
 // `slots`: micro-batches whose activations the model keeps at once (their memory counts).
 DeviceChoice choose_device(const Config& cfg, int slots);

@@ -10,11 +10,16 @@
 
 namespace mt {
 
-Buffer TransferBuffers::take() {
-  if (spare_.empty()) return Buffer(backend_, DType::f32, floats_);
-  Buffer b = std::move(spare_.back());
+Buffer TransferBuffers::take(const Backend& writer) {
+  if (spare_.empty()) {
+    Buffer fresh(backend_, DType::f32, floats_);
+    order_after(writer, backend_);  // its zero-fill
+    return fresh;
+  }
+  Spare s = std::move(spare_.back());
   spare_.pop_back();
-  return b;
+  s.released.make_wait(writer);
+  return std::move(s.buffer);
 }
 
 namespace {
@@ -32,8 +37,12 @@ class Executor {
            int micro_batch, const FillMicroBatch& fill, TransferBuffers& buffers)
       : model_(model), pl_(schedule.placement), g_(g), me_(g.me.pp), global_batch_(global_batch),
         micro_batch_(micro_batch), fill_(fill), scales_(loss_scales(model.config(), global_batch, micro_batch)),
-        buffers_(buffers), forward_time_(model.backend()), backward_time_(model.backend()),
-        overlapped_time_(model.backend()), wait_time_(model.backend()), concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
+        buffers_(buffers), overlapped_time_(buffers.backend()), wait_time_(buffers.backend()),
+        concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
+    for (int c = 0; c < pl_.chunks_per_rank; ++c) {
+      forward_time_.push_back(std::make_unique<DeviceTimer>(model.backend(c)));
+      backward_time_.push_back(std::make_unique<DeviceTimer>(model.backend(c)));
+    }
     const int count = global_batch / micro_batch / g.dp->size();
     first_mb_ = g.dp->rank() * count;
     for (int c = 0; c < pl_.chunks_per_rank; ++c) {
@@ -44,6 +53,9 @@ class Executor {
   }
 
   void run(const std::vector<pipeline::Step>& program) {
+    // The chunks' streams start after what the device's first stream did before the step (the
+    // last step's update of the weights), and it goes on after all of them (the gradient sums).
+    for (int c = 0; c < pl_.chunks_per_rank; ++c) order_after(model_.backend(c), main());
     for (const pipeline::Step& step : program) {
       if (auto* c = std::get_if<pipeline::CommOp>(&step)) communicate(*c);
       else compute(std::get<pipeline::ComputeOp>(step));
@@ -51,11 +63,14 @@ class Executor {
     wait_time_.time([&] {
       for (auto& s : sends_) s.request->wait();
     });
-    for (auto& s : sends_) buffers_.give(std::move(s.data));
+    for (auto& s : sends_) buffers_.give(std::move(s.parcel.data), main());
     sends_.clear();
+    for (int c = 0; c < pl_.chunks_per_rank; ++c) order_after(main(), model_.backend(c));
     // Read once, at the end: on a GPU this waits for the device to finish the step's work.
-    totals_.t_forward = forward_time_.take_seconds();
-    totals_.t_backward = backward_time_.take_seconds();
+    for (int c = 0; c < pl_.chunks_per_rank; ++c) {
+      totals_.t_forward += forward_time_[c]->take_seconds();
+      totals_.t_backward += backward_time_[c]->take_seconds();
+    }
     totals_.t_overlapped = overlapped_time_.take_seconds();
     totals_.t_pipeline_wait = wait_time_.take_seconds();
     if (!mailbox_.empty() || !outbox_.empty() || !receiving_.empty())
@@ -66,8 +81,16 @@ class Executor {
   double shared_aux() const { return shared_aux_; }
 
  private:
-  struct InFlight {
+  // The device's first stream: the pipeline group's transfers queue there.
+  const Backend& main() const { return buffers_.backend(); }
+
+  // A payload in a transfer buffer, valid once `ready` is reached (on the stream that wrote it).
+  struct Parcel {
     Buffer data;
+    Mark ready;
+  };
+  struct InFlight {
+    Parcel parcel;
     std::unique_ptr<Request> request;
   };
 
@@ -81,14 +104,15 @@ class Executor {
     switch (op.kind) {
       case pipeline::CommKind::post_recv: {
         InFlight& r = receiving_[key];
-        r.data = buffers_.take();
-        r.request = pp.irecv(device_span(r.data), op.peer, tag_of(op.transfer));
+        r.parcel.data = buffers_.take(main());
+        r.request = pp.irecv(device_span(r.parcel.data), op.peer, tag_of(op.transfer));
         break;
       }
       case pipeline::CommKind::wait_recv: {
         auto it = receiving_.find(key);
         wait_time_.time([&] { it->second.request->wait(); });
-        mailbox_[key] = std::move(it->second.data);
+        it->second.parcel.ready = Mark::recorded(main());
+        mailbox_[key] = std::move(it->second.parcel);
         receiving_.erase(it);
         break;
       }
@@ -96,28 +120,34 @@ class Executor {
         auto it = outbox_.find(key);
         InFlight s{std::move(it->second), nullptr};
         outbox_.erase(it);
-        s.request = pp.isend(device_span(s.data), op.peer, tag_of(op.transfer));
+        s.parcel.ready.make_wait(main());
+        s.request = pp.isend(device_span(s.parcel.data), op.peer, tag_of(op.transfer));
         sends_.push_back(std::move(s));
         break;
       }
     }
   }
 
-  // Hands what a task produced (`data`, in the model's device memory) to the position that needs
-  // it: a copy in a transfer buffer, kept on this rank or put in the outbox for the schedule's send.
-  void deliver(const Transfer& t, const float* data) {
+  // Hands what a task of `chunk` produced (`data`, in the model's device memory) to the position
+  // that needs it: a copy in a transfer buffer, made on the chunk's stream, kept on this rank or
+  // put in the outbox for the schedule's send.
+  void deliver(const Transfer& t, int chunk, const float* data) {
     const int to = pl_.slot(t.flow, receiving_position(t)).rank;
-    Buffer b = buffers_.take();
-    buffers_.backend().copy(b.f32(), data, b.bytes());
-    (to == me_ ? mailbox_ : outbox_)[key_of(t)] = std::move(b);
+    const Backend& be = model_.backend(chunk);
+    Parcel parcel{buffers_.take(be), {}};
+    be.copy(parcel.data.f32(), data, parcel.data.bytes());
+    parcel.ready = Mark::recorded(be);
+    (to == me_ ? mailbox_ : outbox_)[key_of(t)] = std::move(parcel);
   }
 
-  Buffer take(const Transfer& t) {
+  // The input of a task of `chunk`: the chunk's stream waits until it is there.
+  Parcel take(const Transfer& t, int chunk) {
     auto it = mailbox_.find(key_of(t));
     if (it == mailbox_.end()) throw std::logic_error("pipeline input missing (a schedule bug)");
-    Buffer b = std::move(it->second);
+    Parcel parcel = std::move(it->second);
     mailbox_.erase(it);
-    return b;
+    parcel.ready.make_wait(model_.backend(chunk));
+    return parcel;
   }
 
   // A task between its bookkeeping (inputs taken, slot chosen) and its completion (outputs
@@ -127,7 +157,7 @@ class Executor {
     pipeline::Location loc;
     int slot = -1;
     std::vector<int> tokens, targets;
-    Buffer input;  // forward: the previous stage's output; backward: the next stage's input gradient
+    Parcel input;  // forward: the previous stage's output; backward: the next stage's input gradient
     ForwardResult result;
   };
 
@@ -143,20 +173,20 @@ class Executor {
       free_slots_[t.chunk].pop_back();
       slot_of_[t.chunk][t.microbatch] = p.slot;
       fill_(first_mb_ + p.loc.flow * pl_.microbatches_per_flow + t.microbatch, p.tokens, p.targets);
-      if (pos > 0) p.input = take({Payload::activation, p.loc.flow, t.microbatch, pos - 1});
+      if (pos > 0) p.input = take({Payload::activation, p.loc.flow, t.microbatch, pos - 1}, t.chunk);
       return p;
     }
     p.slot = slot_of_[t.chunk][t.microbatch];
     if (t.pass != Pass::weight_grad) {
       finish_global_balance_once();
-      if (!last_position(p)) p.input = take({Payload::gradient, p.loc.flow, t.microbatch, pos + 1});
+      if (!last_position(p)) p.input = take({Payload::gradient, p.loc.flow, t.microbatch, pos + 1}, t.chunk);
     }
     return p;
   }
 
   void execute(Pending& p) {
     const pipeline::Task& t = p.task;
-    const float* input = p.input.count() ? p.input.f32() : nullptr;
+    const float* input = p.input.data.count() ? p.input.data.f32() : nullptr;
     if (t.pass == Pass::forward) {
       p.result = model_.forward(t.chunk, p.slot, {p.tokens.data(), p.targets.data(), micro_batch_}, input, scales_);
     } else {
@@ -168,16 +198,16 @@ class Executor {
   void finish(Pending& p) {
     const pipeline::Task& t = p.task;
     const int pos = p.loc.position;
-    // The pass copied its input into its arena (in stream order): the buffer may carry the next.
-    if (p.input.count()) buffers_.give(std::move(p.input));
+    // The pass copied its input into its arena (in its stream's order): the buffer may carry the next.
+    if (p.input.data.count()) buffers_.give(std::move(p.input.data), model_.backend(t.chunk));
     if (t.pass == Pass::forward) {
       add_forward_result(totals_, p.result, model_.config(), global_batch_);
       if (!last_position(p))
-        deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, model_.output(t.chunk, p.slot));
+        deliver({Payload::activation, p.loc.flow, t.microbatch, pos}, t.chunk, model_.output(t.chunk, p.slot));
       return;
     }
     if (t.pass != Pass::weight_grad && pos > 0)
-      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, model_.input_grad(t.chunk, p.slot));
+      deliver({Payload::gradient, p.loc.flow, t.microbatch, pos}, t.chunk, model_.input_grad(t.chunk, p.slot));
     if (t.pass != Pass::input_grad) {
       model_.retire(t.chunk, p.slot);
       free_slots_[t.chunk].push_back(p.slot);
@@ -191,12 +221,13 @@ class Executor {
   void compute(const pipeline::ComputeOp& op) {
     if (!op.overlapped_backward) {
       Pending p = prepare(op.task);
-      (p.task.pass == Pass::forward ? forward_time_ : backward_time_).time([&] { execute(p); });
+      (p.task.pass == Pass::forward ? forward_time_ : backward_time_)[p.task.chunk]->time([&] { execute(p); });
       finish(p);
       return;
     }
     Pending f = prepare(op.task), b = prepare(*op.overlapped_backward);
-    // The pair's time counts once, as overlapped time.
+    // The pair's time counts once, as overlapped time: from the first stream's mark before it to
+    // the mark after both chunks' streams are through.
     overlapped_time_.begin();
     // Two chunks share no layer, so their passes touch disjoint saved state and statistics.
     if (concurrent_ && f.task.chunk != b.task.chunk) {
@@ -220,6 +251,8 @@ class Executor {
       execute(f);
       execute(b);
     }
+    order_after(main(), model_.backend(f.task.chunk));
+    order_after(main(), model_.backend(b.task.chunk));
     overlapped_time_.end();
     finish(f);
     finish(b);
@@ -241,10 +274,11 @@ class Executor {
   const FillMicroBatch& fill_;
   LossScales scales_;
   TransferBuffers& buffers_;
-  DeviceTimer forward_time_, backward_time_, overlapped_time_, wait_time_;
+  std::vector<std::unique_ptr<DeviceTimer>> forward_time_, backward_time_;  // per chunk, on its stream
+  DeviceTimer overlapped_time_, wait_time_;                                 // on the first stream
   bool concurrent_;
   std::vector<std::vector<int>> free_slots_, slot_of_;
-  std::map<Key, Buffer> mailbox_, outbox_;
+  std::map<Key, Parcel> mailbox_, outbox_;
   std::map<Key, InFlight> receiving_;
   std::vector<InFlight> sends_;
   StepTotals totals_;
@@ -276,9 +310,10 @@ std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Plac
                                               TransferBuffers& buffers) {
   const int me = g.me.pp;
   DeviceComm& pp = *g.dev.pp;
+  const Backend& main = buffers.backend();  // where the pipeline group's transfers queue
   std::vector<int> inputs, targets;
   std::vector<double> sums{0.0, 0.0};  // cross-entropy, tokens
-  Buffer carried = buffers.take();
+  Buffer carried = buffers.take(main);
   for (int b = 0; b < count; ++b) {
     fill(b, inputs, targets);
     int used_chunk = -1;
@@ -290,17 +325,20 @@ std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Plac
         continue;
       }
       if (pos > 0 && before != me) pp.recv(device_span(carried), before, pos);
+      const Backend& be = model.backend(here.chunk);
+      order_after(be, main);  // what arrived, and the weights
       const ForwardResult r = model.forward(here.chunk, 0, {inputs.data(), targets.data(), micro_batch},
                                             pos > 0 ? carried.f32() : nullptr, {0.0f, 0.0f, 0.0f});
       sums[0] += r.ce_sum;
       sums[1] += double(r.tokens);
-      if (pos + 1 < pl.stages) buffers.backend().copy(carried.f32(), model.output(here.chunk, 0), carried.bytes());
+      if (pos + 1 < pl.stages) be.copy(carried.f32(), model.output(here.chunk, 0), carried.bytes());
+      order_after(main, be);  // before the next send, receive or copy into it
       if (used_chunk >= 0) model.retire(used_chunk, 0);
       used_chunk = here.chunk;
     }
     if (used_chunk >= 0) model.retire(used_chunk, 0);
   }
-  buffers.give(std::move(carried));
+  buffers.give(std::move(carried), main);
   g.pp->all_reduce_sum(sums);
   return {sums[0], long(sums[1])};
 }

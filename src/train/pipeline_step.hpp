@@ -6,6 +6,7 @@
 // transfer between two chunks of the same rank (DualPipeV's turn) is handed over in memory.
 #include <vector>
 
+#include "ops/mark.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/accumulate.hpp"
@@ -14,19 +15,26 @@ namespace mt {
 
 // Device buffers of one pipeline transfer (a micro-batch's activations or their gradient), kept
 // from step to step: a GPU allocation synchronizes the device, so a step allocates only when it
-// has more transfers in flight than any step before.
+// has more transfers in flight than any step before. `backend` is the device's first stream, on
+// which the pipeline group communicates; the chunks' streams write and read the buffers too, so
+// each spare buffer keeps the mark after its last use.
 class TransferBuffers {
  public:
   TransferBuffers(const Backend& backend, size_t floats) : backend_(backend), floats_(floats) {}
-  Buffer take();
-  void give(Buffer b) { spare_.push_back(std::move(b)); }
+  // A buffer for `writer` to fill: writer's stream first waits for the buffer's last use.
+  Buffer take(const Backend& writer);
+  // Back to the spares once the ops queued on `last_user` so far are done with it.
+  void give(Buffer b, const Backend& last_user) { spare_.push_back({std::move(b), Mark::recorded(last_user)}); }
   const Backend& backend() const { return backend_; }
-  size_t floats() const { return floats_; }
 
  private:
+  struct Spare {
+    Buffer buffer;
+    Mark released;
+  };
   Backend backend_;
   size_t floats_;
-  std::vector<Buffer> spare_;
+  std::vector<Spare> spare_;
 };
 
 // Runs this rank's part of the step: data-parallel rank d runs micro-batches

@@ -72,20 +72,27 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
                                                                           : DeviceTransport::staged;
   groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
-  // Each chunk talks over its own tensor- and expert-parallel communicators (DualPipe runs two
-  // chunks' passes at once), each timed into its own counters.
-  comm_seconds_.resize(std::max<size_t>(1, stages.size()));
-  for (size_t c = 0; c < comm_seconds_.size(); ++c)
-    comm_timers_.push_back({std::make_unique<DeviceTimer>(device_.backend), std::make_unique<DeviceTimer>(device_.backend)});
+  // Each chunk computes on its own stream and talks over its own tensor- and expert-parallel
+  // communicators, queued on that stream (DualPipe runs two chunks' passes at once), each timed
+  // into its own counters. The first chunk uses the device's first stream and the groups' own.
+  const size_t chunks = std::max<size_t>(1, stages.size());
+  comm_seconds_.resize(chunks);
+  chunk_streams_.assign(chunks, device_.backend);
+  for (size_t c = 1; c < chunks; ++c) chunk_streams_[c] = open_stream(device_);
+  for (size_t c = 0; c < chunks; ++c)
+    comm_timers_.push_back({std::make_unique<DeviceTimer>(chunk_streams_[c]), std::make_unique<DeviceTimer>(chunk_streams_[c])});
   groups_.dev.tp = make_timed_device_comm(std::move(groups_.dev.tp), &comm_seconds_[0].tp, comm_timers_[0].tp.get());
   groups_.dev.ep = make_timed_device_comm(std::move(groups_.dev.ep), &comm_seconds_[0].ep, comm_timers_[0].ep.get());
+  auto chunk_comm = [&](Comm& group, size_t c, double* seconds, DeviceTimer* timer) {
+    chunk_hosts_.push_back(group.split(0, group.rank()));
+    chunk_comms_.push_back(make_timed_device_comm(make_device_comm(*chunk_hosts_.back(), chunk_streams_[c], transport_),
+                                                  seconds, timer));
+    return chunk_comms_.back().get();
+  };
   for (size_t c = 1; c < stages.size(); ++c) {
-    DeviceComm& tp = *groups_.dev.tp;
-    DeviceComm& ep = *groups_.dev.ep;
-    chunk_comms_.push_back(make_timed_device_comm(tp.split(0, tp.rank()), &comm_seconds_[c].tp, comm_timers_[c].tp.get()));
-    stages[c].tp = chunk_comms_.back().get();
-    chunk_comms_.push_back(make_timed_device_comm(ep.split(0, ep.rank()), &comm_seconds_[c].ep, comm_timers_[c].ep.get()));
-    stages[c].ep = chunk_comms_.back().get();
+    stages[c].backend = &chunk_streams_[c];
+    stages[c].tp = chunk_comm(*groups_.tp, c, &comm_seconds_[c].tp, comm_timers_[c].tp.get());
+    stages[c].ep = chunk_comm(*groups_.ep, c, &comm_seconds_[c].ep, comm_timers_[c].ep.get());
   }
   // Every rank computes the same losses and statistics; the first one speaks for all.
   lead_ = opt_.world->rank() == 0;
@@ -110,8 +117,10 @@ Trainer::~Trainer() {
   transfers_.reset();
   // NCCL communicators live on the backend's GPU and stream: they go before it too.
   chunk_comms_.clear();
+  chunk_hosts_.clear();
   groups_.dev = {};
   comm_timers_.clear();
+  for (size_t c = 1; c < chunk_streams_.size(); ++c) close_stream(device_, chunk_streams_[c]);
   release_device(device_);
 }
 

@@ -9,6 +9,7 @@ void* mark_create(DeviceState*);
 void mark_destroy(DeviceState*, void* mark);
 void mark_record(DeviceState*, void* mark);
 double mark_seconds(DeviceState*, void* from, void* to);
+void mark_wait(DeviceState*, void* mark);  // nothing to wait for: every op finished at its call
 
 void gemm(DeviceState*, const GemmArgs&);
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs&);

@@ -12,5 +12,6 @@ void mark_record(DeviceState*, void* mark) { *static_cast<Mark*>(mark) = std::ch
 double mark_seconds(DeviceState*, void* from, void* to) {
   return std::chrono::duration<double>(*static_cast<Mark*>(to) - *static_cast<Mark*>(from)).count();
 }
+void mark_wait(DeviceState*, void*) {}
 
 }  // namespace mt::cpu

@@ -5,6 +5,9 @@
 // SIGSEGV, which is how the tests prove that layers, optimizer and trainer keep to
 // upload/download. Ops on two threads (DualPipe's overlapped pairs) keep the range open until both
 // have left.
+// Each backend made over the same memory (cpu_strict_stream_create) is an emulated stream: ops are
+// queued and run later, in order (stream_queue.hpp), so that a missing wait between streams changes
+// the numbers instead of passing by luck.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 #include <unordered_map>
 
 #include "ops/cpu/cpu_ops.hpp"
+#include "ops/cpu/stream_queue.hpp"
 
 namespace mt {
 
@@ -104,7 +108,29 @@ class StrictMemory {
   std::unordered_map<size_t, size_t> sizes_;  // offset -> size of live blocks
 };
 
-StrictMemory& memory(DeviceState* s) { return *reinterpret_cast<StrictMemory*>(s); }
+struct StrictDevice;
+
+// A backend's state: one stream of the device.
+struct StrictStream {
+  StrictDevice* device;
+  cpu::StreamQueue queue;
+  StrictStream(StrictDevice* d, std::recursive_mutex& lock) : device(d), queue(lock) {}
+};
+
+// What all streams of one strict device share.
+struct StrictDevice {
+  StrictMemory memory;
+  std::recursive_mutex lock;                  // every stream's queue; ops run one at a time
+  std::vector<std::unique_ptr<StrictStream>> streams;
+  void run_all() {
+    std::lock_guard hold(lock);
+    for (auto& st : streams) st->queue.run_all();
+  }
+};
+
+StrictStream& stream(DeviceState* s) { return *reinterpret_cast<StrictStream*>(s); }
+StrictDevice& device(DeviceState* s) { return *stream(s).device; }
+StrictMemory& memory(DeviceState* s) { return device(s).memory; }
 
 // Holds the memory open for the duration of one entry.
 struct Opened {
@@ -118,8 +144,17 @@ struct Guarded;
 template <auto Field, typename R, typename A>
 struct Guarded<Field, R (*)(DeviceState*, const A&)> {
   static R call(DeviceState* s, const A& a) {
-    Opened open(s);
-    return (cpu_ops().*Field)(nullptr, a);
+    if constexpr (std::is_void_v<R>) {
+      stream(s).queue.push([s, a] {
+        Opened open(s);
+        (cpu_ops().*Field)(nullptr, a);
+      });
+    } else {
+      // The host needs the number now: everything queued before it runs first.
+      stream(s).queue.run_all();
+      Opened open(s);
+      return (cpu_ops().*Field)(nullptr, a);
+    }
   }
 };
 template <auto Field>
@@ -131,16 +166,40 @@ void* strict_alloc(DeviceState* s, size_t bytes) {
   Opened open(s);
   return memory(s).alloc(bytes);
 }
-void strict_release(DeviceState* s, void* p) { memory(s).release(p); }
-void strict_copy(DeviceState* s, void* dst, const void* src, size_t bytes) {
+// As cudaFree: the memory may be in use on any stream, so everything queued runs first.
+void strict_release(DeviceState* s, void* p) {
+  device(s).run_all();
+  memory(s).release(p);
+}
+// Host copies wait for the stream, as the CUDA backend's upload and download do.
+void strict_host_copy(DeviceState* s, void* dst, const void* src, size_t bytes) {
+  stream(s).queue.run_all();
   Opened open(s);
   std::memcpy(dst, src, bytes);
 }
-void strict_zero(DeviceState* s, void* dst, size_t bytes) {
-  Opened open(s);
-  std::memset(dst, 0, bytes);
+void strict_copy(DeviceState* s, void* dst, const void* src, size_t bytes) {
+  stream(s).queue.push([s, dst, src, bytes] {
+    Opened open(s);
+    std::memcpy(dst, src, bytes);
+  });
 }
-void strict_sync(DeviceState*) {}
+void strict_zero(DeviceState* s, void* dst, size_t bytes) {
+  stream(s).queue.push([s, dst, bytes] {
+    Opened open(s);
+    std::memset(dst, 0, bytes);
+  });
+}
+void strict_sync(DeviceState* s) { stream(s).queue.run_all(); }
+
+void* strict_mark_create(DeviceState*) { return new cpu::StreamMark(); }
+void strict_mark_destroy(DeviceState*, void* m) { delete static_cast<cpu::StreamMark*>(m); }
+void strict_mark_record(DeviceState* s, void* m) { stream(s).queue.record(*static_cast<cpu::StreamMark*>(m)); }
+void strict_mark_wait(DeviceState* s, void* m) { stream(s).queue.wait(*static_cast<cpu::StreamMark*>(m)); }
+double strict_mark_seconds(DeviceState*, void* from, void* to) {
+  const auto a = cpu::StreamQueue::reach(*static_cast<cpu::StreamMark*>(from));
+  const auto b = cpu::StreamQueue::reach(*static_cast<cpu::StreamMark*>(to));
+  return std::chrono::duration<double>(b - a).count();
+}
 
 const OpTable& strict_ops() {
   static const OpTable table = [] {
@@ -148,15 +207,16 @@ const OpTable& strict_ops() {
     t.name = "cpu-strict";
     t.alloc = strict_alloc;
     t.release = strict_release;
-    t.upload = strict_copy;
-    t.download = strict_copy;
+    t.upload = strict_host_copy;
+    t.download = strict_host_copy;
     t.copy = strict_copy;
     t.zero = strict_zero;
     t.synchronize = strict_sync;
-    t.mark_create = cpu::mark_create;
-    t.mark_destroy = cpu::mark_destroy;
-    t.mark_record = cpu::mark_record;
-    t.mark_seconds = cpu::mark_seconds;
+    t.mark_create = strict_mark_create;
+    t.mark_destroy = strict_mark_destroy;
+    t.mark_record = strict_mark_record;
+    t.mark_seconds = strict_mark_seconds;
+    t.mark_wait = strict_mark_wait;
 #define MT_GUARD_ENTRY(op) t.op = guard<&OpTable::op>();
     MT_OP_LIST(MT_GUARD_ENTRY)
 #undef MT_GUARD_ENTRY
@@ -168,12 +228,33 @@ const OpTable& strict_ops() {
 }  // namespace
 
 Backend cpu_strict_backend_create() {
-  return Backend{&strict_ops(), reinterpret_cast<DeviceState*>(new StrictMemory())};
+  auto* d = new StrictDevice();
+  d->streams.push_back(std::make_unique<StrictStream>(d, d->lock));
+  return Backend{&strict_ops(), reinterpret_cast<DeviceState*>(d->streams.back().get())};
 }
 
 void cpu_strict_backend_destroy(Backend& b) {
-  delete reinterpret_cast<StrictMemory*>(b.state);
+  StrictDevice* d = &device(b.state);
+  d->run_all();
+  delete d;
   b = Backend{};
+}
+
+Backend cpu_strict_stream_create(const Backend& first) {
+  StrictDevice& d = device(first.state);
+  std::lock_guard hold(d.lock);
+  d.streams.push_back(std::make_unique<StrictStream>(&d, d.lock));
+  return Backend{&strict_ops(), reinterpret_cast<DeviceState*>(d.streams.back().get())};
+}
+
+void cpu_strict_stream_destroy(Backend& stream_backend) {
+  StrictDevice& d = device(stream_backend.state);
+  // Another stream may still wait on one of its marks: everything runs first.
+  d.run_all();
+  std::lock_guard hold(d.lock);
+  auto& all = d.streams;
+  all.erase(std::find_if(all.begin(), all.end(), [&](auto& st) { return st.get() == &stream(stream_backend.state); }));
+  stream_backend = Backend{};
 }
 
 }  // namespace mt

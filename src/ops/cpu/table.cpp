@@ -30,6 +30,7 @@ const OpTable& cpu_ops() {
     t.mark_destroy = cpu::mark_destroy;
     t.mark_record = cpu::mark_record;
     t.mark_seconds = cpu::mark_seconds;
+    t.mark_wait = cpu::mark_wait;
 #define MT_CPU_ENTRY(op) t.op = cpu::op;
     MT_OP_LIST(MT_CPU_ENTRY)
 #undef MT_CPU_ENTRY
