@@ -7,6 +7,7 @@
 #include <csignal>
 #include <functional>
 
+#include "ops/mark.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -54,4 +55,37 @@ TEST_CASE("strict backend: freed blocks are reused, and buffers of any size stay
   CHECK(again.to_host_f32() == std::vector<float>(50000, 7.0f));
   const mt::Buffer zero = dev.floats(10);
   CHECK(zero.to_host_f32() == std::vector<float>(10, 0.0f));
+}
+
+TEST_CASE("strict streams: a stream sees another's queued write only after waiting on its mark") {
+  mt::Backend a = mt::cpu_strict_backend_create();
+  mt::Backend b = mt::cpu_strict_stream_create(a);
+  {
+    mt::Buffer x(a, mt::DType::f32, 4), y(a, mt::DType::f32, 4), ones(a, mt::DType::f32, 4);
+    x.from_host(std::vector<float>{1, 2, 3, 4});
+    ones.from_host(std::vector<float>{1, 1, 1, 1});
+    a.add({.n = 4, .x = ones.f32(), .y = x.f32()});  // queued on a: x becomes 2 3 4 5 when a runs
+    std::vector<float> seen(4);
+    b.copy(y.f32(), x.f32(), 16);  // no wait: b runs ahead of a
+    b.download(seen.data(), y.f32(), 16);
+    CHECK(seen == std::vector<float>{1, 2, 3, 4});
+    mt::Mark::recorded(a).make_wait(b);
+    b.copy(y.f32(), x.f32(), 16);
+    b.download(seen.data(), y.f32(), 16);
+    CHECK(seen == std::vector<float>{2, 3, 4, 5});
+  }
+  mt::cpu_strict_stream_destroy(b);
+  mt::cpu_strict_backend_destroy(a);
+}
+
+TEST_CASE("strict streams: host reads and numbers wait for the stream's own queue") {
+  mt::Backend a = mt::cpu_strict_backend_create();
+  {
+    mt::Buffer x(a, mt::DType::f32, 3);
+    x.from_host(std::vector<float>{3, 4, 12});
+    a.scale({.n = 3, .factor = 2.0f, .x = x.f32()});  // queued
+    CHECK(a.sum_squares({.n = 3, .x = x.f32()}) == doctest::Approx(4 * 169.0));  // runs the queue first
+    CHECK(x.to_host_f32() == std::vector<float>{6, 8, 24});
+  }
+  mt::cpu_strict_backend_destroy(a);
 }
