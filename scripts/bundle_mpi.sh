@@ -16,10 +16,15 @@ done
 rm -rf "$mpi"
 mkdir -p "$mpi/bin" "$mpi/lib" "$mpi/share" "$mpi/etc"
 cp /usr/bin/orterun "$mpi/bin/orterun"
-# The plugins for networks a single node never uses pull in large libraries (UCX, libfabric, PSM, verbs).
+# Left out: plugins for networks a single node never uses (they pull in UCX, libfabric, PSM, verbs), and
+# those for what moetrain never calls: OpenSHMEM, MPI-IO, one-sided windows, topology mapping, monitoring.
 mkdir -p "$mpi/openmpi"
 for p in "$plugins"/*.so; do
-  case ${p##*/} in *ucx* | *ofi* | *psm* | *openib* | *uct*) continue ;; esac
+  case ${p##*/} in
+    *ucx* | *ofi* | *psm* | *openib* | *uct*) continue ;;
+    mca_sshmem_* | mca_spml_* | mca_scoll_* | mca_memheap_* | mca_atomic_*) continue ;;
+    mca_io_* | mca_fbtl_* | mca_fcoll_* | mca_fs_* | mca_sharedfp_* | mca_osc_* | mca_topo_* | *monitoring*) continue ;;
+  esac
   cp "$p" "$mpi/openmpi/"
 done
 cp -r "$pmix_plugins" "$mpi/pmix"
@@ -27,8 +32,10 @@ cp -r /usr/share/openmpi "$mpi/share/openmpi"
 [[ -d $multiarch/pmix2/share/pmix ]] && cp -r "$multiarch/pmix2/share/pmix" "$mpi/share/pmix"
 cp /etc/openmpi/openmpi-mca-params.conf "$mpi/etc/"
 # Sandboxed GPU machines may refuse cross-process memory reads and report no usable topology: shared-memory
-# messages are copied through the segment, and ranks are not bound to cores.
-printf '%s\n' 'btl_vader_single_copy_mechanism = none' 'hwloc_base_binding_policy = none' >> "$mpi/etc/openmpi-mca-params.conf"
+# messages are copied through the segment, and ranks are not bound to cores. The launcher starts ranks on
+# this node only (plm isolated), so it needs no ssh.
+printf '%s\n' 'btl_vader_single_copy_mechanism = none' 'hwloc_base_binding_policy = none' 'plm = isolated' \
+  >> "$mpi/etc/openmpi-mca-params.conf"
 
 # Every library these load that the bundle does not hold yet (glibc and friends come from the host or runtime/).
 runtime='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so'
@@ -40,9 +47,10 @@ for f in "$mpi/bin/orterun" "$mpi"/openmpi/*.so "$mpi"/pmix/*.so; do
 done
 
 cat > "$mpi/mpirun" <<'SH'
-#!/usr/bin/env bash
-# OpenMPI's mpirun from moetrain's gpu-bundle: its install dirs are this folder's.
-here=$(cd "$(dirname "$0")" && pwd)
+#!/bin/bash
+# OpenMPI's mpirun from moetrain's gpu-bundle: its install dirs are this folder's. Only bash's builtins
+# are used, so a host needs nothing else.
+here=$(cd "${0%/*}" && pwd)
 export OPAL_PREFIX=$here OPAL_EXEC_PREFIX=$here OPAL_BINDIR=$here/bin OPAL_LIBDIR=$here/lib
 export OPAL_PKGLIBDIR=$here/openmpi OPAL_DATADIR=$here/share OPAL_PKGDATADIR=$here/share/openmpi
 export OPAL_SYSCONFDIR=$here/etc

@@ -5,7 +5,8 @@
 #   inspect: tests/inspect_tests.sh (moetrain inspect on trained, multi-rank and still-training runs)
 #   sweep:  tests/sweep_tests.sh (moetrain sweep: a grid run, skipped, resumed, stopped; grid file errors)
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
-#   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; data-parallel runs against one rank)
+#   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; every layout against one rank), and its layout
+#           matrix again on the strict CPU backend (staged payloads, emulated streams)
 #   faults: tests/faults/run_fault_tests.sh (kill -9, a full disk, damaged checkpoints, a busy run directory, ...)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference) and build/tests/nccl_test (every
 #           NcclComm call on one rank); each skipped without a GPU
@@ -42,6 +43,10 @@ line_suite "inspect tests" tests/inspect_tests.sh
 line_suite "sweep tests" tests/sweep_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
+# The layout matrix again with device memory unreadable by the host and every stream's ops run
+# behind it (the strict backend): payloads staged through host memory, stream order by marks only.
+MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cpu-strict line_suite "multi-rank layouts on the strict backend" \
+  tests/mpi/run_mpi_tests.sh
 line_suite "plot tests" tests/plot_tests.sh
 line_suite "README examples" tests/readme_examples.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh

@@ -56,7 +56,8 @@ base > "$tmp/exp.toml"
 # [parallel]), both with SETTINGS; mpirun starts dp*tp*pp ranks.
 # MPI_MATRIX_MATMUL=fp8 runs every case with that precision.matmul (the whole matrix in FP8);
 # MPI_MATRIX_DEVICE=cpu-strict with that precision.device (every layout's communication staged
-# through the backend's download/upload, any host touch of device memory a crash).
+# through the backend's download/upload, any host touch of device memory a crash, each model chunk's
+# stream running behind the host: tests/run_tests.sh runs the matrix so as well).
 case_number=0
 same() {
   local name=$1 layout=$2; shift 3
@@ -116,15 +117,6 @@ same "fp8: tp=2 x dp=2, tiles straddling the shards" tp=2,dp=2 -- precision.matm
 # The dispatch to the experts travels as FP8 codes and scales; the experts quantize what arrives
 # exactly as one rank quantizes its rows.
 same "fp8: ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
-# The strict CPU backend (device memory unreadable outside op calls) under one layout of each
-# kind: every payload crosses through StagedComm's download/upload; MPI_MATRIX_DEVICE runs them all.
-same "cpu-strict: dp=2 with ZeRO-1" dp=2,zero=1 -- precision.device=\"cpu-strict\"
-same "cpu-strict: tp=2, MLA, MTP" tp=2 -- precision.device=\"cpu-strict\" model.attention.kind=\"mla\" model.mtp.depth=1
-same "cpu-strict: fp8 ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.device=\"cpu-strict\" \
-  precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
-same "cpu-strict: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- \
-  precision.device=\"cpu-strict\" training.micro_batch=1
-
 [[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
