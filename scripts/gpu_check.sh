@@ -10,8 +10,8 @@
 #       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
 #       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model;
 #   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda;
-#   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results
-#       (sections (b) to (d) train through NCCL too: moetrain's groups on a GPU are NCCL communicators);
+#   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results, and
+#       (b)'s cuda run again with parallel.comm = "nccl" (every group an NCCL communicator), the same losses;
 #   (f) the multi-rank layout matrix of tests/mpi/run_mpi_tests.sh with every rank on this GPU, payloads staged
 #       through host memory (parallel.share_gpu), under the bundle's OpenMPI (gpu-bundle/mpi/mpirun).
 # GPU_CHECK_SECTIONS picks sections (default abcdef; GPU_CHECK_SECTIONS=f runs only (f), as a second call
@@ -301,6 +301,19 @@ case $rc in
   *) result "(e) NCCL, one rank: FAIL (exit $rc; $(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
        cut -d' ' -f2- | head -n 3 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
 esac
+# (b)'s cuda run again with every group an NCCL communicator (a lone rank otherwise stages, having nothing
+# to send): the same losses.
+if [[ ! -f ${runs:-$work}/cuda/log.h5 ]]; then
+  result "(e) one-rank training over NCCL: SKIP (needs (b)'s cuda run)"
+elif ! train cuda_nccl cuda 120 --set parallel.comm=nccl; then
+  result "(e) one-rank training over NCCL: FAIL ($(tail -n 1 "$work/last"))"
+elif ! grep -q 'comm     NCCL' "$work/last"; then
+  result "(e) one-rank training over NCCL: FAIL (the banner does not say NCCL)"
+elif tol=1e-5 compare_losses "$runs/cuda/log.h5" "$runs/cuda_nccl/log.h5" > "$work/cmp" 2>&1; then
+  result "(e) one-rank training over NCCL: PASS (against the staged cuda run: $(cat "$work/cmp"))"
+else
+  result "(e) one-rank training over NCCL: FAIL ($(tail -n 1 "$work/cmp"))"
+fi
 
 fi
 if want f; then

@@ -43,6 +43,10 @@ expect "dump-step --start-only writes the initial state and the batch, not the s
    grep -q '^/before/params ' $tmp/start.txt && grep -q '^/batch/inputs ' $tmp/start.txt &&
    ! grep -q '^/grads' $tmp/start.txt && echo 'start only'"
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
+expect "NCCL asked for on a CPU rank" 2 "parallel.comm = \"nccl\" needs each rank on a GPU, but this one runs on cpu" -- \
+  $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\" --set precision.device=\"cpu\"
+expect "NCCL asked for with ranks sharing a GPU" 2 "parallel.comm = \"nccl\" cannot go with parallel.share_gpu = true" -- \
+  $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\" --set parallel.share_gpu=true
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys
 
 # Step lines: one line redrawn in place in a terminal (script(1) gives the run a pseudo-terminal),

@@ -159,6 +159,7 @@ struct ParallelConfig {
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 | dualpipe | dualpipev
   int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp
   bool share_gpu = false;         // ranks of a node share its GPUs and talk through host memory
+  std::string comm = "auto";      // auto | nccl | staged: how GPU ranks move device payloads
 };
 
 struct PrecisionConfig {

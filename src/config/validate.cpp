@@ -71,6 +71,9 @@ void validate_layout(const Config& c) {
   const auto& t = c.training;
   const auto& p = c.parallel;
   if (p.pp > 1) validate_pipeline(c);
+  require(!(p.share_gpu && p.comm == "nccl"), c, "parallel.comm",
+          "= \"nccl\" cannot go with parallel.share_gpu = true: NCCL refuses two ranks on one GPU; set parallel.comm = "
+          "\"auto\" (staged through host memory when ranks share a GPU)");
   require(p.vpp == 1 || p.schedule == "interleaved", c, "parallel.vpp",
           "= " + s(p.vpp) + " applies to parallel.schedule = \"interleaved\" only (now \"" + p.schedule + "\"); set it to 1");
   require(m.n_heads % p.tp == 0, c, "parallel.tp",

@@ -68,8 +68,13 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   // Every rank takes part; only the first prints them.
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
   // NCCL needs a GPU of its own per rank; ranks sharing one stage through host memory.
-  transport_ = device_.owned == DeviceChoice::Owned::cuda && !p.share_gpu ? DeviceTransport::nccl
-                                                                          : DeviceTransport::staged;
+  const bool gpu = device_.owned == DeviceChoice::Owned::cuda;
+  if (p.comm == "nccl" && !gpu)
+    throw UserError(cfg.origin.at("parallel.comm") + ": parallel.comm = \"nccl\" needs each rank on a GPU, but this one "
+                    "runs on " + device_.description + "; set precision.device = \"cuda\", or parallel.comm = \"auto\"");
+  // A lone rank has nothing to send: NCCL only when asked for.
+  const bool nccl = gpu && (p.comm == "nccl" || (p.comm == "auto" && !p.share_gpu && opt_.world->size() > 1));
+  transport_ = nccl ? DeviceTransport::nccl : DeviceTransport::staged;
   groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk computes on its own stream and talks over its own tensor- and expert-parallel
