@@ -1,4 +1,5 @@
 #include "comm/timed_comm.hpp"
+#include "comm/timed_request.hpp"
 
 #include <chrono>
 
@@ -25,11 +26,11 @@ class TimedComm final : public Comm {
     timed([&] { inner_->all_to_all_v(send, sc, recv, rc); });
   }
   std::unique_ptr<Request> iall_reduce_sum(std::span<float> d) override {
-    return timed_wait(timed_call([&] { return inner_->iall_reduce_sum(d); }));
+    return timed_request(timer(), [&] { return inner_->iall_reduce_sum(d); });
   }
   std::unique_ptr<Request> iall_to_all_v(std::span<const float> send, const std::vector<int>& sc, std::span<float> recv,
                                          const std::vector<int>& rc) override {
-    return timed_wait(timed_call([&] { return inner_->iall_to_all_v(send, sc, recv, rc); }));
+    return timed_request(timer(), [&] { return inner_->iall_to_all_v(send, sc, recv, rc); });
   }
   void all_to_all(std::span<const int> send, std::span<int> recv) override {
     timed([&] { inner_->all_to_all(send, recv); });
@@ -42,22 +43,8 @@ class TimedComm final : public Comm {
   std::unique_ptr<Comm> split(int color, int key) override { return inner_->split(color, key); }
 
  private:
-  // A request whose wait() is timed too: the time a caller spends blocked on it.
-  class TimedRequest final : public Request {
-   public:
-    TimedRequest(std::unique_ptr<Request> inner, TimedComm* owner) : inner_(std::move(inner)), owner_(owner) {}
-    void wait() override { owner_->timed([&] { inner_->wait(); }); }
-
-   private:
-    std::unique_ptr<Request> inner_;
-    TimedComm* owner_;
-  };
-  std::unique_ptr<Request> timed_wait(std::unique_ptr<Request> r) { return std::make_unique<TimedRequest>(std::move(r), this); }
-  template <class F>
-  std::unique_ptr<Request> timed_call(F&& f) {
-    std::unique_ptr<Request> out;
-    timed([&] { out = f(); });
-    return out;
+  TimeIt timer() {
+    return [this](const std::function<void()>& f) { timed(f); };
   }
   template <class F>
   void timed(F&& f) {

@@ -1,6 +1,7 @@
 #include "comm/timed_device_comm.hpp"
 
 #include "comm/timed_comm.hpp"
+#include "comm/timed_request.hpp"
 
 namespace mt {
 
@@ -14,7 +15,7 @@ class TimedDeviceComm final : public DeviceComm {
   Comm& host() const override { return *host_; }
   void all_reduce_sum(DeviceSpan d) override { timed([&] { inner_->all_reduce_sum(d); }); }
   std::unique_ptr<Request> iall_reduce_sum(DeviceSpan d) override {
-    return timed_wait(timed_call([&] { return inner_->iall_reduce_sum(d); }));
+    return timed_request(timer(), [&] { return inner_->iall_reduce_sum(d); });
   }
   void reduce_scatter_sum(DeviceSpan data, DeviceSpan out) override {
     timed([&] { inner_->reduce_scatter_sum(data, out); });
@@ -22,35 +23,19 @@ class TimedDeviceComm final : public DeviceComm {
   void all_gather(DeviceSpan mine, DeviceSpan all) override { timed([&] { inner_->all_gather(mine, all); }); }
   std::unique_ptr<Request> iall_to_all_v(DeviceSpan send, const std::vector<int>& sc, DeviceSpan recv,
                                          const std::vector<int>& rc) override {
-    return timed_wait(timed_call([&] { return inner_->iall_to_all_v(send, sc, recv, rc); }));
+    return timed_request(timer(), [&] { return inner_->iall_to_all_v(send, sc, recv, rc); });
   }
   std::unique_ptr<Request> isend(DeviceSpan d, int to, int tag) override {
-    return timed_wait(timed_call([&] { return inner_->isend(d, to, tag); }));
+    return timed_request(timer(), [&] { return inner_->isend(d, to, tag); });
   }
   std::unique_ptr<Request> irecv(DeviceSpan d, int from, int tag) override {
-    return timed_wait(timed_call([&] { return inner_->irecv(d, from, tag); }));
+    return timed_request(timer(), [&] { return inner_->irecv(d, from, tag); });
   }
   std::unique_ptr<DeviceComm> split(int color, int key) override { return inner_->split(color, key); }
 
  private:
-  // A request whose wait() is timed too: the time a caller spends blocked on it.
-  class TimedRequest final : public Request {
-   public:
-    TimedRequest(std::unique_ptr<Request> inner, TimedDeviceComm* owner) : inner_(std::move(inner)), owner_(owner) {}
-    void wait() override { owner_->timed([&] { inner_->wait(); }); }
-
-   private:
-    std::unique_ptr<Request> inner_;
-    TimedDeviceComm* owner_;
-  };
-  std::unique_ptr<Request> timed_wait(std::unique_ptr<Request> r) {
-    return std::make_unique<TimedRequest>(std::move(r), this);
-  }
-  template <class F>
-  std::unique_ptr<Request> timed_call(F&& f) {
-    std::unique_ptr<Request> out;
-    timed([&] { out = f(); });
-    return out;
+  TimeIt timer() {
+    return [this](const std::function<void()>& f) { timed(f); };
   }
   template <class F>
   void timed(F&& f) {
