@@ -1,5 +1,6 @@
-// NcclComm: DeviceComm over NCCL on the CUDA backend's stream (see src/comm/nccl_comm.hpp for the
-// design: collective construction, ordering, held point-to-point calls, errors).
+// NcclComm: DeviceComm over NCCL on a stream of its own beside the CUDA backend's (see
+// src/comm/nccl_comm.hpp for the design: collective construction, ordering, held point-to-point
+// calls, errors).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -74,7 +75,10 @@ class NcclRequest final : public Request {
 class NcclComm final : public DeviceComm {
  public:
   NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, DeviceState* state, ncclComm_t comm)
-      : owned_host_(std::move(owned_host)), host_(host), state_(state), comm_(comm) {}
+      : owned_host_(std::move(owned_host)), host_(host), state_(state), comm_(comm) {
+    activate(state_);
+    MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
 
   ~NcclComm() override {
     // Requests never waited for are a bug of the caller; while an exception unwinds, they are
@@ -88,6 +92,8 @@ class NcclComm final : public DeviceComm {
     if (r != ncclSuccess)
       std::fprintf(stderr, "moetrain: destroying the NCCL communicator of rank %d of %d: %s\n", host_.rank(),
                    host_.size(), ncclGetErrorString(r));
+    if (entry_) cudaEventDestroy(entry_);
+    cudaStreamDestroy(stream_);  // releases once its work is done
   }
 
   Comm& host() const override { return host_; }
@@ -95,12 +101,16 @@ class NcclComm final : public DeviceComm {
   void all_reduce_sum(DeviceSpan data) override {
     require_sum_type(data, "all_reduce_sum");
     start();
-    check(ncclAllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, state_->stream),
+    check(ncclAllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("all_reduce_sum", data));
+    finish();
   }
 
   std::unique_ptr<Request> iall_reduce_sum(DeviceSpan data) override {
-    all_reduce_sum(data);
+    require_sum_type(data, "iall_reduce_sum");
+    start();
+    check(ncclAllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
+          describe("iall_reduce_sum", data));
     return recorded();
   }
 
@@ -110,16 +120,18 @@ class NcclComm final : public DeviceComm {
             describe("reduce_scatter_sum", data) + " into " + describe("a block", out) +
                 " (the data must be size() blocks of the output's dtype)");
     start();
-    check(ncclReduceScatter(data.data, out.data, out.count, nccl_type(data.dtype), ncclSum, comm_, state_->stream),
+    check(ncclReduceScatter(data.data, out.data, out.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("reduce_scatter_sum", data));
+    finish();
   }
 
   void all_gather(DeviceSpan mine, DeviceSpan all) override {
     require(all.dtype == mine.dtype && all.count == mine.count * size_t(size()),
             describe("all_gather", mine) + " into " + describe("a buffer", all) + " (it must hold size() blocks)");
     start();
-    check(ncclAllGather(mine.data, all.data, mine.count, nccl_type(mine.dtype), comm_, state_->stream),
+    check(ncclAllGather(mine.data, all.data, mine.count, nccl_type(mine.dtype), comm_, stream_),
           describe("all_gather", mine));
+    finish();
   }
 
   std::unique_ptr<Request> iall_to_all_v(DeviceSpan send, const std::vector<int>& send_counts, DeviceSpan recv,
@@ -136,10 +148,10 @@ class NcclComm final : public DeviceComm {
       // Zero counts are left out on both sides alike: my send count to r is r's receive count from me.
       if (send_counts[r] > 0)
         check(ncclSend(static_cast<char*>(send.data) + send_at * bytes, size_t(send_counts[r]), nccl_type(send.dtype), r,
-                       comm_, state_->stream), what + ": ncclSend to rank " + std::to_string(r));
+                       comm_, stream_), what + ": ncclSend to rank " + std::to_string(r));
       if (recv_counts[r] > 0)
         check(ncclRecv(static_cast<char*>(recv.data) + recv_at * bytes, size_t(recv_counts[r]), nccl_type(recv.dtype),
-                       r, comm_, state_->stream), what + ": ncclRecv from rank " + std::to_string(r));
+                       r, comm_, stream_), what + ": ncclRecv from rank " + std::to_string(r));
       send_at += size_t(send_counts[r]);
       recv_at += size_t(recv_counts[r]);
     }
@@ -165,14 +177,15 @@ class NcclComm final : public DeviceComm {
   void flush() {
     if (pending_.empty()) return;
     activate(state_);
+    enter();
     const std::string what = std::to_string(pending_.size()) + " point-to-point call(s)";
     check(ncclGroupStart(), what + ": ncclGroupStart");
     for (const Held& h : pending_) {
       if (h.data.count == 0) continue;  // the partner's matching call is empty too
       const std::string one = describe(h.send ? "send" : "recv", h.data) + (h.send ? " to" : " from") + " rank " +
                               std::to_string(h.peer);
-      if (h.send) check(ncclSend(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, state_->stream), one);
-      else check(ncclRecv(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, state_->stream), one);
+      if (h.send) check(ncclSend(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, stream_), one);
+      else check(ncclRecv(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, stream_), one);
     }
     check(ncclGroupEnd(), what);
     const std::shared_ptr<Event> issued = record();
@@ -197,10 +210,24 @@ class NcclComm final : public DeviceComm {
   };
 
   // Before any call: the held point-to-point calls go first, so every rank issues its NCCL calls in
-  // the order it made them.
+  // the order it made them; then the communication stream waits for what the backend's stream
+  // queued so far (the payload's producers).
   void start() {
     flush();
     activate(state_);
+    enter();
+  }
+
+  void enter() {
+    if (!entry_) MT_CUDA_CHECK(cudaEventCreateWithFlags(&entry_, cudaEventDisableTiming));
+    MT_CUDA_CHECK(cudaEventRecord(entry_, state_->stream));
+    MT_CUDA_CHECK(cudaStreamWaitEvent(stream_, entry_, 0));
+  }
+
+  // After a blocking call: the backend's later ops see its result.
+  void finish() {
+    const std::shared_ptr<Event> done = record();
+    MT_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, done->event, 0));
   }
 
   std::unique_ptr<Request> hold(bool send, DeviceSpan data, int peer) {
@@ -214,7 +241,7 @@ class NcclComm final : public DeviceComm {
   std::shared_ptr<Event> record() {
     auto e = std::make_shared<Event>();
     MT_CUDA_CHECK(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming));
-    MT_CUDA_CHECK(cudaEventRecord(e->event, state_->stream));
+    MT_CUDA_CHECK(cudaEventRecord(e->event, stream_));
     return e;
   }
 
@@ -272,6 +299,8 @@ class NcclComm final : public DeviceComm {
   Comm& host_;
   DeviceState* state_;
   ncclComm_t comm_;
+  cudaStream_t stream_ = nullptr;  // the communication stream: NCCL's kernels run here
+  cudaEvent_t entry_ = nullptr;    // the backend stream's point the next call starts after
   std::vector<Held> pending_;  // isend/irecv not yet issued
   bool broken_ = false;        // after an error the communicator is aborted, not destroyed
 };

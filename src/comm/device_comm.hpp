@@ -9,7 +9,8 @@
 //               refuses two ranks on one device), and with the strict CPU backend the proof in CI
 //               that no layout touches device memory from the host. On the plain CPU backend
 //               device memory is host memory, and it hands the pointers to MPI as they are.
-//   NcclComm    one GPU per rank; the calls queue on the backend's stream.
+//   NcclComm    one GPU per rank; the calls run on a stream of the communicator's own, ordered
+//               with the backend's by events.
 // Completion: a call returns when its result may be used by the next op queued on the backend
 // (NCCL: queued on the same stream; staged: done). A Request's wait() gives the same promise for a
 // non-blocking call; until then neither buffer may be touched.

@@ -5,11 +5,12 @@
 // - Made collectively by every rank of `host`: rank 0 creates NCCL's unique id and sends it to the
 //   others over `host` (MPI), then each rank joins with ncclCommInitRank on the backend's GPU.
 //   split() makes sub-communicators by ncclCommSplit, with host().split() beside each.
-// - Every call queues on the backend's stream, in order after the ops queued before it, so the next
-//   op sees its result without a host wait. A Request holds a CUDA event recorded after its call;
-//   wait() makes the backend's stream wait on that event and returns at once: the host never reads
-//   the payload, so it need not block, and when communication moves to a stream of its own the same
-//   wait() orders it before the ops that follow.
+// - Every call runs on the communicator's own stream, after the ops queued on the backend's stream
+//   before it (an event between them), so a payload is read once written. A blocking call makes the
+//   backend's stream wait for the result, so the next op sees it without a host wait. A non-blocking
+//   call's Request holds an event recorded after it; wait() makes the backend's stream wait on that
+//   event and returns at once. Until then the backend's stream runs on: the MoE layer computes its
+//   shared experts while the routed tokens travel.
 // - isend and irecv are held until a wait() of this communicator's requests or its next other call,
 //   then issued together in one ncclGroupStart/ncclGroupEnd: NCCL's send and receive block the
 //   stream until their partner arrives, so a receive posted before the matching send (legal in MPI,
