@@ -30,7 +30,7 @@ namespace {
 
 // world: the ranks mpirun started (null without mpirun).
 int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run, long long stop_after,
-              mt::Comm* world) {
+              bool profile, mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
   const auto& p = cfg.parallel;
   const long long needed = (long long)p.dp * p.tp * p.pp;
@@ -51,6 +51,7 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
   mt::TrainOptions opt;
   opt.world = ranks > 1 ? world : nullptr;
   opt.stop_after = stop_after;
+  opt.profile = profile;
   mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
   if (!world || world->rank() == 0) {
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   bool dry_run = false;
   long long stop_after = 0;
+  bool profile = false;
   CLI::App* train = app.add_subcommand("train", "Train the experiment described by a TOML file");
   train->add_option("experiment", exp_path, "experiment file, e.g. configs/tiny.toml")->required();
   train->add_option("--set", sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
@@ -195,6 +197,9 @@ int main(int argc, char** argv) {
   train->add_option("--stop-after", stop_after,
                     "stop with a checkpoint once N steps are done in total; the same command resumes")
       ->check(CLI::PositiveNumber);
+  train->add_flag("--profile", profile,
+                  "time every op kind on the device and print where a step's time goes (mean over the steps after "
+                  "the first)");
 
   std::vector<std::string> inputs;
   std::string out_dir;
@@ -273,7 +278,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, world.get());
+    if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
     if (*sweep) {
       if (world) throw mt::UserError("sweep: start it without mpirun; it trains each run as a process of its own");

@@ -8,7 +8,8 @@
 #       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
 #   (c) benchmarks: gemm_bench, and moetrain's tokens/s and MFU on cuda against the PyTorch reference model (eager,
 #       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
-#       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model;
+#       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model, and where a step's time
+#       goes on the 1B model by op kind (train --profile);
 #   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda;
 #   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results, and
 #       (b)'s cuda run again with parallel.comm = "nccl" (every group an NCCL communicator), the same losses;
@@ -273,6 +274,25 @@ fp8_speed() { local cfg=$1 n=$2 name tps=() mm
     -v b="${tps[1]}" 'BEGIN { printf "%.2f", a / b }'))"
 }
 fp8_speed configs/moe-1b.toml 15
+
+# Where a step's device time goes on the 1B model, by op kind (--profile; CUDA events around every op).
+profile() { local cfg=$1 n=$2 name
+  name=$(basename "$cfg" .toml)
+  if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(c) profile $name: SKIP (${no_gpu:-$cuda_problem})"; return; fi
+  if [[ ! -s $work/data/train_000000.bin ]]; then result "(c) profile $name: SKIP (no token shards)"; return; fi
+  if limited 200 "${mt[@]}" train "$cfg" --profile --set data.train="$work/data/train_000000.bin" \
+      --set data.val="$work/data/val_000000.bin" --set training.steps="$n" --set run.out_dir="$runs" \
+      --set run.name="profile_$name" --set precision.device=cuda --set precision.matmul=bf16 \
+      --set training.eval_every=0 --set checkpoint.every=0 --set checkpoint.resume=never &&
+      grep -q '^  all ops' "$work/last"; then
+    result "(c) profile $name: PASS (ms per step: $(grep -A4 '^  op ' "$work/last" | tail -n 4 |
+      awk '{ printf "%s%s %s (%s)", (NR > 1 ? ", " : ""), $1, $3, $4 }'); all ops $(grep '^  all ops' "$work/last" |
+      awk '{ print $3 }'))"
+  else
+    result "(c) profile $name: FAIL ($(tail -n 1 "$work/last"))"
+  fi
+}
+profile configs/moe-1b.toml 4
 
 fi
 if want d; then

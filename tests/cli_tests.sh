@@ -18,6 +18,10 @@ expect "dry run validates and prints the resolved config" 0 "valid" -- $bin trai
 expect "train runs and writes log and checkpoint" 0 "done: 4 steps" -- $bin train "$tmp/exp.toml"
 if [[ -f $tmp/runs/cli/log.h5 && -f $tmp/runs/cli/ckpt/step_00000004/rank_00000.h5 ]]; then echo "PASS outputs exist"; else echo "FAIL outputs exist"; fi
 expect "log.h5 is readable by h5dump" 0 "DATASET \"loss\"" -- h5dump -H "$tmp/runs/cli/log.h5"
+out=$($bin train "$tmp/exp.toml" --profile --set run.name=profiled --set training.steps=3 2>&1)
+if grep -q "mean of 2 step(s)" <<<"$out" && grep -qE "^  gemm +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$" <<<"$out" &&
+  grep -qE "^  all ops +[0-9.]+ +100.0%$" <<<"$out"; then echo "PASS --profile: every op kind's time, mean of the steps after the first"
+else echo "FAIL --profile: no table of op times"; echo "$out" | tail -n 8 | sed 's/^/    /'; fi
 expect "a finished run resumes to nothing left" 0 "nothing to train" -- $bin train "$tmp/exp.toml"
 expect "--set extends the run, resuming" 0 "resume +from .*step_00000004" -- $bin train "$tmp/exp.toml" --set training.steps=6
 sed 's/^steps = 4$/stepz = 4/' "$tmp/exp.toml" > "$tmp/typo.toml"

@@ -107,8 +107,15 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .tp = groups_.dev.tp.get(), .ep = groups_.dev.ep.get()};
-  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), device_.backend, matmul_setup(cfg),
-                                   slots, shard, stages);
+  if (opt_.profile) {
+    // Two chunks' passes may run at once on two threads; the profile times one stream.
+    if (p.pp > 1)
+      throw UserError(cfg.origin.at("parallel.pp") + ": --profile times the ops of one stream, but parallel.pp = " +
+                      std::to_string(p.pp) + " runs a chunk per stream; profile with parallel.pp = 1");
+    profile_ = std::make_unique<OpProfile>(device_.backend);
+  }
+  model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
+                                   matmul_setup(cfg), slots, shard, stages);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
   if (schedule_)
     transfers_ = std::make_unique<TransferBuffers>(device_.backend,
@@ -120,6 +127,7 @@ Trainer::~Trainer() {
   optimizer_.reset();
   model_.reset();
   transfers_.reset();
+  profile_.reset();
   // NCCL communicators live on the backend's GPU and stream: they go before it too.
   chunk_comms_.clear();
   chunk_hosts_.clear();
@@ -302,6 +310,12 @@ TrainSummary Trainer::run() {
     opt_.world->all_gather(phases, rec.rank_phases);
     rec.mfu = peak > 0 ? rec.flops_per_s / peak : NAN;
     if (log) log->append(rec);
+    if (profile_) {
+      // The first step of a run warms caches and allocators: the mean leaves it out when others follow.
+      const std::vector<OpKindTime> ops = profile_->take();
+      if (profiled_steps_ == 0 && first_step_ops_.empty()) first_step_ops_ = ops;
+      else add_op_times(profiled_ops_, ops), ++profiled_steps_;
+    }
     summary.losses.push_back(rec.loss);
     tokens_done += tokens_per_step;
 
@@ -348,6 +362,10 @@ TrainSummary Trainer::run() {
   if (progress) progress->finish();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
+  if (profile_ && lead_) {
+    const bool first_only = profiled_steps_ == 0;
+    std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_, first_only ? 1 : profiled_steps_).c_str());
+  }
   summary.last_step = state.step;
   summary.elapsed_s = seconds_since(run_start);
   summary.tokens_per_s = summary.elapsed_s > 0 ? tokens_done / summary.elapsed_s : 0;

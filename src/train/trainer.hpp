@@ -10,6 +10,7 @@
 #include "io/shards.hpp"
 #include "model/model.hpp"
 #include "ops/device_timer.hpp"
+#include "ops/op_profile.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/optimizer.hpp"
@@ -23,6 +24,7 @@ class Comm;
 struct TrainOptions {
   bool quiet = false;       // no step lines (tests)
   long long stop_after = 0; // stop (with a checkpoint) after this many steps in total; 0 = run to the end
+  bool profile = false;     // time every op kind; rank 0 prints the table at the end
   Comm* world = nullptr;    // the ranks mpirun started, laid out as [parallel] says; null: one rank
 };
 
@@ -69,6 +71,9 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TransferBuffers> transfers_;  // pp > 1: the pipeline's device transfer buffers
+  std::unique_ptr<OpProfile> profile_;          // --profile: the model computes through it
+  std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'
+  int profiled_steps_ = 0;
 };
 
 }  // namespace mt
