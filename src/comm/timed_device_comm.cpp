@@ -9,8 +9,9 @@ namespace {
 
 class TimedDeviceComm final : public DeviceComm {
  public:
-  TimedDeviceComm(std::unique_ptr<DeviceComm> inner, double* host_seconds, DeviceTimer* device_time)
-      : inner_(std::move(inner)), host_(make_timed_comm(inner_->host(), host_seconds)), device_time_(device_time) {}
+  TimedDeviceComm(std::unique_ptr<DeviceComm> owned, DeviceComm& inner, double* host_seconds, DeviceTimer* device_time)
+      : owned_(std::move(owned)), inner_(&inner), host_(make_timed_comm(inner.host(), host_seconds)),
+        device_time_(device_time) {}
 
   Comm& host() const override { return *host_; }
   void all_reduce_sum(DeviceSpan d) override { timed([&] { inner_->all_reduce_sum(d); }); }
@@ -42,7 +43,8 @@ class TimedDeviceComm final : public DeviceComm {
     device_time_->time(f);
   }
 
-  std::unique_ptr<DeviceComm> inner_;
+  std::unique_ptr<DeviceComm> owned_;  // null when the caller keeps the inner communicator
+  DeviceComm* inner_;
   std::unique_ptr<Comm> host_;  // inner_->host(), timed on the host clock
   DeviceTimer* device_time_;
 };
@@ -51,7 +53,12 @@ class TimedDeviceComm final : public DeviceComm {
 
 std::unique_ptr<DeviceComm> make_timed_device_comm(std::unique_ptr<DeviceComm> inner, double* host_seconds,
                                                    DeviceTimer* device_time) {
-  return std::make_unique<TimedDeviceComm>(std::move(inner), host_seconds, device_time);
+  DeviceComm& ref = *inner;
+  return std::make_unique<TimedDeviceComm>(std::move(inner), ref, host_seconds, device_time);
+}
+
+std::unique_ptr<DeviceComm> make_timed_device_comm(DeviceComm& inner, double* host_seconds, DeviceTimer* device_time) {
+  return std::make_unique<TimedDeviceComm>(nullptr, inner, host_seconds, device_time);
 }
 
 }  // namespace mt

@@ -14,5 +14,7 @@ namespace mt {
 // `host_seconds` and `device_time` must outlive the returned DeviceComm.
 std::unique_ptr<DeviceComm> make_timed_device_comm(std::unique_ptr<DeviceComm> inner, double* host_seconds,
                                                    DeviceTimer* device_time);
+// The same over a communicator the caller keeps (and uses untimed elsewhere); `inner` must outlive it.
+std::unique_ptr<DeviceComm> make_timed_device_comm(DeviceComm& inner, double* host_seconds, DeviceTimer* device_time);
 
 }  // namespace mt

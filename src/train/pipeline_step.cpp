@@ -1,5 +1,6 @@
 #include "train/pipeline_step.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -42,6 +43,8 @@ class Executor {
     for (int c = 0; c < pl_.chunks_per_rank; ++c) {
       forward_time_.push_back(std::make_unique<DeviceTimer>(model.backend(c)));
       backward_time_.push_back(std::make_unique<DeviceTimer>(model.backend(c)));
+      const int pos = pl_.locate(me_, c)->position;
+      if (pos == 0 || pos == pl_.stages - 1) embedding_chunks_.push_back(c);
     }
     const int count = global_batch / micro_batch / g.dp->size();
     first_mb_ = g.dp->rank() * count;
@@ -163,7 +166,18 @@ class Executor {
 
   bool last_position(const Pending& p) const { return p.loc.position == pl_.stages - 1; }
 
+  // The first and last stages add into the embedding's gradient (its lookup; the MTP modules'
+  // and a tied head's use of it): when this rank holds both, their weight-gradient passes run on
+  // two streams, and each must wait for the other's earlier work instead of adding at the same time.
+  void order_embedding_gradient(const pipeline::Task& t) {
+    if (t.pass == Pass::forward || t.pass == Pass::input_grad) return;
+    if (std::find(embedding_chunks_.begin(), embedding_chunks_.end(), t.chunk) == embedding_chunks_.end()) return;
+    for (int other : embedding_chunks_)
+      if (other != t.chunk) order_after(model_.backend(t.chunk), model_.backend(other));
+  }
+
   Pending prepare(const pipeline::Task& t) {
+    order_embedding_gradient(t);
     Pending p;
     p.task = t;
     p.loc = *pl_.locate(me_, t.chunk);
@@ -275,6 +289,7 @@ class Executor {
   LossScales scales_;
   TransferBuffers& buffers_;
   std::vector<std::unique_ptr<DeviceTimer>> forward_time_, backward_time_;  // per chunk, on its stream
+  std::vector<int> embedding_chunks_;  // this rank's chunks at the first or last position
   DeviceTimer overlapped_time_, wait_time_;                                 // on the first stream
   bool concurrent_;
   std::vector<std::vector<int>> free_slots_, slot_of_;

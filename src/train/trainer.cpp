@@ -64,6 +64,10 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     schedule_ = pipeline::make_schedule({pipeline::parse_kind(p.schedule), p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
     slots = schedule_->placement.microbatches_per_flow;
   }
+  // Before anything is allocated: a refusal here leaves nothing to release.
+  if (opt_.profile && p.pp > 1)
+    throw UserError(cfg.origin.at("parallel.pp") + ": --profile times the ops of one stream, but parallel.pp = " +
+                    std::to_string(p.pp) + " runs a chunk per stream; profile with parallel.pp = 1");
   device_ = choose_device(cfg, slots);
   // Every rank takes part; only the first prints them.
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
@@ -86,8 +90,12 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   for (size_t c = 1; c < chunks; ++c) chunk_streams_[c] = open_stream(device_);
   for (size_t c = 0; c < chunks; ++c)
     comm_timers_.push_back({std::make_unique<DeviceTimer>(chunk_streams_[c]), std::make_unique<DeviceTimer>(chunk_streams_[c])});
-  groups_.dev.tp = make_timed_device_comm(std::move(groups_.dev.tp), &comm_seconds_[0].tp, comm_timers_[0].tp.get());
-  groups_.dev.ep = make_timed_device_comm(std::move(groups_.dev.ep), &comm_seconds_[0].ep, comm_timers_[0].ep.get());
+  // The layers' communication is timed; the optimizer's sums over the same groups are the gradient
+  // sum's time, so it keeps the untimed communicators.
+  chunk_comms_.push_back(make_timed_device_comm(*groups_.dev.tp, &comm_seconds_[0].tp, comm_timers_[0].tp.get()));
+  DeviceComm* layer_tp = chunk_comms_.back().get();
+  chunk_comms_.push_back(make_timed_device_comm(*groups_.dev.ep, &comm_seconds_[0].ep, comm_timers_[0].ep.get()));
+  DeviceComm* layer_ep = chunk_comms_.back().get();
   auto chunk_comm = [&](Comm& group, size_t c, double* seconds, DeviceTimer* timer) {
     chunk_hosts_.push_back(group.split(0, group.rank()));
     chunk_comms_.push_back(make_timed_device_comm(make_device_comm(*chunk_hosts_.back(), chunk_streams_[c], transport_),
@@ -106,14 +114,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
-                         .tp = groups_.dev.tp.get(), .ep = groups_.dev.ep.get()};
-  if (opt_.profile) {
-    // Two chunks' passes may run at once on two threads; the profile times one stream.
-    if (p.pp > 1)
-      throw UserError(cfg.origin.at("parallel.pp") + ": --profile times the ops of one stream, but parallel.pp = " +
-                      std::to_string(p.pp) + " runs a chunk per stream; profile with parallel.pp = 1");
-    profile_ = std::make_unique<OpProfile>(device_.backend);
-  }
+                         .tp = layer_tp, .ep = layer_ep};
+  if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
@@ -269,7 +271,9 @@ TrainSummary Trainer::run() {
 
   while (state.step < last) {
     const auto step_start = Clock::now();
+    // What the layers' communicators did since the last step (an evaluation) is not this step's.
     for (CommSeconds& c : comm_seconds_) c = {};
+    for (CommTimers& t : comm_timers_) t.tp->take_seconds(), t.ep->take_seconds();
     StepRecord rec;
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
       batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
