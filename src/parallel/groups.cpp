@@ -34,7 +34,10 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& 
   g.dev.dp = device(*g.dp);
   g.dev.ep = device(*g.ep);
   g.dev.expert_replicas = device(*g.expert_replicas);
-  g.dev.pp = device(*g.pp);
+  // Pipeline transfers keep MPI's semantics (a posted receive never holds up a later send): NCCL's
+  // point-to-point calls queue in a stream's order, where an early receive could block a send its
+  // partner waits for. Until each link has a communicator and a stream of its own, they stage.
+  g.dev.pp = make_staged_comm(*g.pp, backend);
   g.dev.mirror = device(*g.mirror);
   g.dev.embedding = device(*g.embedding);
   return g;
