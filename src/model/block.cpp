@@ -28,7 +28,8 @@ SwigluWeights Block::dense_weights() const {
   return {p.value(ffn_gate), p.value(ffn_up), p.value(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
 }
 
-double Block::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale) {
+double Block::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale,
+                      bool recompute) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const int rows = batch * seq_;
@@ -47,7 +48,7 @@ double Block::forward(int slot, Arena& arena, const float* x, int batch, float* 
   be.add({.n = n, .x = x, .y = s.x1});
   be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = s.x1, .weight = p.value(norm2), .y = s.n2, .rstd = s.rstd2});
   double aux = 0;
-  if (moe_) aux = moe_->forward(slot, arena, s.n2, batch, y, aux_grad_scale);
+  if (moe_) aux = moe_->forward(slot, arena, s.n2, batch, y, aux_grad_scale, recompute);
   else {
     swiglu_forward(env_, arena, dense_weights(), s.n2, rows, y, false, s.ffn);
     env_.tp_sum(y, n);

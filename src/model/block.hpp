@@ -18,8 +18,11 @@ class Block {
  public:
   // Parameters are named "<prefix>.attn_norm" and so on; `moe` picks the MoE FFN.
   Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, bool moe, int max_in_flight);
-  // Returns the balance loss of this micro-batch (0 for dense blocks).
-  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale);
+  // Returns the balance loss of this micro-batch (0 for dense blocks). `recompute`: the same
+  // forward again before the backward (training.recompute): the step's statistics (expert load)
+  // are not counted twice.
+  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale,
+                 bool recompute = false);
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);
   void backward_weight(int slot);
 

@@ -12,6 +12,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   arenas_.resize(chunks_.size());
+  scratch_.resize(chunks_.size());
   saved_.resize(chunks_.size());
   blocks_.resize(cfg.n_layers);
   bool first = false, last = false;
@@ -21,7 +22,10 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     if (chunks_[c].ep) env.shard.ep = chunks_[c].ep;
     if (chunks_[c].backend) env.backend = chunks_[c].backend;
     chunk_env_.push_back(env);
-    for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(env.be());
+    for (int i = 0; i < max_in_flight; ++i) {
+      arenas_[c].emplace_back(env.be());
+      scratch_[c].emplace_back(env.be());
+    }
     saved_[c].resize(max_in_flight);
     first = first || chunks_[c].first;
     last = last || chunks_[c].last;
@@ -87,9 +91,19 @@ std::vector<float> Model::logits_to_host(int slot) const {
   return to_host(s.logits, size_t(s.rows) * cfg_.vocab_size);
 }
 
+size_t Model::arena_high_water() const {
+  size_t total = 0;
+  for (const auto* arenas : {&arenas_, &scratch_})
+    for (auto& chunk : *arenas)
+      for (auto& a : chunk) total += a.high_water();
+  return total;
+}
+
 size_t Model::arena_bytes() const {
   size_t total = 0;
   for (auto& chunk : arenas_)
+    for (auto& a : chunk) total += a.capacity();
+  for (auto& chunk : scratch_)
     for (auto& a : chunk) total += a.capacity();
   return total;
 }
@@ -119,9 +133,14 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
     be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
   else
     be.copy(s.acts[0], input, n * sizeof(float));
+  s.batch = mb.batch;
+  s.aux_scale = scales.aux;
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
-    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, arena, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
+    // Under recomputation a block's work lives only until the next block starts.
+    Arena& work = recompute_blocks_ ? scratch_[chunk][slot] : arena;
+    if (recompute_blocks_) work.reset();
+    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, work, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
   }
   if (!stage.last) return r;
   s.normed = arena.floats(n);
@@ -259,7 +278,16 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
   }
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);
-    blocks_[stage.first_block + i]->backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
+    Block& block = *blocks_[stage.first_block + i];
+    if (!recompute_blocks_) {
+      block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
+      continue;
+    }
+    Arena& work = scratch_[chunk][slot];
+    work.reset();
+    block.forward(slot, work, s.acts[i], s.batch, work.floats(n), s.aux_scale, true);
+    block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
+    block.backward_weight(slot);  // before the next block's recomputation reuses the scratch
   }
 }
 
@@ -274,7 +302,8 @@ void Model::backward_weight(int chunk, int slot) {
     be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
                                 .dweight = params.grad(final_norm)});
   }
-  for (int i = nb - 1; i >= 0; --i) blocks_[stage.first_block + i]->backward_weight(slot);
+  if (!recompute_blocks_)
+    for (int i = nb - 1; i >= 0; --i) blocks_[stage.first_block + i]->backward_weight(slot);
   if (stage.last)
     for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(chunk, slot, int(k));
   if (stage.first)

@@ -73,7 +73,15 @@ class Model {
   ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales);
   void backward_input(int chunk, int slot, const float* output_grad);
   void backward_weight(int chunk, int slot);
-  void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
+  void retire(int chunk, int slot) {
+    arenas_[chunk][slot].reset();
+    scratch_[chunk][slot].reset();
+  }
+  // training.recompute = "full": the blocks keep only their inputs between forward and backward;
+  // each block's forward runs again, in one reused scratch arena per slot, right before its
+  // backward, whose weight gradients then follow at once (a deferred weight pass keeps only the
+  // head's and the embedding's). Gradients and losses are bitwise those of no recomputation.
+  void set_recompute_blocks(bool on) { recompute_blocks_ = on; }
   // The chunk's output after forward (not on the last stage) and its input gradient after
   // backward_input (not on the first), [batch*seq, d_model] in device memory, until retire().
   const float* output(int chunk, int slot) const { return saved_[chunk][slot].acts.back(); }
@@ -96,6 +104,8 @@ class Model {
   std::vector<int> moe_layer_indices() const;
   const ModelConfig& config() const { return cfg_; }
   size_t arena_bytes() const;
+  // The most activation memory the slots have held at once, summed over them (bytes).
+  size_t arena_high_water() const;
 
   ParamStore params;
   int embedding = -1, final_norm = -1, head = -1;  // -1: not on this rank
@@ -107,7 +117,8 @@ class Model {
 
  private:
   struct Saved {
-    int rows = 0;
+    int rows = 0, batch = 0;
+    float aux_scale = 0;  // the forward's balance-loss weight, for a recomputation
     const int* inputs = nullptr;   // device copies of the micro-batch's tokens
     const int* targets = nullptr;
     std::vector<float*> acts;  // inputs of the chunk's blocks; the last entry is its output
@@ -140,6 +151,8 @@ class Model {
   }
   std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
   std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]
+  std::vector<std::vector<Arena>> scratch_;     // [chunk][slot]: one block's work under recomputation
+  bool recompute_blocks_ = false;
   std::vector<std::vector<Saved>> saved_;
 };
 

@@ -35,13 +35,13 @@ SwigluWeights MoE::shared_weights() const {
   return {p.value(shared_gate), p.value(shared_up), p.value(shared_down), d_, shared_hidden_};
 }
 
-double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight) {
+double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight, bool recompute) {
   Saved& s = saved_[slot];
   const Backend& be = env_.be();
   const int rows = batch * seq_;
   s.rows = rows;
-  const double aux = router_.forward(arena, x, rows, aux_weight, s.routing);
-  double* load = router_.step_load().f64();
+  const double aux = router_.forward(arena, x, rows, aux_weight, s.routing, recompute);
+  double* load = recompute ? nullptr : router_.step_load().f64();
   const float* xe = dispatcher_.permute(arena, s.routing.chosen, rows, x, load, s.dispatch);
   s.ye = arena.floats(size_t(rows) * top_k_ * d_);
   const GroupedExpertWeights w = expert_weights();

@@ -25,7 +25,8 @@ class MoE {
   // x, y: [batch*seq, d_model]. aux_weight is the weight of one group's balance loss in the
   // objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of
   // alpha sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns).
-  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight);
+  // `recompute`: a repeat of this micro-batch's forward, which adds nothing to the step's load.
+  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight, bool recompute = false);
   double finish_global_balance(long tokens) { return router_.finish_global_balance(tokens); }
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);
   void backward_weight(int slot);

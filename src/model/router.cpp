@@ -23,7 +23,7 @@ int Router::group_size(int tokens) const {
   return 0;
 }
 
-double Router::forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r) {
+double Router::forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, bool recompute) {
   const Backend& be = env_.be();
   const ParamStore& p = *env_.params;
   const size_t scores = size_t(tokens) * experts_, picks = size_t(tokens) * top_k_;
@@ -42,6 +42,7 @@ double Router::forward(Arena& arena, const float* x, int tokens, float aux_weigh
   const int group = group_size(tokens);
   if (group == 0) return 0.0;
   if (balance_ == BalanceLoss::global_batch) {
+    if (recompute) return 0.0;
     be.balance_prob_sums({.tokens = tokens, .experts = experts_, .scores = r.scores, .prob_sum = prob_sum_.f64()});
     return 0.0;
   }

@@ -38,7 +38,8 @@ class Router {
   // Routes `tokens` rows of x [tokens, d_model]. aux_weight is the weight of one group's balance
   // loss in the objective; returns this micro-batch's part of it (0 for global_batch, whose loss
   // finish_global_balance() returns).
-  double forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r);
+  // `recompute`: a repeat of a forward, which adds nothing to the step's statistics.
+  double forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, bool recompute = false);
   // dx += the gradient through the router from the gates' gradient dgate [tokens, K] and the
   // balance loss.
   void backward_input(Arena& arena, Routing& r, const float* dgate, float* dx);

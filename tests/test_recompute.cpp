@@ -1,0 +1,87 @@
+// training.recompute = "full": every block's forward runs again before its backward, and the step
+// computes exactly what it computes without recomputation: the same losses, gradients and expert
+// loads, bit for bit, for every attention kind, every balance loss, MTP and FP8 GEMMs.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/model.hpp"
+#include "train/accumulate.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+struct Result {
+  mt::StepTotals totals;
+  std::vector<float> grads;
+  std::vector<std::vector<double>> loads;  // per MoE layer
+  size_t activation_bytes = 0;             // the most the arenas held at once
+};
+
+Result one_step(const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul, bool recompute) {
+  testing::StrictDevice dev;
+  const int batch = 4, micro_batch = 2;
+  mt::Model model(cfg, 7, dev.be, matmul, mt::slots_needed(cfg, batch, micro_batch));
+  model.set_recompute_blocks(recompute);
+  for (size_t i = 0; i < model.params.buffer_names.size(); ++i)  // biases that change the routing
+    model.params.set_buffer(int(i), testing::random_floats(model.params.buffer_size(int(i)), 100 + i, 0.3));
+  const std::vector<int> inputs = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 11);
+  const std::vector<int> targets = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 12);
+  const int n = micro_batch * cfg.seq_len;
+  Result r;
+  r.totals = mt::accumulate_gradients(model, batch, micro_batch, [&](int mb, std::vector<int>& in, std::vector<int>& tg) {
+    in.assign(inputs.begin() + mb * n, inputs.begin() + (mb + 1) * n);
+    tg.assign(targets.begin() + mb * n, targets.begin() + (mb + 1) * n);
+  });
+  r.grads = model.params.host_grads();
+  for (mt::MoE* moe : model.moe_layers()) r.loads.push_back(moe->router().step_load().to_host_f64());
+  r.activation_bytes = model.arena_high_water();
+  return r;
+}
+
+void check_same(const std::string& name, const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul = {}) {
+  CAPTURE(name);
+  const Result plain = one_step(cfg, matmul, false), again = one_step(cfg, matmul, true);
+  CHECK(again.totals.ce_sum == plain.totals.ce_sum);
+  CHECK(again.totals.aux == plain.totals.aux);
+  CHECK(again.totals.mtp == plain.totals.mtp);
+  REQUIRE(again.grads.size() == plain.grads.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < plain.grads.size(); ++i) differ += again.grads[i] != plain.grads[i];
+  CHECK(differ == 0);
+  CHECK(again.loads == plain.loads);  // the recomputed forwards count no load
+}
+
+}  // namespace
+
+TEST_CASE("recompute full: bitwise the same step for every attention kind") {
+  for (const auto& [name, cfg] : testing::attention_variants()) check_same(name, cfg);
+}
+
+TEST_CASE("recompute full: bitwise the same step for every balance loss, MTP and FP8") {
+  const std::pair<const char*, mt::BalanceLoss> balances[] = {{"none", mt::BalanceLoss::none},
+      {"sequence", mt::BalanceLoss::sequence}, {"micro_batch", mt::BalanceLoss::micro_batch},
+      {"global_batch", mt::BalanceLoss::global_batch}};
+  for (const auto& [name, balance] : balances) {
+    mt::ModelConfig m = testing::tiny_model();
+    m.moe.aux_loss = balance;
+    m.moe.aux_alpha = 0.01;
+    check_same(std::string("balance ") + name, m);
+  }
+  mt::ModelConfig mtp = testing::tiny_model();
+  mtp.mtp.depth = 2;
+  check_same("mtp depth 2", mtp);
+  mt::ModelConfig dense = testing::tiny_model();
+  dense.n_dense_layers = dense.n_layers;
+  check_same("dense only", dense);
+  check_same("fp8 GEMMs", testing::tiny_model(), mt::MatmulSetup(mt::GemmInputs::fp8));
+}
+
+TEST_CASE("recompute full: the slots keep less activation memory") {
+  mt::ModelConfig m = testing::tiny_model();
+  m.n_layers = 6;
+  const Result plain = one_step(m, {}, false), again = one_step(m, {}, true);
+  // Six blocks' saved tensors against their inputs and one block's work.
+  CHECK(again.activation_bytes < plain.activation_bytes / 2);
+}
