@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The PyTorch oracle: for each configuration below, `moetrain dump-step` runs one optimizer step
 # and check_step.py recomputes it with PyTorch autograd and torch.optim.AdamW. One PASS or FAIL
-# line per configuration. ORACLE_DEVICE picks precision.device for the step (default cpu-strict:
-# device memory unreadable outside ops; cuda on a GPU machine); PYTHON the interpreter with torch;
-# MOETRAIN the command that runs moetrain.
+# line per configuration; on the CPU backends each step again with training.recompute = full,
+# which must be bitwise the same (same_step.py). ORACLE_DEVICE picks precision.device for the
+# step (default cpu-strict: device memory unreadable outside ops; cuda on a GPU machine); PYTHON
+# the interpreter with torch; MOETRAIN the command that runs moetrain.
 set -u
 cd "$(dirname "$0")/../.."
 python=${PYTHON:-.venv/bin/python}
@@ -55,11 +56,22 @@ check() {  # check NAME --set ... : one configuration
   if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name.h5" --set precision.device="$device" "$@" 2>&1); then
     echo "FAIL oracle $name: dump-step failed: $out"; return
   fi
-  if out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
-    echo "PASS oracle $name: ${out##*worst relative errors: }"
-  else
-    echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'
+  if ! out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
+    echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
   fi
+  local errors=${out##*worst relative errors: } same=""
+  # On the CPU backends the step with every block recomputed must be the same step, bit for bit.
+  if [[ $device != cuda ]]; then
+    if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name-recompute.h5" \
+        --set precision.device="$device" "$@" --set training.recompute=full 2>&1); then
+      echo "FAIL oracle $name: dump-step with training.recompute = full failed: $out"; return
+    fi
+    if ! same=$("$python" tests/oracle/same_step.py "$tmp/$name.h5" "$tmp/$name-recompute.h5" 2>&1); then
+      echo "FAIL oracle $name: with training.recompute = full: $same"; return
+    fi
+    same="; $same"
+  fi
+  echo "PASS oracle $name: $errors$same"
 }
 
 check mha_sequence_aux
