@@ -91,22 +91,17 @@ std::vector<float> Model::logits_to_host(int slot) const {
   return to_host(s.logits, size_t(s.rows) * cfg_.vocab_size);
 }
 
-size_t Model::arena_high_water() const {
+size_t Model::sum_over_arenas(size_t (Arena::*measure)() const) const {
   size_t total = 0;
   for (const auto* arenas : {&arenas_, &scratch_})
     for (auto& chunk : *arenas)
-      for (auto& a : chunk) total += a.high_water();
+      for (auto& a : chunk) total += (a.*measure)();
   return total;
 }
 
-size_t Model::arena_bytes() const {
-  size_t total = 0;
-  for (auto& chunk : arenas_)
-    for (auto& a : chunk) total += a.capacity();
-  for (auto& chunk : scratch_)
-    for (auto& a : chunk) total += a.capacity();
-  return total;
-}
+size_t Model::arena_high_water() const { return sum_over_arenas(&Arena::high_water); }
+
+size_t Model::arena_bytes() const { return sum_over_arenas(&Arena::capacity); }
 
 ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales) {
   const StageSpec& stage = chunks_[chunk];
@@ -133,7 +128,6 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
     be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
   else
     be.copy(s.acts[0], input, n * sizeof(float));
-  s.batch = mb.batch;
   s.aux_scale = scales.aux;
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
@@ -285,7 +279,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
     }
     Arena& work = scratch_[chunk][slot];
     work.reset();
-    block.forward(slot, work, s.acts[i], s.batch, work.floats(n), s.aux_scale, true);
+    block.forward(slot, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
     block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
     block.backward_weight(slot);  // before the next block's recomputation reuses the scratch
   }

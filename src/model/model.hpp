@@ -117,7 +117,7 @@ class Model {
 
  private:
   struct Saved {
-    int rows = 0, batch = 0;
+    int rows = 0;
     float aux_scale = 0;  // the forward's balance-loss weight, for a recomputation
     const int* inputs = nullptr;   // device copies of the micro-batch's tokens
     const int* targets = nullptr;
@@ -140,6 +140,8 @@ class Model {
   float* mtp_backward_input(int chunk, int slot, int k, const float* dh_next);
   void mtp_backward_weight(int chunk, int slot, int k);
   std::vector<float> to_host(const float* device, size_t n) const;
+  // `measure` (capacity or high water) summed over every slot's arenas, scratch included.
+  size_t sum_over_arenas(size_t (Arena::*measure)() const) const;
   ModelConfig cfg_;
   MatmulSetup matmul_;  // env_ points at its recipe
   LayerEnv env_;         // the model's device and shard; chunk_env_ specializes it per chunk

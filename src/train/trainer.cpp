@@ -82,7 +82,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk computes on its own stream and talks over its own tensor- and expert-parallel
-  // communicators, queued on that stream (DualPipe runs two chunks' passes at once), each timed
+  // communicators, ordered after that stream (DualPipe runs two chunks' passes at once), each timed
   // into its own counters. The first chunk uses the device's first stream and the groups' own.
   const size_t chunks = std::max<size_t>(1, stages.size());
   comm_seconds_.resize(chunks);
@@ -318,8 +318,8 @@ TrainSummary Trainer::run() {
     if (profile_) {
       // The first step of a run warms caches and allocators: the mean leaves it out when others follow.
       const std::vector<OpKindTime> ops = profile_->take();
-      if (profiled_steps_ == 0 && first_step_ops_.empty()) first_step_ops_ = ops;
-      else add_op_times(profiled_ops_, ops), ++profiled_steps_;
+      if (profiled_steps_++ == 0) first_step_ops_ = ops;
+      else add_op_times(profiled_ops_, ops);
     }
     summary.losses.push_back(rec.loss);
     tokens_done += tokens_per_step;
@@ -368,8 +368,8 @@ TrainSummary Trainer::run() {
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   if (profile_ && lead_) {
-    const bool first_only = profiled_steps_ == 0;
-    std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_, first_only ? 1 : profiled_steps_).c_str());
+    const bool first_only = profiled_steps_ <= 1;
+    std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_, first_only ? 1 : profiled_steps_ - 1).c_str());
   }
   summary.last_step = state.step;
   summary.elapsed_s = seconds_since(run_start);

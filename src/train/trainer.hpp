@@ -73,7 +73,7 @@ class Trainer {
   std::unique_ptr<TransferBuffers> transfers_;  // pp > 1: the pipeline's device transfer buffers
   std::unique_ptr<OpProfile> profile_;          // --profile: the model computes through it
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'
-  int profiled_steps_ = 0;
+  int profiled_steps_ = 0;  // steps profiled by this run, the first included
 };
 
 }  // namespace mt
