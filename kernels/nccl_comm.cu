@@ -1,6 +1,6 @@
 // NcclComm: DeviceComm over NCCL on a stream of its own beside the CUDA backend's (see
 // src/comm/nccl_comm.hpp for the design: collective construction, ordering, held point-to-point
-// calls, errors).
+// calls, ring links, errors).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -74,13 +74,14 @@ class NcclRequest final : public Request {
 
 class NcclComm final : public DeviceComm {
  public:
-  NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, DeviceState* state, ncclComm_t comm)
-      : owned_host_(std::move(owned_host)), host_(host), state_(state), comm_(comm) {
+  NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, DeviceState* state, ncclComm_t comm, bool one_way = false)
+      : owned_host_(std::move(owned_host)), host_(host), state_(state), comm_(comm), one_way_(one_way) {
     activate(state_);
     MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
 
   ~NcclComm() override {
+    links_.clear();  // before the communicator they were split from
     // Requests never waited for are a bug of the caller; while an exception unwinds, they are
     // expected and the communicator is aborted instead of flushed.
     const bool unwinding = std::uncaught_exceptions() > 0;
@@ -159,18 +160,56 @@ class NcclComm final : public DeviceComm {
     return recorded();
   }
 
-  std::unique_ptr<Request> isend(DeviceSpan data, int to, int) override { return hold(true, data, to); }
-  std::unique_ptr<Request> irecv(DeviceSpan data, int from, int) override { return hold(false, data, from); }
+  std::unique_ptr<Request> isend(DeviceSpan data, int to) override {
+    if (NcclComm* link = link_to(to, true)) return link->issue(true, data);
+    return hold(true, data, to);
+  }
+  std::unique_ptr<Request> irecv(DeviceSpan data, int from) override {
+    if (NcclComm* link = link_to(from, false)) return link->issue(false, data);
+    return hold(false, data, from);
+  }
 
   std::unique_ptr<DeviceComm> split(int color, int key) override {
     require(color >= 0, "split(color " + std::to_string(color) + "): NCCL takes colors >= 0");
+    return split_off(color, key, false);
+  }
+
+  // Opens this rank's links to its ring neighbours, collectively over the group. The ring's edges
+  // (i, i+1 mod n) are split off in three rounds, in each of which a rank is on at most one edge:
+  // those from an even i, those from an odd i, and the closing edge (n-1, 0). Each edge gives two
+  // links, one per direction, whose rank 0 is the sending end.
+  void open_ring_links() {
+    const int n = size(), me = rank();
+    if (n < 2) return;
+    const bool ring_closes = n > 2;  // with two ranks, (1, 0) is the edge (0, 1) again
+    auto in_round = [&](int i, int round) {
+      const bool inner = i + 1 < n;
+      return round == 0 ? inner && i % 2 == 0 : round == 1 ? inner && i % 2 == 1 : !inner && ring_closes;
+    };
+    for (int round = 0; round < 3; ++round)
+      for (bool upward : {true, false}) {
+        int edge = -1;  // i of my edge (i, i+1 mod n) in this round
+        for (int i : {me, (me + n - 1) % n})
+          if (in_round(i, round)) edge = i;
+        const int sender = upward ? edge : (edge + 1) % n;
+        const int peer = me == edge ? (edge + 1) % n : edge;
+        std::unique_ptr<NcclComm> link = split_off(edge, me == sender ? 0 : 1, true);
+        if (link) links_.push_back({peer, me == sender, std::move(link)});
+      }
+  }
+
+  // A link's call: issued at once on the link's own stream (see the header for why that is safe).
+  std::unique_ptr<Request> issue(bool send, DeviceSpan data) {
+    require(one_way_, "issue() is a ring link's call");
     start();
-    std::unique_ptr<Comm> sub_host = host_.split(color, key);
-    ncclComm_t sub = nullptr;
-    check(ncclCommSplit(comm_, color, key, &sub, nullptr),
-          "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ")");
-    Comm& h = *sub_host;
-    return std::make_unique<NcclComm>(h, std::move(sub_host), state_, sub);
+    const int peer = 1 - rank();
+    const std::string what = describe(send ? "send" : "recv", data) + " on the link " + (send ? "to" : "from") +
+                             " rank " + std::to_string(peer) + " of the pipeline";
+    if (data.count > 0) {
+      if (send) check(ncclSend(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), what);
+      else check(ncclRecv(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), what);
+    }
+    return recorded();
   }
 
   // Issues the held point-to-point calls as one NCCL group and records their completion.
@@ -209,6 +248,31 @@ class NcclComm final : public DeviceComm {
     std::shared_ptr<Completion> done;  // what its request waits on
   };
 
+  struct Link {
+    int peer;      // the neighbour's rank in this communicator
+    bool sending;  // the direction: to the neighbour, or from it
+    std::unique_ptr<NcclComm> comm;
+  };
+
+  NcclComm* link_to(int peer, bool sending) {
+    for (Link& l : links_)
+      if (l.peer == peer && l.sending == sending) return l.comm.get();
+    return nullptr;
+  }
+
+  // ncclCommSplit with the host group split alike, collectively over this communicator. A color
+  // < 0 leaves this rank out: it returns null (its host group, a singleton, is dropped).
+  std::unique_ptr<NcclComm> split_off(int color, int key, bool one_way) {
+    start();
+    std::unique_ptr<Comm> sub_host = host_.split(color >= 0 ? color : size() + rank(), key);
+    ncclComm_t sub = nullptr;
+    check(ncclCommSplit(comm_, color >= 0 ? color : NCCL_SPLIT_NOCOLOR, key, &sub, nullptr),
+          "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ")");
+    if (color < 0) return nullptr;
+    Comm& h = *sub_host;
+    return std::make_unique<NcclComm>(h, std::move(sub_host), state_, sub, one_way);
+  }
+
   // Before any call: the held point-to-point calls go first, so every rank issues its NCCL calls in
   // the order it made them; then the communication stream waits for what the backend's stream
   // queued so far (the payload's producers).
@@ -231,6 +295,7 @@ class NcclComm final : public DeviceComm {
   }
 
   std::unique_ptr<Request> hold(bool send, DeviceSpan data, int peer) {
+    require(!one_way_, "a link's calls go through issue()");
     require(peer >= 0 && peer < size(), std::string(send ? "isend to" : "irecv from") + " rank " + std::to_string(peer) +
                                             ": the group has ranks 0 to " + std::to_string(size() - 1));
     auto done = std::make_shared<Completion>();
@@ -303,13 +368,15 @@ class NcclComm final : public DeviceComm {
   cudaEvent_t entry_ = nullptr;    // the backend stream's point the next call starts after
   std::vector<Held> pending_;  // isend/irecv not yet issued
   bool broken_ = false;        // after an error the communicator is aborted, not destroyed
+  bool one_way_;               // a ring link: two ranks, messages in one direction only
+  std::vector<Link> links_;    // after open_ring_links: one per neighbour and direction
 };
 
 void NcclRequest::wait() { comm_.wait_for(*done_); }
 
 }  // namespace
 
-std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend, NcclLinks links) {
   const std::string name = backend.ops ? backend.ops->name : "none";
   if (name != "cuda")
     throw UserError("NCCL moves device memory of the CUDA backend, but rank " + std::to_string(host.rank()) +
@@ -335,7 +402,9 @@ std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
                              std::to_string(host.size()) + " (GPU " + std::to_string(state->device) + "): " +
                              ncclGetErrorString(r) + "; every rank needs a GPU of its own, and NCCL_DEBUG=WARN in " +
                              "the environment makes NCCL log why");
-  return std::make_unique<NcclComm>(host, nullptr, state, comm);
+  auto made = std::make_unique<NcclComm>(host, nullptr, state, comm);
+  if (links == NcclLinks::ring) made->open_ring_links();
+  return made;
 }
 
 }  // namespace mt

@@ -236,6 +236,26 @@ TEST_CASE("checker rejects a missing receive") {
   CHECK(any_contains(problems, "1 sends on rank 1, 0 posted receives and 0 waits on rank 2"));
 }
 
+TEST_CASE("checker rejects receives posted out of the order their sender sends") {
+  // GPipe on two ranks, rank 1 posting micro-batch 1's receive first: every check by transfer
+  // passes (a posted receive may move earlier), but NCCL would match micro-batch 0's message to
+  // micro-batch 1's buffer.
+  Schedule s = make(Kind::gpipe, 2, 2);
+  CHECK(check_schedule(s).empty());
+  auto& prog = s.ranks[1];
+  auto post = [&](int mb) {
+    return index_of(prog, [&](const Step& st) { return is_comm(st, CommKind::post_recv, Payload::activation, mb); });
+  };
+  const Step early = prog[post(1)];
+  prog.erase(prog.begin() + post(1));
+  prog.insert(prog.begin() + post(0), early);
+  auto problems = check_schedule(s);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] == "rank 1 posts its receives from rank 0 out of the order they are sent: message 0 sent is the "
+                       "activation of flow 0 micro-batch 0 position 0, the receive posted for it is for the activation "
+                       "of flow 0 micro-batch 1 position 0");
+}
+
 TEST_CASE("checker rejects a backward before its forward") {
   Schedule s = make(Kind::one_f_one_b, 4, 8);
   auto& prog = s.ranks[3];  // the last rank runs F0.m then B0.m

@@ -52,8 +52,10 @@ class DeviceComm {
   // Counts are in elements of the spans' dtype (any dtype: FP8 rows travel as bytes).
   virtual std::unique_ptr<Request> iall_to_all_v(DeviceSpan send, const std::vector<int>& send_counts,
                                                  DeviceSpan recv, const std::vector<int>& recv_counts) = 0;
-  virtual std::unique_ptr<Request> isend(DeviceSpan data, int to, int tag) = 0;
-  virtual std::unique_ptr<Request> irecv(DeviceSpan data, int from, int tag) = 0;
+  // Point-to-point: between two ranks, messages match in the order they were posted, as in NCCL
+  // (which has no tags), so a receiver posts its receives in the order its peer sends.
+  virtual std::unique_ptr<Request> isend(DeviceSpan data, int to) = 0;
+  virtual std::unique_ptr<Request> irecv(DeviceSpan data, int from) = 0;
   // Ranks with the same color form a group, ordered by key (host() splits alike).
   virtual std::unique_ptr<DeviceComm> split(int color, int key) = 0;
 
@@ -61,8 +63,8 @@ class DeviceComm {
                     const std::vector<int>& recv_counts) {
     iall_to_all_v(send, send_counts, recv, recv_counts)->wait();
   }
-  void send(DeviceSpan data, int to, int tag) { isend(data, to, tag)->wait(); }
-  void recv(DeviceSpan data, int from, int tag) { irecv(data, from, tag)->wait(); }
+  void send(DeviceSpan data, int to) { isend(data, to)->wait(); }
+  void recv(DeviceSpan data, int from) { irecv(data, from)->wait(); }
 };
 
 }  // namespace mt

@@ -13,9 +13,13 @@
 //   shared experts while the routed tokens travel.
 // - isend and irecv are held until a wait() of this communicator's requests or its next other call,
 //   then issued together in one ncclGroupStart/ncclGroupEnd: NCCL's send and receive block the
-//   stream until their partner arrives, so a receive posted before the matching send (legal in MPI,
-//   and to oneself) would otherwise stall the stream. Between two ranks, messages match in the order
-//   they were posted; NCCL has no tags, so `tag` is not used to match.
+//   stream until their partner arrives, so a receive posted before the matching send (to oneself,
+//   or before a send the peer makes only after receiving) would otherwise stall the stream.
+// - With ring links (a pipeline group's), isend and irecv to a ring neighbour (rank +-1, and rank
+//   0 with the last) go at once to a link of their own: a two-rank communicator per neighbour and
+//   direction, split from this one, that only this direction's messages use, on a stream of its
+//   own. A receive posted early then blocks nothing but later messages of the same link, which
+//   match in order anyway, so the pipeline's transfers flow while the stage computes.
 // - Every NCCL result is checked, also the communicator's asynchronous error; a failure throws
 //   std::runtime_error naming the rank, the group size, the call and NCCL's message.
 #include <memory>
@@ -25,8 +29,10 @@
 
 namespace mt {
 
+enum class NcclLinks { none, ring };
+
 // A collective over `host`. `backend` must be the CUDA backend of this rank's GPU and outlive the
 // communicator, as must `host`.
-std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend);
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend, NcclLinks links = NcclLinks::none);
 
 }  // namespace mt

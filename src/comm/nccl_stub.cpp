@@ -5,7 +5,7 @@
 
 namespace mt {
 
-std::unique_ptr<DeviceComm> make_nccl_comm(Comm&, const Backend&) {
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm&, const Backend&, NcclLinks) {
   throw UserError("NCCL needs a CUDA build: moetrain was built without CUDA (nvcc was not found at build time); "
                   "build with the CUDA toolkit present (make CUDA=1), or communicate through MPI on CPU ranks");
 }

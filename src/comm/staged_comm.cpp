@@ -102,20 +102,23 @@ class StagedComm final : public DeviceComm {
     return r;
   }
 
-  std::unique_ptr<Request> isend(DeviceSpan d, int to, int tag) override {
-    if (direct_ && d.dtype == DType::f32) return host_->isend({static_cast<const float*>(d.data), d.count}, to, tag);
+  // One MPI tag for every message: MPI's non-overtaking rule then matches them in order, as NCCL.
+  static constexpr int kTag = 0;
+
+  std::unique_ptr<Request> isend(DeviceSpan d, int to) override {
+    if (direct_ && d.dtype == DType::f32) return host_->isend({static_cast<const float*>(d.data), d.count}, to, kTag);
     auto r = std::make_unique<StagedRequest>();
     r->leaving.resize(words(bytes_of(d)));
     down(r->leaving.data(), d.data, bytes_of(d));
-    r->inner = host_->isend(r->leaving, to, tag);
+    r->inner = host_->isend(r->leaving, to, kTag);
     return r;
   }
 
-  std::unique_ptr<Request> irecv(DeviceSpan d, int from, int tag) override {
-    if (direct_ && d.dtype == DType::f32) return host_->irecv({static_cast<float*>(d.data), d.count}, from, tag);
+  std::unique_ptr<Request> irecv(DeviceSpan d, int from) override {
+    if (direct_ && d.dtype == DType::f32) return host_->irecv({static_cast<float*>(d.data), d.count}, from, kTag);
     auto r = std::make_unique<StagedRequest>();
     r->arriving.resize(words(bytes_of(d)));
-    r->inner = host_->irecv(r->arriving, from, tag);
+    r->inner = host_->irecv(r->arriving, from, kTag);
     r->arrived = [this, r = r.get(), dst = d.data, n = bytes_of(d)] { up(dst, r->arriving.data(), n); };
     return r;
   }

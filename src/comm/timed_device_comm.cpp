@@ -26,11 +26,11 @@ class TimedDeviceComm final : public DeviceComm {
                                          const std::vector<int>& rc) override {
     return timed_request(timer(), [&] { return inner_->iall_to_all_v(send, sc, recv, rc); });
   }
-  std::unique_ptr<Request> isend(DeviceSpan d, int to, int tag) override {
-    return timed_request(timer(), [&] { return inner_->isend(d, to, tag); });
+  std::unique_ptr<Request> isend(DeviceSpan d, int to) override {
+    return timed_request(timer(), [&] { return inner_->isend(d, to); });
   }
-  std::unique_ptr<Request> irecv(DeviceSpan d, int from, int tag) override {
-    return timed_request(timer(), [&] { return inner_->irecv(d, from, tag); });
+  std::unique_ptr<Request> irecv(DeviceSpan d, int from) override {
+    return timed_request(timer(), [&] { return inner_->irecv(d, from); });
   }
   std::unique_ptr<DeviceComm> split(int color, int key) override { return inner_->split(color, key); }
 

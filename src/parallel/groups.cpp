@@ -34,10 +34,10 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& 
   g.dev.dp = device(*g.dp);
   g.dev.ep = device(*g.ep);
   g.dev.expert_replicas = device(*g.expert_replicas);
-  // Pipeline transfers keep MPI's semantics (a posted receive never holds up a later send): NCCL's
-  // point-to-point calls queue in a stream's order, where an early receive could block a send its
-  // partner waits for. Until each link has a communicator and a stream of its own, they stage.
-  g.dev.pp = make_staged_comm(*g.pp, backend);
+  // Pipeline transfers run on a link per neighbour and direction, so a receive posted early blocks
+  // no send (see nccl_comm.hpp).
+  g.dev.pp = transport == DeviceTransport::nccl ? make_nccl_comm(*g.pp, backend, NcclLinks::ring)
+                                                 : make_staged_comm(*g.pp, backend);
   g.dev.mirror = device(*g.mirror);
   g.dev.embedding = device(*g.embedding);
   return g;

@@ -1,5 +1,6 @@
 // Schedule checker: task counts, data availability in program order, send/receive matching,
-// and a deadlock search under blocking point-to-point semantics.
+// messages matched in order on each link, and a deadlock search under blocking point-to-point
+// semantics.
 #include "pipeline/check.hpp"
 
 #include <map>
@@ -45,6 +46,7 @@ class Checker {
       for (int r = 0; r < pl_.ranks; ++r) walk_rank(r);
     check_counts();
     bool matched = check_matching();
+    if (matched) check_link_order();
     if (matched && problems_.empty()) check_deadlock();
     return problems_;
   }
@@ -128,10 +130,12 @@ class Checker {
         bool produced = t.payload == Payload::activation ? st.activations.count(k) : st.gradients.count(k);
         if (!produced) problem(at + ": sent before the rank produced it");
         sends_[id].push_back({r, i});
+        link_sends_[{src, dst}].push_back(id);
         break;
       }
       case CommKind::post_recv:
         posts_[id].push_back({r, i});
+        link_posts_[{src, dst}].push_back(id);
         break;
       case CommKind::wait_recv:
         if (!posts_.count(id)) problem(at + ": waits for a receive it never posted");
@@ -177,6 +181,26 @@ class Checker {
     return ok;
   }
 
+  // Messages between two ranks match in the order they were posted (NCCL has no tags), so a rank
+  // posts its receives from a peer in the order the peer sends.
+  void check_link_order() {
+    for (const auto& [link, sent] : link_sends_) {
+      const std::vector<TransferId>& posted = link_posts_[link];
+      for (size_t n = 0; n < sent.size() && n < posted.size(); ++n) {
+        if (sent[n] == posted[n]) continue;
+        problem("rank " + std::to_string(link.second) + " posts its receives from rank " + std::to_string(link.first) +
+                " out of the order they are sent: message " + std::to_string(n) + " sent is " + id_text(sent[n]) +
+                ", the receive posted for it is for " + id_text(posted[n]));
+        break;
+      }
+    }
+  }
+
+  static std::string id_text(const TransferId& id) {
+    return std::string(std::get<3>(id) == Payload::activation ? "the activation" : "the gradient") + " of " +
+           key_text(std::get<2>(id));
+  }
+
   // Run the programs with blocking semantics: a posted receive never blocks; a send blocks
   // until the receiver has posted; a wait blocks until the sender has sent. Advance every rank
   // that can until none can; a rank left unfinished is deadlocked.
@@ -213,6 +237,7 @@ class Checker {
   std::map<Key, Counts> counts_;
   using Places = std::map<TransferId, std::vector<std::pair<int, size_t>>>;
   Places sends_, posts_, waits_;
+  std::map<std::pair<int, int>, std::vector<TransferId>> link_sends_, link_posts_;  // by (source, destination)
 };
 
 }  // namespace

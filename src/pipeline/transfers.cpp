@@ -61,7 +61,11 @@ std::vector<std::vector<Step>> attach_transfers(const Placement& pl, const RankO
         slots[r][k + 1].sends.push_back({CommKind::send, peer, *tr});
         const Consumer& c = consumers.at(key_of(*tr));
         MT_CHECK(c.rank == peer);
-        // The receiver reaches the gap before its operation j when operation j-1 ends.
+        // The receiver reaches the gap before its operation j when operation j-1 ends. Receives
+        // from one sender are then posted in the order it sends, as NCCL's matching by order
+        // needs: a later message is sent no earlier, and consumed by an operation that ends after
+        // it is sent, so its gap is never before an earlier message's; within a gap, posts keep
+        // this loop's order, the sender's.
         double sent_at = tl.ranks[r][k].end;
         size_t j = c.op;
         while (j > 0 && tl.ranks[c.rank][j - 1].end > sent_at) --j;

@@ -97,10 +97,6 @@ class Executor {
     std::unique_ptr<Request> request;
   };
 
-  int tag_of(const Transfer& t) const {
-    return ((int(t.payload) * pl_.flows + t.flow) * pl_.stages + t.position) * pl_.microbatches_per_flow + t.microbatch;
-  }
-
   void communicate(const pipeline::CommOp& op) {
     const Key key = key_of(op.transfer);
     DeviceComm& pp = *g_.dev.pp;
@@ -108,7 +104,7 @@ class Executor {
       case pipeline::CommKind::post_recv: {
         InFlight& r = receiving_[key];
         r.parcel.data = buffers_.take(main());
-        r.request = pp.irecv(device_span(r.parcel.data), op.peer, tag_of(op.transfer));
+        r.request = pp.irecv(device_span(r.parcel.data), op.peer);
         break;
       }
       case pipeline::CommKind::wait_recv: {
@@ -124,7 +120,7 @@ class Executor {
         InFlight s{std::move(it->second), nullptr};
         outbox_.erase(it);
         s.parcel.ready.make_wait(main());
-        s.request = pp.isend(device_span(s.parcel.data), op.peer, tag_of(op.transfer));
+        s.request = pp.isend(device_span(s.parcel.data), op.peer);
         sends_.push_back(std::move(s));
         break;
       }
@@ -336,10 +332,10 @@ std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Plac
       const pipeline::Slot here = pl.slot(0, pos);
       const int before = pos > 0 ? pl.slot(0, pos - 1).rank : -1;
       if (here.rank != me) {
-        if (before == me) pp.send(device_span(carried), here.rank, pos);
+        if (before == me) pp.send(device_span(carried), here.rank);
         continue;
       }
-      if (pos > 0 && before != me) pp.recv(device_span(carried), before, pos);
+      if (pos > 0 && before != me) pp.recv(device_span(carried), before);
       const Backend& be = model.backend(here.chunk);
       order_after(be, main);  // what arrived, and the weights
       const ForwardResult r = model.forward(here.chunk, 0, {inputs.data(), targets.data(), micro_batch},

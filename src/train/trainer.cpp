@@ -17,6 +17,7 @@
 #include "train/accumulate.hpp"
 #include "train/update.hpp"
 #include "parallel/stages.hpp"
+#include "pipeline/check.hpp"
 #include "pipeline/generators.hpp"
 #include "train/batches.hpp"
 #include "train/pipeline_step.hpp"
@@ -63,6 +64,10 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (p.pp > 1) {
     schedule_ = pipeline::make_schedule({pipeline::parse_kind(p.schedule), p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
     slots = schedule_->placement.microbatches_per_flow;
+    // The executor trusts the programs: one the checker rejects (a transfer missing, a deadlock,
+    // receives posted out of their send order) never starts.
+    if (const auto problems = pipeline::check_schedule(*schedule_); !problems.empty())
+      throw std::logic_error("the " + p.schedule + " schedule fails its check: " + problems[0]);
   }
   // Before anything is allocated: a refusal here leaves nothing to release.
   if (opt_.profile && p.pp > 1)

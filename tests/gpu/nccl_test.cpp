@@ -143,8 +143,8 @@ void moves(DeviceComm& c, const Backend& gpu, const std::string& where, uint64_t
   {
     // The receive is posted first, as a pipeline posts it; both go out together at the first wait.
     Buffer out = device(gpu, x), in = poisoned<T>(gpu, n);
-    auto rx = c.irecv(device_span(in), 0, 3);
-    auto tx = c.isend(device_span(out), 0, 3);
+    auto rx = c.irecv(device_span(in), 0);
+    auto tx = c.isend(device_span(out), 0);
     rx->wait();
     tx->wait();
     check("irecv / isend to itself" + t, in, x);
@@ -153,10 +153,10 @@ void moves(DeviceComm& c, const Backend& gpu, const std::string& where, uint64_t
     // Messages between a pair match in the order they were posted.
     const std::vector<T> y = values<T>(n, seed + 1);
     Buffer a = device(gpu, x), b = device(gpu, y), in_a = poisoned<T>(gpu, n), in_b = poisoned<T>(gpu, n);
-    auto s1 = c.isend(device_span(a), 0, 1);
-    auto s2 = c.isend(device_span(b), 0, 2);
-    auto r1 = c.irecv(device_span(in_a), 0, 1);
-    auto r2 = c.irecv(device_span(in_b), 0, 2);
+    auto s1 = c.isend(device_span(a), 0);
+    auto s2 = c.isend(device_span(b), 0);
+    auto r1 = c.irecv(device_span(in_a), 0);
+    auto r2 = c.irecv(device_span(in_b), 0);
     for (auto* r : {&s1, &s2, &r1, &r2}) (*r)->wait();
     const std::string d = difference(host<T>(in_a), x) + difference(host<T>(in_b), y);
     report("two isend / irecv in order" + t, d.empty(), d);

@@ -123,18 +123,18 @@ void run_all(mt::Comm& world, const mt::Backend& be, const std::string& backend_
     // A ring: blocking send to the right would deadlock, so even ranks send first.
     Buffer out = f32_buffer(be, {float(r)}), in(be, DType::f32, 1);
     if (r % 2 == 0) {
-      c.send(device_span(out), right, 7);
-      c.recv(device_span(in), left, 7);
+      c.send(device_span(out), right);
+      c.recv(device_span(in), left);
     } else {
-      c.recv(device_span(in), left, 7);
-      c.send(device_span(out), right, 7);
+      c.recv(device_span(in), left);
+      c.send(device_span(out), right);
     }
     check("send / recv", in.to_host_f32()[0] == float(left));
   }
   {
     Buffer out = f32_buffer(be, {float(r), float(2 * r)}), in(be, DType::f32, 2);
-    auto rx = c.irecv(device_span(in), left, 9);
-    auto tx = c.isend(device_span(out), right, 9);
+    auto rx = c.irecv(device_span(in), left);
+    auto tx = c.isend(device_span(out), right);
     tx->wait();
     rx->wait();
     const std::vector<float> h = in.to_host_f32();
@@ -144,12 +144,25 @@ void run_all(mt::Comm& world, const mt::Backend& be, const std::string& backend_
     const std::vector<uint8_t> mine{uint8_t(r), uint8_t(r + 50), uint8_t(r + 100)};
     Buffer out(be, DType::u8, 3), in(be, DType::u8, 3);
     out.upload(mine.data(), 3);
-    auto rx = c.irecv(device_span(in), left, 11);
-    auto tx = c.isend(device_span(out), right, 11);
+    auto rx = c.irecv(device_span(in), left);
+    auto tx = c.isend(device_span(out), right);
     tx->wait();
     rx->wait();
     check("isend / irecv (u8, 3 bytes)", bytes_of(in) == std::vector<uint8_t>{uint8_t(left), uint8_t(left + 50),
                                                                                 uint8_t(left + 100)});
+  }
+  {
+    // Two messages to the same rank match in the order they were posted (no tags, as in NCCL);
+    // the receives are posted before the sends, as a pipeline posts them.
+    Buffer a = f32_buffer(be, {float(r)}), b = f32_buffer(be, {float(100 + r)});
+    Buffer in_a(be, DType::f32, 1), in_b(be, DType::f32, 1);
+    auto r1 = c.irecv(device_span(in_a), left);
+    auto r2 = c.irecv(device_span(in_b), left);
+    auto s1 = c.isend(device_span(a), right);
+    auto s2 = c.isend(device_span(b), right);
+    for (auto* q : {&s1, &s2, &r2, &r1}) (*q)->wait();
+    check("two isend / irecv in order", in_a.to_host_f32()[0] == float(left) &&
+                                            in_b.to_host_f32()[0] == float(100 + left));
   }
   {
     // Even and odd ranks form two groups; each sums its members' ranks on the device.
