@@ -74,8 +74,9 @@ class NcclRequest final : public Request {
 
 class NcclComm final : public DeviceComm {
  public:
-  NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, DeviceState* state, ncclComm_t comm, bool one_way = false)
-      : owned_host_(std::move(owned_host)), host_(host), state_(state), comm_(comm), one_way_(one_way) {
+  NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, const Backend& backend, ncclComm_t comm, bool one_way = false)
+      : owned_host_(std::move(owned_host)), host_(host), backend_(backend), state_(backend.state), comm_(comm),
+        one_way_(one_way) {
     activate(state_);
     MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
@@ -98,6 +99,7 @@ class NcclComm final : public DeviceComm {
   }
 
   Comm& host() const override { return host_; }
+  const Backend& backend() const override { return backend_; }
 
   void all_reduce_sum(DeviceSpan data) override {
     require_sum_type(data, "all_reduce_sum");
@@ -169,9 +171,11 @@ class NcclComm final : public DeviceComm {
     return hold(false, data, from);
   }
 
-  std::unique_ptr<DeviceComm> split(int color, int key) override {
+  std::unique_ptr<DeviceComm> split_on(const Backend& backend, int color, int key) override {
     require(color >= 0, "split(color " + std::to_string(color) + "): NCCL takes colors >= 0");
-    return split_off(color, key, false);
+    require(backend.state && backend.state->device == state_->device,
+            "split_on: the group's stream must be on this communicator's GPU");
+    return split_off(backend, color, key, false);
   }
 
   // Opens this rank's links to its ring neighbours, collectively over the group. The ring's edges
@@ -193,7 +197,7 @@ class NcclComm final : public DeviceComm {
           if (in_round(i, round)) edge = i;
         const int sender = upward ? edge : (edge + 1) % n;
         const int peer = me == edge ? (edge + 1) % n : edge;
-        std::unique_ptr<NcclComm> link = split_off(edge, me == sender ? 0 : 1, true);
+        std::unique_ptr<NcclComm> link = split_off(backend_, edge, me == sender ? 0 : 1, true);
         if (link) links_.push_back({peer, me == sender, std::move(link)});
       }
   }
@@ -262,7 +266,7 @@ class NcclComm final : public DeviceComm {
 
   // ncclCommSplit with the host group split alike, collectively over this communicator. A color
   // < 0 leaves this rank out: it returns null (its host group, a singleton, is dropped).
-  std::unique_ptr<NcclComm> split_off(int color, int key, bool one_way) {
+  std::unique_ptr<NcclComm> split_off(const Backend& backend, int color, int key, bool one_way) {
     start();
     std::unique_ptr<Comm> sub_host = host_.split(color >= 0 ? color : size() + rank(), key);
     ncclComm_t sub = nullptr;
@@ -270,7 +274,7 @@ class NcclComm final : public DeviceComm {
           "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ")");
     if (color < 0) return nullptr;
     Comm& h = *sub_host;
-    return std::make_unique<NcclComm>(h, std::move(sub_host), state_, sub, one_way);
+    return std::make_unique<NcclComm>(h, std::move(sub_host), backend, sub, one_way);
   }
 
   // Before any call: the held point-to-point calls go first, so every rank issues its NCCL calls in
@@ -362,7 +366,8 @@ class NcclComm final : public DeviceComm {
 
   std::unique_ptr<Comm> owned_host_;  // the host group a split made; null for the first communicator
   Comm& host_;
-  DeviceState* state_;
+  Backend backend_;
+  DeviceState* state_;  // backend_'s: its GPU and stream
   ncclComm_t comm_;
   cudaStream_t stream_ = nullptr;  // the communication stream: NCCL's kernels run here
   cudaEvent_t entry_ = nullptr;    // the backend stream's point the next call starts after
@@ -376,7 +381,7 @@ void NcclRequest::wait() { comm_.wait_for(*done_); }
 
 }  // namespace
 
-std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend, NcclLinks links) {
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
   const std::string name = backend.ops ? backend.ops->name : "none";
   if (name != "cuda")
     throw UserError("NCCL moves device memory of the CUDA backend, but rank " + std::to_string(host.rank()) +
@@ -402,9 +407,11 @@ std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend, N
                              std::to_string(host.size()) + " (GPU " + std::to_string(state->device) + "): " +
                              ncclGetErrorString(r) + "; every rank needs a GPU of its own, and NCCL_DEBUG=WARN in " +
                              "the environment makes NCCL log why");
-  auto made = std::make_unique<NcclComm>(host, nullptr, state, comm);
-  if (links == NcclLinks::ring) made->open_ring_links();
-  return made;
+  return std::make_unique<NcclComm>(host, nullptr, backend, comm);
+}
+
+void open_ring_links(DeviceComm& comm) {
+  if (auto* nccl = dynamic_cast<NcclComm*>(&comm)) nccl->open_ring_links();
 }
 
 }  // namespace mt

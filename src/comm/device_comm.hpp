@@ -38,6 +38,7 @@ class DeviceComm {
  public:
   virtual ~DeviceComm() = default;
   virtual Comm& host() const = 0;  // the same ranks, for counts and scalars in host memory
+  virtual const Backend& backend() const = 0;  // whose device memory and stream the calls use
   int rank() const { return host().rank(); }
   int size() const { return host().size(); }
 
@@ -56,8 +57,11 @@ class DeviceComm {
   // (which has no tags), so a receiver posts its receives in the order its peer sends.
   virtual std::unique_ptr<Request> isend(DeviceSpan data, int to) = 0;
   virtual std::unique_ptr<Request> irecv(DeviceSpan data, int from) = 0;
-  // Ranks with the same color form a group, ordered by key (host() splits alike).
-  virtual std::unique_ptr<DeviceComm> split(int color, int key) = 0;
+  // Ranks with the same color form a group, ordered by key (host() splits alike); collective over
+  // this communicator. The group's calls queue on `backend`, a stream of the same device.
+  virtual std::unique_ptr<DeviceComm> split_on(const Backend& backend, int color, int key) = 0;
+
+  std::unique_ptr<DeviceComm> split(int color, int key) { return split_on(backend(), color, key); }
 
   void all_to_all_v(DeviceSpan send, const std::vector<int>& send_counts, DeviceSpan recv,
                     const std::vector<int>& recv_counts) {

@@ -4,7 +4,8 @@
 //
 // - Made collectively by every rank of `host`: rank 0 creates NCCL's unique id and sends it to the
 //   others over `host` (MPI), then each rank joins with ncclCommInitRank on the backend's GPU.
-//   split() makes sub-communicators by ncclCommSplit, with host().split() beside each.
+//   split() makes sub-communicators by ncclCommSplit, with host().split() beside each (a run's
+//   groups are all split from one communicator over the world).
 // - Every call runs on the communicator's own stream, after the ops queued on the backend's stream
 //   before it (an event between them), so a payload is read once written. A blocking call makes the
 //   backend's stream wait for the result, so the next op sees it without a host wait. A non-blocking
@@ -15,7 +16,7 @@
 //   then issued together in one ncclGroupStart/ncclGroupEnd: NCCL's send and receive block the
 //   stream until their partner arrives, so a receive posted before the matching send (to oneself,
 //   or before a send the peer makes only after receiving) would otherwise stall the stream.
-// - With ring links (a pipeline group's), isend and irecv to a ring neighbour (rank +-1, and rank
+// - With ring links (a pipeline group's; open_ring_links), isend and irecv to a ring neighbour (rank +-1, and rank
 //   0 with the last) go at once to a link of their own: a two-rank communicator per neighbour and
 //   direction, split from this one, that only this direction's messages use, on a stream of its
 //   own. A receive posted early then blocks nothing but later messages of the same link, which
@@ -29,10 +30,12 @@
 
 namespace mt {
 
-enum class NcclLinks { none, ring };
-
 // A collective over `host`. `backend` must be the CUDA backend of this rank's GPU and outlive the
 // communicator, as must `host`.
-std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend, NcclLinks links = NcclLinks::none);
+std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend);
+
+// Opens the ring links of an NcclComm, collectively over its ranks. Other communicators need none
+// (a posted receive never holds up their sends) and are left as they are.
+void open_ring_links(DeviceComm& comm);
 
 }  // namespace mt

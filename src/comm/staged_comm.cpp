@@ -35,6 +35,7 @@ class StagedComm final : public DeviceComm {
       : owned_(std::move(owned)), host_(&host), be_(backend), direct_(backend.host_addressable()) {}
 
   Comm& host() const override { return *host_; }
+  const Backend& backend() const override { return be_; }
 
   void all_reduce_sum(DeviceSpan d) override {
     if (d.dtype == DType::f64) return reduce(static_cast<double*>(d.data), d.count);
@@ -123,10 +124,10 @@ class StagedComm final : public DeviceComm {
     return r;
   }
 
-  std::unique_ptr<DeviceComm> split(int color, int key) override {
+  std::unique_ptr<DeviceComm> split_on(const Backend& backend, int color, int key) override {
     std::unique_ptr<Comm> sub = host_->split(color, key);
     Comm& h = *sub;
-    return std::make_unique<StagedComm>(h, be_, std::move(sub));
+    return std::make_unique<StagedComm>(h, backend, std::move(sub));
   }
 
  private:

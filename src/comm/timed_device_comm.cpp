@@ -14,6 +14,7 @@ class TimedDeviceComm final : public DeviceComm {
         device_time_(device_time) {}
 
   Comm& host() const override { return *host_; }
+  const Backend& backend() const override { return inner_->backend(); }
   void all_reduce_sum(DeviceSpan d) override { timed([&] { inner_->all_reduce_sum(d); }); }
   std::unique_ptr<Request> iall_reduce_sum(DeviceSpan d) override {
     return timed_request(timer(), [&] { return inner_->iall_reduce_sum(d); });
@@ -32,7 +33,9 @@ class TimedDeviceComm final : public DeviceComm {
   std::unique_ptr<Request> irecv(DeviceSpan d, int from) override {
     return timed_request(timer(), [&] { return inner_->irecv(d, from); });
   }
-  std::unique_ptr<DeviceComm> split(int color, int key) override { return inner_->split(color, key); }
+  std::unique_ptr<DeviceComm> split_on(const Backend& backend, int color, int key) override {
+    return inner_->split_on(backend, color, key);
+  }
 
  private:
   TimeIt timer() {

@@ -7,39 +7,34 @@
 
 namespace mt {
 
-std::unique_ptr<DeviceComm> make_device_comm(Comm& host, const Backend& backend, DeviceTransport transport) {
-  return transport == DeviceTransport::nccl ? make_nccl_comm(host, backend) : make_staged_comm(host, backend);
-}
-
 ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& backend, DeviceTransport transport) {
   ParallelGroups g;
   g.layout = l;
   g.world = &world;
   const RankCoords c = g.me = coords_of(l, world.rank());
   const int groups_per_stage = l.stage_ranks() / l.ep;
-  // Every rank calls split in the same order: each call is collective over the world.
-  g.tp = world.split(c.dp + l.dp * c.pp, c.tp);
-  g.dp = world.split(c.tp + l.tp * c.pp, c.dp);
-  g.ep = world.split(c.ep_group + groups_per_stage * c.pp, c.ep);
-  g.expert_replicas = world.split(c.ep + l.ep * c.pp, c.ep_group);
-  g.pp = world.split(c.tp + l.tp * c.dp, c.pp);
+  auto& d = g.dev;
+  d.world = transport == DeviceTransport::nccl ? make_nccl_comm(world, backend) : make_staged_comm(world, backend);
+  // Every rank splits in the same order: each split is collective over the communicator split.
+  d.tp = d.world->split(c.dp + l.dp * c.pp, c.tp);
+  d.dp = d.world->split(c.tp + l.tp * c.pp, c.dp);
+  d.ep = d.world->split(c.ep_group + groups_per_stage * c.pp, c.ep);
+  d.expert_replicas = d.world->split(c.ep + l.ep * c.pp, c.ep_group);
+  d.pp = d.world->split(c.tp + l.tp * c.dp, c.pp);
+  // Pipeline transfers run on a link per neighbour and direction, so a receive posted early holds
+  // up no send (see nccl_comm.hpp).
+  open_ring_links(*d.pp);
   const int partner = l.pp - 1 - c.pp;
-  g.mirror = g.pp->split(l.mirrored ? std::min(c.pp, partner) : c.pp, c.pp);
+  d.mirror = d.pp->split(l.mirrored ? std::min(c.pp, partner) : c.pp, c.pp);
   const bool holds_embedding = c.pp == 0 || c.pp == l.pp - 1;
-  g.embedding = g.pp->split(l.tied_embedding && holds_embedding ? 0 : 1 + c.pp, c.pp);
-  // Each NCCL communicator is made over its host group (unique id through MPI), collectively over
-  // that group; every rank makes them in the same order, so no two groups wait on each other.
-  auto device = [&](Comm& host) { return make_device_comm(host, backend, transport); };
-  g.dev.tp = device(*g.tp);
-  g.dev.dp = device(*g.dp);
-  g.dev.ep = device(*g.ep);
-  g.dev.expert_replicas = device(*g.expert_replicas);
-  // Pipeline transfers run on a link per neighbour and direction, so a receive posted early blocks
-  // no send (see nccl_comm.hpp).
-  g.dev.pp = transport == DeviceTransport::nccl ? make_nccl_comm(*g.pp, backend, NcclLinks::ring)
-                                                 : make_staged_comm(*g.pp, backend);
-  g.dev.mirror = device(*g.mirror);
-  g.dev.embedding = device(*g.embedding);
+  d.embedding = d.pp->split(l.tied_embedding && holds_embedding ? 0 : 1 + c.pp, c.pp);
+  g.tp = &d.tp->host();
+  g.dp = &d.dp->host();
+  g.ep = &d.ep->host();
+  g.expert_replicas = &d.expert_replicas->host();
+  g.pp = &d.pp->host();
+  g.mirror = &d.mirror->host();
+  g.embedding = &d.embedding->host();
   return g;
 }
 

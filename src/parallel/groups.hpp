@@ -14,27 +14,24 @@ struct ParallelGroups {
   ParallelLayout layout;
   RankCoords me;
   Comm* world = nullptr;
-  std::unique_ptr<Comm> tp;               // same dp and pp: heads and FFN units split here
-  std::unique_ptr<Comm> dp;               // same tp and pp: replicas of the dense weights
-  std::unique_ptr<Comm> ep;               // one expert-parallel group of a stage: tokens travel here
-  std::unique_ptr<Comm> expert_replicas;  // same pp and expert-parallel rank: replicas of the experts
-  std::unique_ptr<Comm> pp;               // same tp and dp: the stages of one pipeline
-  std::unique_ptr<Comm> mirror;           // DualPipe: pipeline ranks r and pp-1-r; else this rank alone
-  std::unique_ptr<Comm> embedding;        // tied embedding: pipeline ranks 0 and pp-1; else this rank alone
-  // The same groups for payloads in device memory (activations, gradients, weights); the host
-  // Comms above carry counts and scalars. Each is made over its host Comm with the run's backend.
+  // Each group moves payloads in device memory (activations, gradients, weights); all are split
+  // from one communicator over the world, which under NCCL is one NCCL communicator.
   struct Device {
-    std::unique_ptr<DeviceComm> tp, dp, ep, expert_replicas, pp, mirror, embedding;
+    std::unique_ptr<DeviceComm> world, tp, dp, ep, expert_replicas, pp, mirror, embedding;
   } dev;
+  // The same groups for counts and scalars in host memory: each device group's host().
+  Comm* tp = nullptr;               // same dp and pp: heads and FFN units split here
+  Comm* dp = nullptr;               // same tp and pp: replicas of the dense weights
+  Comm* ep = nullptr;               // one expert-parallel group of a stage: tokens travel here
+  Comm* expert_replicas = nullptr;  // same pp and expert-parallel rank: replicas of the experts
+  Comm* pp = nullptr;               // same tp and dp: the stages of one pipeline
+  Comm* mirror = nullptr;           // DualPipe: pipeline ranks r and pp-1-r; else this rank alone
+  Comm* embedding = nullptr;        // tied embedding: pipeline ranks 0 and pp-1; else this rank alone
 };
 
 // How the device communicators move payloads: NCCL between GPUs, one per rank; or staged through
 // host memory and the host Comm (CPU ranks, ranks sharing a GPU).
 enum class DeviceTransport { staged, nccl };
-
-// A DeviceComm over `host` (collective over its ranks) that moves payloads by `transport`, queued on
-// `backend`.
-std::unique_ptr<DeviceComm> make_device_comm(Comm& host, const Backend& backend, DeviceTransport transport);
 
 ParallelGroups make_groups(Comm& world, const ParallelLayout& layout, const Backend& backend,
                            DeviceTransport transport = DeviceTransport::staged);

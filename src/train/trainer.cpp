@@ -101,16 +101,14 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   DeviceComm* layer_tp = chunk_comms_.back().get();
   chunk_comms_.push_back(make_timed_device_comm(*groups_.dev.ep, &comm_seconds_[0].ep, comm_timers_[0].ep.get()));
   DeviceComm* layer_ep = chunk_comms_.back().get();
-  auto chunk_comm = [&](Comm& group, size_t c, double* seconds, DeviceTimer* timer) {
-    chunk_hosts_.push_back(group.split(0, group.rank()));
-    chunk_comms_.push_back(make_timed_device_comm(make_device_comm(*chunk_hosts_.back(), chunk_streams_[c], transport_),
-                                                  seconds, timer));
+  auto chunk_comm = [&](DeviceComm& group, size_t c, double* seconds, DeviceTimer* timer) {
+    chunk_comms_.push_back(make_timed_device_comm(group.split_on(chunk_streams_[c], 0, group.rank()), seconds, timer));
     return chunk_comms_.back().get();
   };
   for (size_t c = 1; c < stages.size(); ++c) {
     stages[c].backend = &chunk_streams_[c];
-    stages[c].tp = chunk_comm(*groups_.tp, c, &comm_seconds_[c].tp, comm_timers_[c].tp.get());
-    stages[c].ep = chunk_comm(*groups_.ep, c, &comm_seconds_[c].ep, comm_timers_[c].ep.get());
+    stages[c].tp = chunk_comm(*groups_.dev.tp, c, &comm_seconds_[c].tp, comm_timers_[c].tp.get());
+    stages[c].ep = chunk_comm(*groups_.dev.ep, c, &comm_seconds_[c].ep, comm_timers_[c].ep.get());
   }
   // Every rank computes the same losses and statistics; the first one speaks for all.
   lead_ = opt_.world->rank() == 0;
@@ -138,7 +136,6 @@ Trainer::~Trainer() {
   profile_.reset();
   // NCCL communicators live on the backend's GPU and stream: they go before it too.
   chunk_comms_.clear();
-  chunk_hosts_.clear();
   groups_.dev = {};
   comm_timers_.clear();
   for (size_t c = 1; c < chunk_streams_.size(); ++c) close_stream(device_, chunk_streams_[c]);
@@ -285,7 +282,7 @@ TrainSummary Trainer::run() {
       batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
     };
     const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill, *transfers_)
-                                        : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp.get());
+                                        : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp);
     CommSeconds in_layers;
     for (size_t c = 0; c < comm_seconds_.size(); ++c) {
       in_layers.tp += comm_seconds_[c].tp + comm_timers_[c].tp->take_seconds();
