@@ -1,6 +1,7 @@
-// training.recompute = "full": every block's forward runs again before its backward, and the step
-// computes exactly what it computes without recomputation: the same losses, gradients and expert
-// loads, bit for bit, for every attention kind, every balance loss, MTP and FP8 GEMMs.
+// training.recompute = "full" (every block's forward runs again before its backward) and
+// "selective" (the norms' outputs, SwiGLU products and MLA's per-head q/k/v are computed again):
+// the step computes exactly what it computes without recomputation, the same losses, gradients and
+// expert loads, bit for bit, for every attention kind, every balance loss, MTP and FP8 GEMMs.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -19,11 +20,13 @@ struct Result {
   size_t activation_bytes = 0;             // the most the arenas held at once
 };
 
-Result one_step(const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul, bool recompute) {
+using Mode = mt::Model::Recompute;
+
+Result one_step(const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul, Mode recompute) {
   testing::StrictDevice dev;
   const int batch = 4, micro_batch = 2;
   mt::Model model(cfg, 7, dev.be, matmul, mt::slots_needed(cfg, batch, micro_batch));
-  model.set_recompute_blocks(recompute);
+  model.set_recompute(recompute);
   for (size_t i = 0; i < model.params.buffer_names.size(); ++i)  // biases that change the routing
     model.params.set_buffer(int(i), testing::random_floats(model.params.buffer_size(int(i)), 100 + i, 0.3));
   const std::vector<int> inputs = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 11);
@@ -42,24 +45,28 @@ Result one_step(const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul, bool 
 
 void check_same(const std::string& name, const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul = {}) {
   CAPTURE(name);
-  const Result plain = one_step(cfg, matmul, false), again = one_step(cfg, matmul, true);
-  CHECK(again.totals.ce_sum == plain.totals.ce_sum);
-  CHECK(again.totals.aux == plain.totals.aux);
-  CHECK(again.totals.mtp == plain.totals.mtp);
-  REQUIRE(again.grads.size() == plain.grads.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < plain.grads.size(); ++i) differ += again.grads[i] != plain.grads[i];
-  CHECK(differ == 0);
-  CHECK(again.loads == plain.loads);  // the recomputed forwards count no load
+  const Result plain = one_step(cfg, matmul, Mode::none);
+  for (Mode mode : {Mode::selective, Mode::full}) {
+    CAPTURE(mode == Mode::full ? "full" : "selective");
+    const Result again = one_step(cfg, matmul, mode);
+    CHECK(again.totals.ce_sum == plain.totals.ce_sum);
+    CHECK(again.totals.aux == plain.totals.aux);
+    CHECK(again.totals.mtp == plain.totals.mtp);
+    REQUIRE(again.grads.size() == plain.grads.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < plain.grads.size(); ++i) differ += again.grads[i] != plain.grads[i];
+    CHECK(differ == 0);
+    CHECK(again.loads == plain.loads);  // the recomputed forwards count no load
+  }
 }
 
 }  // namespace
 
-TEST_CASE("recompute full: bitwise the same step for every attention kind") {
+TEST_CASE("recompute: bitwise the same step for every attention kind") {
   for (const auto& [name, cfg] : testing::attention_variants()) check_same(name, cfg);
 }
 
-TEST_CASE("recompute full: bitwise the same step for every balance loss, MTP and FP8") {
+TEST_CASE("recompute: bitwise the same step for every balance loss, MTP and FP8") {
   const std::pair<const char*, mt::BalanceLoss> balances[] = {{"none", mt::BalanceLoss::none},
       {"sequence", mt::BalanceLoss::sequence}, {"micro_batch", mt::BalanceLoss::micro_batch},
       {"global_batch", mt::BalanceLoss::global_batch}};
@@ -78,10 +85,13 @@ TEST_CASE("recompute full: bitwise the same step for every balance loss, MTP and
   check_same("fp8 GEMMs", testing::tiny_model(), mt::MatmulSetup(mt::GemmInputs::fp8));
 }
 
-TEST_CASE("recompute full: the slots keep less activation memory") {
+TEST_CASE("recompute: the slots keep less activation memory, selective between none and full") {
   mt::ModelConfig m = testing::tiny_model();
   m.n_layers = 6;
-  const Result plain = one_step(m, {}, false), again = one_step(m, {}, true);
+  const Result plain = one_step(m, {}, Mode::none), selective = one_step(m, {}, Mode::selective),
+               full = one_step(m, {}, Mode::full);
   // Six blocks' saved tensors against their inputs and one block's work.
-  CHECK(again.activation_bytes < plain.activation_bytes / 2);
+  CHECK(full.activation_bytes < plain.activation_bytes / 2);
+  CHECK(selective.activation_bytes < plain.activation_bytes);
+  CHECK(selective.activation_bytes > full.activation_bytes);
 }

@@ -173,7 +173,7 @@ TEST_CASE("auxiliary-loss-free bias: +gamma below the mean load, -gamma above") 
   const mt::Buffer x = dev.upload(testing::random_floats(size_t(2) * m.seq_len * m.d_model, 3));
   const mt::Buffer y = dev.floats(x.count());
   mt::Arena arena(dev.be);
-  moe.forward(0, arena, x.f32(), 2, y.f32(), 0.0f);
+  moe.forward(0, arena, arena, x.f32(), 2, y.f32(), 0.0f);
   const std::vector<double> load = moe.router().step_load().to_host_f64();
   double total = 0;
   for (double l : load) total += l;

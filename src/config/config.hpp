@@ -137,7 +137,7 @@ struct TrainingConfig {
   double grad_clip = 1.0; // 0 = no clipping
   int eval_every = 50;    // 0 = no evaluation
   int eval_batches = 4;
-  std::string recompute = "none";  // none | full: what the blocks keep between forward and backward
+  std::string recompute = "none";  // none | selective | full: what the blocks keep between forward and backward
 };
 
 struct OptimizerConfig {

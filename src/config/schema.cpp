@@ -185,9 +185,10 @@ std::vector<Field> schema_fields(Config& c) {
   b.real("training.grad_clip", t.grad_clip, 0, kInf, false, false, "max global gradient norm (0 = off)");
   b.integer("training.eval_every", t.eval_every, 0, kInt, "steps between validation passes (0 = off)");
   b.integer("training.eval_batches", t.eval_batches, 1, kInt, "micro-batches per validation pass");
-  b.choice("training.recompute", t.recompute, {"none", "full"},
-           "activation recomputation: full = blocks keep only their inputs and run their forward again before "
-           "the backward (same gradients, bitwise; less memory, a third more compute)");
+  b.choice("training.recompute", t.recompute, {"none", "selective", "full"},
+           "activation recomputation, the same gradients bit for bit: selective = RMSNorm outputs, SwiGLU "
+           "products and MLA's per-head q/k/v are computed again before the backward; full = blocks keep "
+           "only their inputs and run their forward again (least memory, a third more compute)");
 
   auto& o = c.optimizer;
   b.real("optimizer.lr", o.lr, 0, kInf, true, false, "peak learning rate (AdamW)");

@@ -28,33 +28,47 @@ SwigluWeights Block::dense_weights() const {
   return {p.value(ffn_gate), p.value(ffn_up), p.value(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
 }
 
-double Block::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale,
+double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_grad_scale,
                       bool recompute) {
   Saved& s = saved_[slot];
-  ParamStore& p = *env_.params;
   const int rows = batch * seq_;
   const size_t n = size_t(rows) * d_;
   s.rows = rows;
   s.x = x;
-  s.n1 = arena.floats(n);
   s.rstd1 = arena.floats(rows);
   s.x1 = arena.floats(n);
-  s.n2 = arena.floats(n);
   s.rstd2 = arena.floats(rows);
   const Backend& be = env_.be();
-  be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = p.value(norm1), .y = s.n1, .rstd = s.rstd1});
-  attn_->forward(slot, arena, s.n1, batch, s.x1);
+  s.n1 = norm(redo, rows, x, norm1, s.rstd1);
+  attn_->forward(slot, arena, redo, s.n1, batch, s.x1);
   env_.tp_sum(s.x1, n);
   be.add({.n = n, .x = x, .y = s.x1});
-  be.rmsnorm_forward({.rows = rows, .dim = d_, .eps = eps_, .x = s.x1, .weight = p.value(norm2), .y = s.n2, .rstd = s.rstd2});
+  s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2);
   double aux = 0;
-  if (moe_) aux = moe_->forward(slot, arena, s.n2, batch, y, aux_grad_scale, recompute);
+  if (moe_) aux = moe_->forward(slot, arena, redo, s.n2, batch, y, aux_grad_scale, recompute);
   else {
-    swiglu_forward(env_, arena, dense_weights(), s.n2, rows, y, false, s.ffn);
+    swiglu_forward(env_, arena, redo, dense_weights(), s.n2, rows, y, false, s.ffn);
     env_.tp_sum(y, n);
   }
   be.add({.n = n, .x = s.x1, .y = y});
   return aux;
+}
+
+// RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same.
+float* Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd) {
+  float* y = redo.floats(size_t(rows) * d_);
+  env_.be().rmsnorm_forward(
+      {.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight), .y = y, .rstd = rstd});
+  return y;
+}
+
+void Block::redo(int slot, Arena& redo) {
+  Saved& s = saved_[slot];
+  s.n1 = norm(redo, s.rows, s.x, norm1, s.rstd1);
+  attn_->redo(slot, redo, s.n1);
+  s.n2 = norm(redo, s.rows, s.x1, norm2, s.rstd2);
+  if (moe_) moe_->redo(slot, redo, s.n2);
+  else swiglu_redo(env_, redo, dense_weights(), s.n2, s.ffn);
 }
 
 void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {

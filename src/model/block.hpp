@@ -19,10 +19,15 @@ class Block {
   // Parameters are named "<prefix>.attn_norm" and so on; `moe` picks the MoE FFN.
   Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, bool moe, int max_in_flight);
   // Returns the balance loss of this micro-batch (0 for dense blocks). `recompute`: the same
-  // forward again before the backward (training.recompute): the step's statistics (expert load)
-  // are not counted twice.
-  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_grad_scale,
+  // forward again before the backward (training.recompute = "full"): the step's statistics
+  // (expert load) are not counted twice. What selective recomputation drops (the RMSNorm outputs,
+  // the SwiGLU products, MLA's per-head queries, keys and values) goes to `redo`; without it,
+  // pass `arena` twice.
+  double forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_grad_scale,
                  bool recompute = false);
+  // training.recompute = "selective": what forward put in `redo`, computed again there (after it
+  // was reset) from what the block kept, bit for bit.
+  void redo(int slot, Arena& redo);
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);
   void backward_weight(int slot);
 
@@ -39,6 +44,7 @@ class Block {
     SwigluSaved ffn;
   };
   SwigluWeights dense_weights() const;
+  float* norm(Arena& redo, int rows, const float* x, int weight, float* rstd);
 
   LayerEnv env_;
   int d_, seq_;

@@ -28,19 +28,24 @@ void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeig
 }
 }  // namespace
 
-void grouped_experts_forward(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w, const int* offsets,
-                             const float* x, int rows, float* y, GroupedExpertsSaved& s) {
+void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, const GroupedExpertWeights& w,
+                             const int* offsets, const float* x, int rows, float* y, GroupedExpertsSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
   s.offsets = offsets;
   s.x = x;
   s.a = arena.floats(n);
   s.b = arena.floats(n);
-  s.h = arena.floats(n);
   grouped_linear_forward(env, w, offsets, x, w.gate, w.dim, w.hidden, s.a, false);
   grouped_linear_forward(env, w, offsets, x, w.up, w.dim, w.hidden, s.b, false);
-  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
+  grouped_experts_redo(env, redo, w, s);
   grouped_linear_forward(env, w, offsets, s.h, w.down, w.hidden, w.dim, y, false);
+}
+
+void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertWeights& w, GroupedExpertsSaved& s) {
+  const size_t n = size_t(s.rows) * w.hidden;
+  s.h = redo.floats(n);
+  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
 }
 
 void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w,

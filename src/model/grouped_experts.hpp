@@ -24,9 +24,12 @@ struct GroupedExpertsSaved {
   float *da = nullptr, *db = nullptr;
 };
 
-// y[rows, dim] = the experts applied to their rows of x.
-void grouped_experts_forward(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w, const int* offsets,
-                             const float* x, int rows, float* y, GroupedExpertsSaved& s);
+// y[rows, dim] = the experts applied to their rows of x; the products h go to `redo` (see
+// swiglu_forward).
+void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, const GroupedExpertWeights& w,
+                             const int* offsets, const float* x, int rows, float* y, GroupedExpertsSaved& s);
+// Selective recomputation: h again, in `redo`.
+void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertWeights& w, GroupedExpertsSaved& s);
 // dx[rows, dim] from dy; keeps what the weight gradients need.
 void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w,
                                     const float* dy, float* dx, GroupedExpertsSaved& s);

@@ -39,7 +39,8 @@ void Mha::reduce(const float* src, int rows, float* dst) {
     copy_block(env_.be(), rows, head_dim_, src, hd, h * head_dim_, dst, kvd, (h / group) * head_dim_, h % group != 0);
 }
 
-void Mha::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
+// The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts.
+void Mha::forward(int slot, Arena& arena, Arena&, const float* x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
@@ -62,6 +63,8 @@ void Mha::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
                                .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse});
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
 }
+
+void Mha::redo(int slot, Arena&, const float* x) { saved_[slot].x = x; }
 
 void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   Saved& s = saved_[slot];

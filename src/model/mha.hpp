@@ -12,7 +12,8 @@ namespace mt {
 class Mha : public AttentionLayer {
  public:
   Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, const float* x, int batch, float* y) override;
+  void forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y) override;
+  void redo(int slot, Arena& redo, const float* x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
 

@@ -41,14 +41,13 @@ RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
           .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv};
 }
 
-void Mla::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
+void Mla::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
-  const int rows = batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
+  const int rows = batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_;
   s.batch = batch;
   s.x = x;
-  s.q = arena.floats(size_t(rows) * H * qk_);
   if (q_lora_ > 0) {
     s.cq = arena.floats(size_t(rows) * q_lora_);
     s.cq_rstd = arena.floats(rows);
@@ -56,12 +55,7 @@ void Mla::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
     env_.linear_forward(x, p.value(wq_a), rows, d_, q_lora_, s.cq);
     be.rmsnorm_forward({.rows = rows, .dim = q_lora_, .eps = eps_, .x = s.cq, .weight = p.value(q_norm),
                         .y = s.cq_normed, .rstd = s.cq_rstd});
-    env_.linear_forward(s.cq_normed, p.value(wq_b), rows, q_lora_, H * qk_, s.q);
-  } else {
-    env_.linear_forward(x, p.value(wq), rows, d_, H * qk_, s.q);
   }
-  be.rope(query_rope(rows, s.q, false));
-
   s.ckv = arena.floats(size_t(rows) * ckv_w);
   env_.linear_forward(x, p.value(wkv_a), rows, d_, ckv_w, s.ckv);
   be.rope(key_rope(rows, s.ckv, false));
@@ -71,22 +65,40 @@ void Mla::forward(int slot, Arena& arena, const float* x, int batch, float* y) {
   s.c_normed = arena.floats(size_t(rows) * kv_lora_);
   be.rmsnorm_forward({.rows = rows, .dim = kv_lora_, .eps = eps_, .x = s.c, .weight = p.value(kv_norm),
                       .y = s.c_normed, .rstd = s.c_rstd});
-  float* kv = arena.floats(size_t(rows) * H * kv_w);
-  env_.linear_forward(s.c_normed, p.value(wkv_b), rows, kv_lora_, H * kv_w, kv);
-
-  s.k = arena.floats(size_t(rows) * H * qk_);
-  s.v = arena.floats(size_t(rows) * H * vdim_);
-  for (int h = 0; h < H; ++h) {
-    copy_block(be, rows, nope_, kv, H * kv_w, h * kv_w, s.k, H * qk_, h * qk_);
-    copy_block(be, rows, rope_, s.ckv, ckv_w, kv_lora_, s.k, H * qk_, h * qk_ + nope_);
-    copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, s.v, H * vdim_, h * vdim_);
-  }
+  project_heads(s, redo, rows);
   s.o = arena.floats(size_t(rows) * H * vdim_);
   s.lse = arena.floats(size_t(batch) * H * seq_);
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
                         .lse = s.lse});
   env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
+}
+
+// DeepSeek-V3 recomputes these up-projections in backward (report §3.2.3): per head they are
+// wider than the latents they come from.
+void Mla::project_heads(Saved& s, Arena& redo, int rows) {
+  ParamStore& p = *env_.params;
+  const Backend& be = env_.be();
+  const int H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
+  s.q = redo.floats(size_t(rows) * H * qk_);
+  if (q_lora_ > 0) env_.linear_forward(s.cq_normed, p.value(wq_b), rows, q_lora_, H * qk_, s.q);
+  else env_.linear_forward(s.x, p.value(wq), rows, d_, H * qk_, s.q);
+  be.rope(query_rope(rows, s.q, false));
+  float* kv = redo.floats(size_t(rows) * H * kv_w);
+  env_.linear_forward(s.c_normed, p.value(wkv_b), rows, kv_lora_, H * kv_w, kv);
+  s.k = redo.floats(size_t(rows) * H * qk_);
+  s.v = redo.floats(size_t(rows) * H * vdim_);
+  for (int h = 0; h < H; ++h) {
+    copy_block(be, rows, nope_, kv, H * kv_w, h * kv_w, s.k, H * qk_, h * qk_);
+    copy_block(be, rows, rope_, s.ckv, ckv_w, kv_lora_, s.k, H * qk_, h * qk_ + nope_);
+    copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, s.v, H * vdim_, h * vdim_);
+  }
+}
+
+void Mla::redo(int slot, Arena& redo, const float* x) {
+  Saved& s = saved_[slot];
+  s.x = x;
+  project_heads(s, redo, s.batch * seq_);
 }
 
 void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {

@@ -16,7 +16,8 @@ namespace mt {
 class Mla : public AttentionLayer {
  public:
   Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, const float* x, int batch, float* y) override;
+  void forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y) override;
+  void redo(int slot, Arena& redo, const float* x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
 
@@ -35,6 +36,8 @@ class Mla : public AttentionLayer {
     float *dq = nullptr, *dcq_normed = nullptr, *dcq = nullptr;
     float *dkv = nullptr, *dc_normed = nullptr, *dckv = nullptr;
   };
+  // Each head's queries, keys and values from the latents (the up-projections), into `redo`.
+  void project_heads(Saved& s, Arena& redo, int rows);
   RopeArgs query_rope(int rows, float* q, bool inverse) const;
   RopeArgs key_rope(int rows, float* ckv, bool inverse) const;
 

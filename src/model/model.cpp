@@ -131,10 +131,12 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.aux_scale = scales.aux;
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
-    // Under recomputation a block's work lives only until the next block starts.
-    Arena& work = recompute_blocks_ ? scratch_[chunk][slot] : arena;
-    if (recompute_blocks_) work.reset();
-    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, work, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
+    // Under recomputation what the block drops lives only until the next block starts.
+    Arena& scratch = scratch_[chunk][slot];
+    if (recompute_ != Recompute::none) scratch.reset();
+    Arena& kept = recompute_ == Recompute::full ? scratch : arena;
+    Arena& redo = recompute_ == Recompute::none ? arena : scratch;
+    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, kept, redo, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
   }
   if (!stage.last) return r;
   s.normed = arena.floats(n);
@@ -185,7 +187,7 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   m.hp = arena.floats(n);
   env.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
   m.h = arena.floats(n);
-  *aux += mod.block->forward(slot, arena, m.hp, s.rows / T, m.h, scales.aux);
+  *aux += mod.block->forward(slot, arena, arena, m.hp, s.rows / T, m.h, scales.aux);
   m.n = arena.floats(n);
   m.n_rstd = arena.floats(rows);
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
@@ -273,13 +275,16 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);
     Block& block = *blocks_[stage.first_block + i];
-    if (!recompute_blocks_) {
+    if (recompute_ == Recompute::none) {
       block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
       continue;
     }
     Arena& work = scratch_[chunk][slot];
     work.reset();
-    block.forward(slot, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
+    if (recompute_ == Recompute::full)
+      block.forward(slot, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
+    else
+      block.redo(slot, work);
     block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
     block.backward_weight(slot);  // before the next block's recomputation reuses the scratch
   }
@@ -296,13 +301,20 @@ void Model::backward_weight(int chunk, int slot) {
     be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
                                 .dweight = params.grad(final_norm)});
   }
-  if (!recompute_blocks_)
+  if (recompute_ == Recompute::none)
     for (int i = nb - 1; i >= 0; --i) blocks_[stage.first_block + i]->backward_weight(slot);
   if (stage.last)
     for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(chunk, slot, int(k));
   if (stage.first)
     be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
                            .dtable = params.grad(embedding)});
+}
+
+Model::Recompute recompute_of(const std::string& name) {
+  if (name == "selective") return Model::Recompute::selective;
+  if (name == "full") return Model::Recompute::full;
+  if (name == "none") return Model::Recompute::none;
+  throw std::logic_error("training.recompute = \"" + name + "\" passed the config's schema");
 }
 
 }  // namespace mt

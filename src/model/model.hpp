@@ -77,11 +77,16 @@ class Model {
     arenas_[chunk][slot].reset();
     scratch_[chunk][slot].reset();
   }
-  // training.recompute = "full": the blocks keep only their inputs between forward and backward;
-  // each block's forward runs again, in one reused scratch arena per slot, right before its
-  // backward, whose weight gradients then follow at once (a deferred weight pass keeps only the
-  // head's and the embedding's). Gradients and losses are bitwise those of no recomputation.
-  void set_recompute_blocks(bool on) { recompute_blocks_ = on; }
+  // training.recompute: what the blocks keep between forward and backward.
+  //   full       only their inputs; each block's forward runs again right before its backward.
+  //   selective  all but the cheap, wide parts (RMSNorm outputs, SwiGLU products, MLA's per-head
+  //              queries, keys and values), which are computed again right before the backward.
+  // Either way the block's forward work (full) or dropped parts (selective) live in one scratch
+  // arena per slot, reused block after block, and the block's weight gradients follow its input
+  // gradients at once (a deferred weight pass keeps only the head's and the embedding's).
+  // Gradients and losses are bitwise those of no recomputation.
+  enum class Recompute { none, selective, full };
+  void set_recompute(Recompute mode) { recompute_ = mode; }
   // The chunk's output after forward (not on the last stage) and its input gradient after
   // backward_input (not on the first), [batch*seq, d_model] in device memory, until retire().
   const float* output(int chunk, int slot) const { return saved_[chunk][slot].acts.back(); }
@@ -154,8 +159,11 @@ class Model {
   std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
   std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]
   std::vector<std::vector<Arena>> scratch_;     // [chunk][slot]: one block's work under recomputation
-  bool recompute_blocks_ = false;
+  Recompute recompute_ = Recompute::none;
   std::vector<std::vector<Saved>> saved_;
 };
+
+// training.recompute's value ("none", "selective" or "full", as the config's schema allows).
+Model::Recompute recompute_of(const std::string& name);
 
 }  // namespace mt

@@ -35,7 +35,8 @@ SwigluWeights MoE::shared_weights() const {
   return {p.value(shared_gate), p.value(shared_up), p.value(shared_down), d_, shared_hidden_};
 }
 
-double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight, bool recompute) {
+double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
+                    bool recompute) {
   Saved& s = saved_[slot];
   const Backend& be = env_.be();
   const int rows = batch * seq_;
@@ -48,16 +49,23 @@ double MoE::forward(int slot, Arena& arena, const float* x, int batch, float* y,
   dispatcher_.exchange(
       arena, s.dispatch, xe, s.ye,
       [&](const float* in, const int* offsets, int n, float* out) {
-        grouped_experts_forward(env_, arena, w, offsets, in, n, out, s.experts);
+        grouped_experts_forward(env_, arena, redo, w, offsets, in, n, out, s.experts);
       },
       [&] {
-        if (n_shared_ > 0) swiglu_forward(env_, arena, shared_weights(), x, rows, y, false, s.shared);
+        if (n_shared_ > 0) swiglu_forward(env_, arena, redo, shared_weights(), x, rows, y, false, s.shared);
         else be.zero(y, size_t(rows) * d_ * sizeof(float));
       },
       env_.gemm_inputs == GemmInputs::fp8);
   be.moe_combine({.tokens = rows, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
                   .gates = s.routing.gates, .y = y});
   return aux;
+}
+
+void MoE::redo(int slot, Arena& redo, const float* x) {
+  Saved& s = saved_[slot];
+  s.routing.x = x;
+  grouped_experts_redo(env_, redo, expert_weights(), s.experts);
+  if (n_shared_ > 0) swiglu_redo(env_, redo, shared_weights(), x, s.shared);
 }
 
 void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {

@@ -26,7 +26,11 @@ class MoE {
   // objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of
   // alpha sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns).
   // `recompute`: a repeat of this micro-batch's forward, which adds nothing to the step's load.
-  double forward(int slot, Arena& arena, const float* x, int batch, float* y, float aux_weight, bool recompute = false);
+  // The experts' SwiGLU products go to `redo` (see swiglu_forward).
+  double forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
+                 bool recompute = false);
+  // Selective recomputation: the SwiGLU products again, in `redo`; x is the input's recomputed copy.
+  void redo(int slot, Arena& redo, const float* x);
   double finish_global_balance(long tokens) { return router_.finish_global_balance(tokens); }
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);
   void backward_weight(int slot);

@@ -2,18 +2,23 @@
 
 namespace mt {
 
-void swiglu_forward(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* x, int rows,
+void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, const float* x, int rows,
                     float* y, bool accumulate, SwigluSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
-  s.x = x;
   s.a = arena.floats(n);
   s.b = arena.floats(n);
-  s.h = arena.floats(n);
   env.linear_forward(x, w.gate, rows, w.dim, w.hidden, s.a);
   env.linear_forward(x, w.up, rows, w.dim, w.hidden, s.b);
-  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
+  swiglu_redo(env, redo, w, x, s);
   env.linear_forward(s.h, w.down, rows, w.hidden, w.dim, y, accumulate);
+}
+
+void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, const float* x, SwigluSaved& s) {
+  const size_t n = size_t(s.rows) * w.hidden;
+  s.x = x;
+  s.h = redo.floats(n);
+  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,

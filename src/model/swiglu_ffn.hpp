@@ -22,9 +22,13 @@ struct SwigluSaved {
   float *da = nullptr, *db = nullptr;                  // for the weight gradients
 };
 
-// y[rows,dim] (= or += when accumulate) FFN(x).
-void swiglu_forward(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* x, int rows,
+// y[rows,dim] (= or += when accumulate) FFN(x). The product h goes to `redo`, the arena of what
+// selective recomputation drops (the same arena as `arena` without it).
+void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, const float* x, int rows,
                     float* y, bool accumulate, SwigluSaved& s);
+// Selective recomputation: h again, in `redo`, from the kept pre-activations; x is the input's
+// recomputed copy.
+void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, const float* x, SwigluSaved& s);
 // dx[rows,dim] (= or +=) from dy; keeps dy and the pre-activation gradients in s.
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
                            float* dx, bool accumulate, SwigluSaved& s);

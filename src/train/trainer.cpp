@@ -121,7 +121,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
-  model_->set_recompute_blocks(t.recompute == "full");
+  model_->set_recompute(recompute_of(t.recompute));
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
   if (schedule_)
     transfers_ = std::make_unique<TransferBuffers>(device_.backend,

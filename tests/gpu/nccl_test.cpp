@@ -205,6 +205,15 @@ int main() {
     std::unique_ptr<DeviceComm> sub = group->split(7, 0);
     all_calls(*sub, gpu, " (split of a split)", 200);
     misuse(*comm, gpu);
+    // A group on a second stream of the GPU, as each pipeline chunk's tp and ep groups are made.
+    Backend second = cuda_backend_create(0);
+    std::unique_ptr<DeviceComm> on_second = comm->split_on(second, 0, 0);
+    all_calls(*on_second, second, " (split onto a second stream)", 400);
+    on_second.reset();
+    cuda_backend_destroy(second);
+    // A pipeline group of one opens no ring links; its calls still work.
+    open_ring_links(*group);
+    all_calls(*group, gpu, " (after open_ring_links)", 500);
     // The parent keeps working after its children are gone.
     sub.reset();
     group.reset();

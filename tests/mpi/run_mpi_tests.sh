@@ -104,11 +104,13 @@ same "pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 model.moe.aux_loss
 same "pp=4 dualpipe, MTP" 'pp=4,schedule="dualpipe"' -- model.n_layers=4 training.micro_batch=1 model.mtp.depth=1
 same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.attention.kind=\"mla\" model.mtp.depth=1
 same "pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1
-# Recomputation repeats each block's forward, its tensor-parallel sums and expert all-to-alls
-# included, in the same order on every rank.
+# Full recomputation repeats each block's forward, its tensor-parallel sums and expert all-to-alls
+# included, in the same order on every rank; selective recomputes without communicating.
 same "recompute full: tp=2 x ep=2 x dp=2" dp=2,tp=2,ep=2 -- training.recompute=\"full\"
 same "recompute full: pp=2 dualpipev, MTP" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.mtp.depth=1 \
   training.recompute=\"full\"
+same "recompute selective: tp=2 x ep=2, MLA" tp=2,ep=2 -- model.attention.kind=\"mla\" training.recompute=\"selective\"
+same "recompute selective: pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 training.recompute=\"selective\"
 same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 # FP8: data, expert and pipeline parallelism leave every product's K whole, so each layout
 # quantizes what one rank does, bit for bit. Under tp=2 the row-parallel products' K is halved and

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The PyTorch oracle: for each configuration below, `moetrain dump-step` runs one optimizer step
 # and check_step.py recomputes it with PyTorch autograd and torch.optim.AdamW. One PASS or FAIL
-# line per configuration; on the CPU backends each step again with training.recompute = full,
-# which must be bitwise the same (same_step.py). ORACLE_DEVICE picks precision.device for the
+# line per configuration; on the CPU backends each step again with training.recompute = selective
+# and full, which must be bitwise the same (same_step.py). ORACLE_DEVICE picks precision.device for the
 # step (default cpu-strict: device memory unreadable outside ops; cuda on a GPU machine); PYTHON
 # the interpreter with torch; MOETRAIN the command that runs moetrain.
 set -u
@@ -60,16 +60,19 @@ check() {  # check NAME --set ... : one configuration
     echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
   fi
   local errors=${out##*worst relative errors: } same=""
-  # On the CPU backends the step with every block recomputed must be the same step, bit for bit.
+  # On the CPU backends the step with recomputation must be the same step, bit for bit.
   if [[ $device != cuda ]]; then
-    if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name-recompute.h5" \
-        --set precision.device="$device" "$@" --set training.recompute=full 2>&1); then
-      echo "FAIL oracle $name: dump-step with training.recompute = full failed: $out"; return
-    fi
-    if ! same=$("$python" tests/oracle/same_step.py "$tmp/$name.h5" "$tmp/$name-recompute.h5" 2>&1); then
-      echo "FAIL oracle $name: with training.recompute = full: $same"; return
-    fi
-    same="; $same"
+    local mode
+    for mode in selective full; do
+      if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name-$mode.h5" \
+          --set precision.device="$device" "$@" --set training.recompute="$mode" 2>&1); then
+        echo "FAIL oracle $name: dump-step with training.recompute = $mode failed: $out"; return
+      fi
+      if ! out=$("$python" tests/oracle/same_step.py "$tmp/$name.h5" "$tmp/$name-$mode.h5" 2>&1); then
+        echo "FAIL oracle $name: with training.recompute = $mode: $out"; return
+      fi
+      same="$same; recompute=$mode $out"
+    done
   fi
   echo "PASS oracle $name: $errors$same"
 }
