@@ -49,6 +49,8 @@ void check_over(const mt::Backend& inner) {
   CHECK(kind(ops, "gemm").seconds > 0);
   CHECK(kind(ops, "add").calls == 1);
   CHECK(kind(ops, "add").flops == 0);
+  CHECK(kind(ops, "add").bytes == doctest::Approx(3.0 * 4 * m * n));  // x and y read, y written
+  CHECK(kind(ops, "gemm").bytes == 0);                                // FLOPs set its pace
   CHECK(kind(ops, "rope").calls == 0);
   // Taken: the next read starts over.
   const std::vector<mt::OpKindTime> again = profile.take();
@@ -77,10 +79,22 @@ TEST_CASE("op profile: attention's FLOPs count the causal half of each score mat
   CHECK(kind(ops, "attention_forward").flops == doctest::Approx(2.0 * batch * heads * (seq * seq / 2.0) * (qk + v)));
 }
 
+TEST_CASE("op profile: a grouped GEMM's FLOPs come from all groups' rows") {
+  mt::OpProfile profile(mt::cpu_backend());
+  // Two experts with 3 and 5 rows: C[rows_g, n] = A[rows_g, k] B_g^T.
+  const int groups = 2, rows = 8, n = 4, k = 6;
+  const std::vector<int> offsets{0, 3, 8};
+  std::vector<float> a(size_t(rows) * k, 0.5f), b(size_t(groups) * n * k, 0.25f), c(size_t(rows) * n);
+  profile.backend().grouped_gemm({.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::rows, .m = rows,
+                                  .n = n, .k = k, .a = a.data(), .b = b.data(), .trans_b = true, .c = c.data()});
+  CHECK(c[0] == doctest::Approx(k * 0.5f * 0.25f));
+  CHECK(kind(profile.take(), "grouped_gemm").flops == doctest::Approx(2.0 * rows * n * k));
+}
+
 TEST_CASE("op profile table: per step, most time first, kinds never called left out") {
   std::vector<mt::OpKindTime> sum;
-  mt::add_op_times(sum, {{"gemm", 4, 0.002, 4e9}, {"rope", 0, 0, 0}, {"add", 2, 0.006, 0}});
-  mt::add_op_times(sum, {{"gemm", 4, 0.002, 4e9}, {"rope", 0, 0, 0}, {"add", 2, 0.006, 0}});
+  mt::add_op_times(sum, {{"gemm", 4, 0.002, 4e9, 0}, {"rope", 0, 0, 0, 0}, {"add", 2, 0.006, 0, 3e9}});
+  mt::add_op_times(sum, {{"gemm", 4, 0.002, 4e9, 0}, {"rope", 0, 0, 0, 0}, {"add", 2, 0.006, 0, 3e9}});
   CHECK(sum[0].calls == 8);
   const std::string table = mt::op_profile_table(sum, 2);
   CHECK(table.find("mean of 2 step(s)") != std::string::npos);
@@ -89,4 +103,5 @@ TEST_CASE("op profile table: per step, most time first, kinds never called left 
   CHECK(table.find("2000.0") != std::string::npos);           // gemm: 8e9 FLOPs in 4 ms
   CHECK(table.find("75.0%") != std::string::npos);            // add's share of 16 ms
   CHECK(table.find("8.000") != std::string::npos);            // all ops: 8 ms per step
+  CHECK(table.find("500.0") != std::string::npos);            // add: 6e9 bytes in 12 ms
 }

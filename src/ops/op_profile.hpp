@@ -15,6 +15,7 @@ struct OpKindTime {
   long long calls = 0;
   double seconds = 0;
   double flops = 0;  // counted for the GEMM and attention ops, else 0
+  double bytes = 0;  // the least memory traffic of the memory-bound ops, else 0
 };
 
 class OpProfile {

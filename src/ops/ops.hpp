@@ -47,7 +47,9 @@ struct GroupedGemmArgs {
   int groups = 0;
   const int* offsets = nullptr;
   Ragged ragged = Ragged::rows;
-  int m = 0, n = 0, k = 0;  // the ragged dimension's entry is not read
+  // The ragged dimension's entry (m for rows, k for reduce) holds all groups' rows together: the
+  // ops never read it (offsets decide), profiles count FLOPs from it.
+  int m = 0, n = 0, k = 0;
   const float* a = nullptr;
   const float* b = nullptr; bool trans_b = false;
   float* c = nullptr;
