@@ -19,9 +19,17 @@ expect "train runs and writes log and checkpoint" 0 "done: 4 steps" -- $bin trai
 if [[ -f $tmp/runs/cli/log.h5 && -f $tmp/runs/cli/ckpt/step_00000004/rank_00000.h5 ]]; then echo "PASS outputs exist"; else echo "FAIL outputs exist"; fi
 expect "log.h5 is readable by h5dump" 0 "DATASET \"loss\"" -- h5dump -H "$tmp/runs/cli/log.h5"
 out=$($bin train "$tmp/exp.toml" --profile --set run.name=profiled --set training.steps=3 2>&1)
-if grep -q "mean of 2 step(s)" <<<"$out" && grep -qE "^  gemm +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$" <<<"$out" &&
+if grep -q "mean of 2 step(s)" <<<"$out" && grep -qE "^  gemm +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +-$" <<<"$out" &&
+  grep -qE "^  add +[0-9.]+ +[0-9.]+ +[0-9.]+% +- +[0-9.]+$" <<<"$out" &&
   grep -qE "^  all ops +[0-9.]+ +100.0%$" <<<"$out"; then echo "PASS --profile: every op kind's time, mean of the steps after the first"
 else echo "FAIL --profile: no table of op times"; echo "$out" | tail -n 8 | sed 's/^/    /'; fi
+expect "--profile refuses a schedule of chunks" 2 "profile with parallel.pp = 1 and schedule \"1f1b\"" -- \
+  $bin train "$tmp/exp.toml" --profile --set run.name=profiled2 --set parallel.schedule=\"dualpipev\"
+expect "a schedule of stages on one pipeline rank is refused" 2 \
+  "parallel.schedule = \"gpipe\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage" -- \
+  $bin train "$tmp/exp.toml" --set run.name=gpipe1 --set parallel.schedule=\"gpipe\"
+expect "dualpipev on one pipeline rank runs its two chunks" 0 "layout   dp=1 tp=1 pp=1 ep=1, schedule dualpipev" -- \
+  $bin train "$tmp/exp.toml" --set run.name=dpv1 --set parallel.schedule=\"dualpipev\" --set training.steps=1
 expect "a finished run resumes to nothing left" 0 "nothing to train" -- $bin train "$tmp/exp.toml"
 expect "--set extends the run, resuming" 0 "resume +from .*step_00000004" -- $bin train "$tmp/exp.toml" --set training.steps=6
 sed 's/^steps = 4$/stepz = 4/' "$tmp/exp.toml" > "$tmp/typo.toml"

@@ -70,7 +70,13 @@ void validate_layout(const Config& c) {
   const auto& m = c.model;
   const auto& t = c.training;
   const auto& p = c.parallel;
-  if (p.pp > 1) validate_pipeline(c);
+  // One pipeline rank runs micro-batches one after another ("1f1b" of one stage), or DualPipeV's
+  // two half-model chunks, one micro-batch's forward beside another's backward.
+  require(p.pp > 1 || p.schedule == "1f1b" || p.schedule == "dualpipev", c, "parallel.schedule",
+          "= \"" + p.schedule + "\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage: use "
+          "\"1f1b\" (micro-batches one after another), \"dualpipev\" (two half-model chunks on the rank, one micro-batch's "
+          "forward overlapping another's backward), or parallel.pp > 1");
+  if (p.pp > 1 || p.schedule == "dualpipev") validate_pipeline(c);
   require(!(p.share_gpu && p.comm == "nccl"), c, "parallel.comm",
           "= \"nccl\" cannot go with parallel.share_gpu = true: NCCL refuses two ranks on one GPU; set parallel.comm = "
           "\"auto\" (staged through host memory when ranks share a GPU)");

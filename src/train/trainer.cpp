@@ -61,7 +61,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const auto& t = cfg.training;
   std::vector<StageSpec> stages;
   int slots = slots_needed(cfg.model, t.global_batch, t.micro_batch, p.dp);
-  if (p.pp > 1) {
+  if (p.pp > 1 || p.schedule == "dualpipev") {
     schedule_ = pipeline::make_schedule({pipeline::parse_kind(p.schedule), p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
     slots = schedule_->placement.microbatches_per_flow;
     // The executor trusts the programs: one the checker rejects (a transfer missing, a deadlock,
@@ -70,9 +70,10 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
       throw std::logic_error("the " + p.schedule + " schedule fails its check: " + problems[0]);
   }
   // Before anything is allocated: a refusal here leaves nothing to release.
-  if (opt_.profile && p.pp > 1)
-    throw UserError(cfg.origin.at("parallel.pp") + ": --profile times the ops of one stream, but parallel.pp = " +
-                    std::to_string(p.pp) + " runs a chunk per stream; profile with parallel.pp = 1");
+  if (opt_.profile && schedule_)
+    throw UserError(cfg.origin.at("parallel.schedule") + ": --profile times the ops of one stream, but parallel.pp = " +
+                    std::to_string(p.pp) + " with schedule \"" + p.schedule +
+                    "\" runs a chunk per stream; profile with parallel.pp = 1 and schedule \"1f1b\"");
   device_ = choose_device(cfg, slots);
   // Every rank takes part; only the first prints them.
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
@@ -160,12 +161,12 @@ void Trainer::print_header() const {
     std::printf("  comm     MPI; device payloads %s\n", device_.backend.host_addressable()
                                                         ? "handed to it in place (CPU memory)"
                                                         : "staged through host memory");
-  if (groups_.layout.world() > 1) {
+  if (groups_.layout.world() > 1 || schedule_) {
     std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s%s: each data-parallel rank runs %d micro-batches of each step\n",
                 p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "",
                 schedule_ ? (", schedule " + p.schedule + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : "")).c_str() : "",
                 cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
-    std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
+    if (groups_.layout.world() > 1) std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
   const auto& a = m.attention;
   char attention[96];

@@ -93,6 +93,8 @@ same "dp=2, aux-free bias, sequence balance loss" dp=2 -- model.moe.aux_loss=\"s
 same "dp=2, global-batch balance loss" dp=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 same "dp=4, MLA and MTP" dp=4 -- model.attention.kind=\"mla\" model.mtp.depth=1
 same "dp=2 with ZeRO-1" dp=2,zero=1 -- model.moe.aux_loss=\"sequence\"
+# DualPipeV on one pipeline rank: both half-model chunks on each rank, forward beside backward.
+same "dp=2 pp=1 dualpipev" 'dp=2,schedule="dualpipev"' -- model.moe.aux_loss=\"sequence\"
 same "tp=2, MHA with grouped key/value heads" tp=2 -- model.n_heads=4 model.head_dim=8 model.attention.n_kv_heads=2
 same "tp=2, MLA with query compression, MTP" tp=2 -- model.attention.kind=\"mla\" model.attention.q_lora_rank=16 model.mtp.depth=1
 same "ep=2" dp=2,ep=2 -- model.moe.aux_loss=\"sequence\"
