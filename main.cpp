@@ -18,6 +18,7 @@
 #include "pipeline/report.hpp"
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
+#include "plan/train_sets.hpp"
 #include "plot/plot.hpp"
 #include "sweep/sweep.hpp"
 #include "train/dump_step.hpp"
@@ -29,25 +30,43 @@
 namespace {
 
 // world: the ranks mpirun started (null without mpirun).
+// The planner's prediction for the layout a training config describes, on `cluster_path`.
+void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
+  using namespace mt::plan;
+  const Cluster c = load_cluster(cluster_path);
+  const Layout l = layout_of_config(cfg);
+  if (l.world() > c.accelerators)
+    throw mt::UserError("train --cluster " + cluster_path + ": the layout needs " + std::to_string(l.world()) +
+                        " accelerators, the cluster has " + std::to_string(c.accelerators));
+  if (std::string why = layout_problem(cfg.model, cfg.training.global_batch, c, l); !why.empty())
+    throw mt::UserError("train --cluster " + cluster_path + ": the planner cannot model this layout: " + why);
+  std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());
+}
+
 int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run, long long stop_after,
-              bool profile, mt::Comm* world) {
+              bool profile, const std::string& cluster, mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
   const auto& p = cfg.parallel;
   const long long needed = (long long)p.dp * p.tp * p.pp;
   const int ranks = world ? world->size() : 1;
-  if (needed != ranks)
+  // A dry run checks a layout for any number of ranks: it says how many to start.
+  if (needed != ranks && !dry_run)
     throw mt::UserError(cfg.origin.at("parallel.dp") + ": parallel.dp * tp * pp = " + std::to_string(needed) +
                         " ranks, but " + (world ? "mpirun started " + std::to_string(ranks) : std::string("this run has 1 (no mpirun)")) +
                         ": start it with `mpirun -np " + std::to_string(needed) + " moetrain train " + path +
                         "`" + (ranks % (p.tp * p.pp) == 0 ? " or set parallel.dp = " + std::to_string(ranks / (p.tp * p.pp)) : std::string()));
   if (dry_run) {
     std::printf("%s: valid\n", path.c_str());
+    if (needed > 1) std::printf("ranks %lld: mpirun -np %lld moetrain train %s\n", needed, needed, path.c_str());
     std::printf("params %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
                 mt::total_params(cfg.model) / 1e6, mt::active_matmul_params(cfg.model) / 1e6,
                 mt::training_flops_per_token(cfg.model) / 1e6);
+    if (!cluster.empty()) print_prediction(cfg, cluster);
     std::printf("--- resolved config ---\n%s", cfg.resolved_toml.c_str());
     return 0;
   }
+  if (!cluster.empty())
+    throw mt::UserError("train --cluster " + cluster + " predicts with --dry-run only: add --dry-run, or leave it out");
   mt::TrainOptions opt;
   opt.world = ranks > 1 ? world : nullptr;
   opt.stop_after = stop_after;
@@ -160,6 +179,7 @@ int cmd_plan(const PlanOptions& o) {
     std::printf("searched %d valid layouts (precision.matmul = %s); %d did not fit in memory\n", found.considered,
                 fp8 ? "fp8" : "bf16", found.too_big);
   std::printf("%s", estimates_table(rows).c_str());
+  std::printf("%s", train_lines(rows).c_str());
   if (o.explain) std::printf("\n%s", explain(best, flat).c_str());
   return 0;
 }
@@ -190,6 +210,7 @@ int main(int argc, char** argv) {
   bool dry_run = false;
   long long stop_after = 0;
   bool profile = false;
+  std::string train_cluster;
   CLI::App* train = app.add_subcommand("train", "Train the experiment described by a TOML file");
   train->add_option("experiment", exp_path, "experiment file, e.g. configs/tiny.toml")->required();
   train->add_option("--set", sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
@@ -197,6 +218,9 @@ int main(int argc, char** argv) {
   train->add_option("--stop-after", stop_after,
                     "stop with a checkpoint once N steps are done in total; the same command resumes")
       ->check(CLI::PositiveNumber);
+  train->add_option("--cluster", train_cluster,
+                    "with --dry-run: print the planner's step time and memory per rank for this layout on a cluster "
+                    "profile, e.g. configs/clusters/h800-deepseek.toml");
   train->add_flag("--profile", profile,
                   "time every op kind on the device and print where a step's time goes (mean over the steps after "
                   "the first)");
@@ -278,7 +302,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, world.get());
+    if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, train_cluster, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir);
     if (*sweep) {
       if (world) throw mt::UserError("sweep: start it without mpirun; it trains each run as a process of its own");

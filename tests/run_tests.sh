@@ -11,6 +11,7 @@
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference) and build/tests/nccl_test (every
 #           NcclComm call on one rank); each skipped without a GPU
 #   plot:   tests/plot_tests.sh (moetrain plot on real runs; the SVGs rendered by rsvg-convert)
+#   plan:   tests/plan_train_tests.sh (every layout plan proposes, accepted by train --dry-run as printed)
 #   readme: tests/readme_examples.sh (the README's "$ " commands, run as written)
 #   bundle: scripts/test_gpu_bundle.sh (gpu-bundle/ in a chroot without the build's libraries; CUDA builds)
 set -u
@@ -48,6 +49,7 @@ line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cpu-strict line_suite "multi-rank layouts on the strict backend" \
   tests/mpi/run_mpi_tests.sh
 line_suite "plot tests" tests/plot_tests.sh
+line_suite "plan and train agree" tests/plan_train_tests.sh
 line_suite "README examples" tests/readme_examples.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh

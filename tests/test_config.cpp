@@ -90,7 +90,9 @@ TEST_CASE("d_model not divisible by the number of heads") {
 TEST_CASE("other cross-field rules") {
   CHECK(contains(error_of("[training]\nglobal_batch = 10\nmicro_batch = 4\n"), "training.micro_batch = 4 must divide training.global_batch = 10"));
   CHECK(contains(error_of("[model]\nn_layers = 2\nn_dense_layers = 3\n"), "must be <= model.n_layers = 2"));
-  CHECK(contains(error_of("[parallel]\npp = 3\n"), "model.n_layers = 4 does not split into the 3 pipeline stages of parallel.schedule = \"1f1b\" with pp = 3: use a multiple of 3 layers"));
+  CHECK(contains(error_of("[parallel]\npp = 5\n[training]\nglobal_batch = 10\nmicro_batch = 2\n"),
+                 "model.n_layers = 4 is fewer than the 5 pipeline stages of parallel.schedule = \"1f1b\" with pp = 5: "
+                 "every stage needs at least one block"));
   CHECK(contains(error_of("[parallel]\npp = 3\nschedule = \"dualpipe\"\n"), "dualpipe needs an even pp"));
   CHECK(contains(error_of("[parallel]\npp = 2\nschedule = \"dualpipe\"\n"),
                  "dualpipe needs an even number of micro-batches, at least 2*pp = 4 (half enter at each end): use 4 "

@@ -7,6 +7,9 @@
 #include "test_helpers.hpp"
 #include "model/flops.hpp"
 
+#include <algorithm>
+#include <vector>
+
 TEST_CASE("total_params equals the parameters a built model holds, for every attention kind") {
   const mt::Backend be = mt::cpu_backend();
   for (auto& [name, cfg] : testing::attention_variants()) {
@@ -39,4 +42,50 @@ TEST_CASE("DeepSeek-V3: 671B parameters, about 37B activated, 249.8 GFLOP per to
   // With the depth-1 MTP module: 260.0 GFLOP per token, and 11.5B MTP parameters (README_WEIGHTS).
   CHECK(mt::training_flops_per_token(with_mtp) == doctest::Approx(260.0e9).epsilon(0.01));
   CHECK(mt::total_params(with_mtp) - mt::total_params(m) == doctest::Approx(11.5e9).epsilon(0.02));
+}
+
+namespace {
+
+// The lightest heaviest stage over every cut of the layers into `stages` contiguous, non-empty
+// stages (the head and MTP with the last), by enumeration.
+double best_heaviest(const mt::ModelConfig& m, int stages, std::vector<int>& cut, int from) {
+  if (int(cut.size()) == stages) {
+    cut.push_back(m.n_layers);
+    const std::vector<double> f = mt::stage_forward_flops(m, cut);
+    cut.pop_back();
+    return *std::max_element(f.begin(), f.end());
+  }
+  double best = 1e300;
+  const int left = stages - int(cut.size());  // stages still to start, this one included
+  for (int b = from; b <= m.n_layers - left; ++b) {
+    cut.push_back(b);
+    best = std::min(best, best_heaviest(m, stages, cut, b + 1));
+    cut.pop_back();
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline_cut: contiguous stages of at least one layer, the heaviest as light as any cut's") {
+  mt::ModelConfig m = testing::tiny_model();
+  m.n_layers = 7;
+  m.n_dense_layers = 2;  // dense and MoE layers weigh differently
+  for (int depth : {0, 1})
+    for (int stages = 1; stages <= m.n_layers; ++stages) {
+      CAPTURE(depth);
+      CAPTURE(stages);
+      m.mtp.depth = depth;
+      const std::vector<int> cut = mt::pipeline_cut(m, stages);
+      REQUIRE(cut.size() == size_t(stages) + 1);
+      CHECK(cut.front() == 0);
+      CHECK(cut.back() == m.n_layers);
+      for (int s = 0; s < stages; ++s) CHECK(cut[s] < cut[s + 1]);
+      const std::vector<double> f = mt::stage_forward_flops(m, cut);
+      double all = 0;
+      for (double x : f) all += x;
+      CHECK(all == doctest::Approx(mt::training_flops_per_token(m) / 3));
+      std::vector<int> start{0};
+      CHECK(*std::max_element(f.begin(), f.end()) == doctest::Approx(best_heaviest(m, stages, start, 1)));
+    }
 }

@@ -30,7 +30,9 @@ mt::ModelConfig megatron_gpt(int heads, int hidden, int layers) {
   m.n_dense_layers = layers;
   m.n_heads = heads;
   m.head_dim = hidden / heads;
-  m.ffn_hidden = static_cast<int>(std::lround(8.0 * hidden / 3));
+  // SwiGLU's 8h/3 keeps the 4h MLP's parameters; rounded to 128 so that every tensor-parallel
+  // split of the table divides it, as the trainer needs.
+  m.ffn_hidden = 128 * static_cast<int>(std::lround(8.0 * hidden / 3 / 128));
   m.seq_len = 2048;
   m.mtp.depth = 0;
   return m;

@@ -32,8 +32,8 @@ std::string divisors(long long n) {
   return out;
 }
 
-// A pipeline: the schedule must fit the micro-batches each pipeline runs, the blocks must split
-// evenly into its stages, and a global-batch balance loss needs every forward before any backward.
+// A pipeline: the schedule must fit the micro-batches each pipeline runs, every stage needs a
+// layer, and a global-batch balance loss needs every forward before any backward.
 void validate_pipeline(const Config& c) {
   const auto& m = c.model;
   const auto& t = c.training;
@@ -54,11 +54,6 @@ void validate_pipeline(const Config& c) {
           "= " + s(m.n_layers) + " is fewer than the " + s(wanted) + " pipeline stages of parallel.schedule = \"" +
               p.schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
               ": every stage needs at least one block");
-  const int stages = pipeline::placement_for(req).stages;
-  require(m.n_layers % stages == 0, c, "model.n_layers",
-          "= " + s(m.n_layers) + " does not split into the " + s(stages) + " pipeline stages of parallel.schedule = \"" +
-              p.schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
-              ": use a multiple of " + s(stages) + " layers");
   require(m.moe.aux_loss != BalanceLoss::global_batch || p.schedule == "gpipe", c, "parallel.schedule",
           "= \"" + p.schedule + "\" runs backward passes before the step's last forward, but model.moe.aux_loss = "
           "\"global_batch\" needs the whole step's routing first: use schedule \"gpipe\" or aux_loss \"micro_batch\"");

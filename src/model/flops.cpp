@@ -1,5 +1,7 @@
 #include "model/flops.hpp"
 
+#include <algorithm>
+
 namespace mt {
 
 namespace {
@@ -76,6 +78,56 @@ std::vector<double> forward_flops_per_block(const ModelConfig& m) {
     blocks.push_back(2.0 * (2.0 * m.d_model * m.d_model + attention_matmul_params(m) + ffn_active(m, mtp_is_moe(m))) +
                      core + head);
   return blocks;
+}
+
+namespace {
+
+// Layers [cut[s], cut[s+1]) per stage, each stage filled greedily up to `ceiling` while every later
+// stage keeps a layer; the last takes the rest and the tail (head, MTP). Empty when the last
+// stage ends above the ceiling.
+std::vector<int> cut_under(const std::vector<double>& layers, double tail, int stages, double ceiling) {
+  std::vector<int> cut{0};
+  size_t i = 0;
+  for (int s = 0; s + 1 < stages; ++s) {
+    double sum = 0;
+    while (layers.size() - i > size_t(stages - s - 1) && (sum == 0 || sum + layers[i] <= ceiling)) sum += layers[i++];
+    cut.push_back(int(i));
+  }
+  double last = tail;
+  for (; i < layers.size(); ++i) last += layers[i];
+  cut.push_back(int(layers.size()));
+  return last <= ceiling ? cut : std::vector<int>{};
+}
+
+}  // namespace
+
+std::vector<int> pipeline_cut(const ModelConfig& m, int stages) {
+  const std::vector<double> blocks = forward_flops_per_block(m);
+  const std::vector<double> layers(blocks.begin(), blocks.begin() + m.n_layers);
+  double tail = 0, lo = 0, hi = 0;
+  for (size_t b = size_t(m.n_layers); b < blocks.size(); ++b) tail += blocks[b];
+  for (double f : layers) lo = std::max(lo, f), hi += f;
+  hi += tail;
+  // The lightest feasible ceiling (no stage is lighter than the heaviest layer), to within 60
+  // halvings: the greedy cut under a ceiling fits whenever any cut does.
+  for (int it = 0; it < 60; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (cut_under(layers, tail, stages, mid).empty() ? lo : hi) = mid;
+  }
+  return cut_under(layers, tail, stages, hi);
+}
+
+std::vector<double> stage_forward_flops(const ModelConfig& m, const std::vector<int>& cut) {
+  const std::vector<double> blocks = forward_flops_per_block(m);
+  std::vector<double> out;
+  for (size_t s = 0; s + 1 < cut.size(); ++s) {
+    double sum = 0;
+    for (int b = cut[s]; b < cut[s + 1]; ++b) sum += blocks[size_t(b)];
+    if (s + 2 == cut.size())
+      for (size_t b = size_t(m.n_layers); b < blocks.size(); ++b) sum += blocks[b];
+    out.push_back(sum);
+  }
+  return out;
 }
 
 int moe_layer_count(const ModelConfig& m) {

@@ -23,6 +23,13 @@ int moe_layer_count(const ModelConfig& m);
 // then each MTP module (its projection, block and pass through the shared head). They sum to
 // training_flops_per_token / 3.
 std::vector<double> forward_flops_per_block(const ModelConfig& m);
+// How a pipeline of `stages` stages cuts the model, the same in the trainer and the planner:
+// stage s holds layers [cut[s], cut[s+1]) (cut has stages + 1 entries), the first also the
+// embedding, the last also the final norm, head and MTP modules. Contiguous, at least one layer
+// per stage, the heaviest stage's forward FLOPs as small as they can be. Needs stages <= n_layers.
+std::vector<int> pipeline_cut(const ModelConfig& m, int stages);
+// One token's forward FLOPs in each stage of a cut.
+std::vector<double> stage_forward_flops(const ModelConfig& m, const std::vector<int>& cut);
 // All parameters (total, not per token).
 double total_params(const ModelConfig& m);
 }  // namespace mt

@@ -145,36 +145,12 @@ double model_activations_per_token(const ModelConfig& m, const Layout& l) {
   return bytes;
 }
 
-// The model's blocks (layers, head, MTP modules) cut into the pipeline's pieces, contiguous and
-// whole, with the heaviest piece as light as possible; returns the busiest rank's share of the
-// forward FLOPs over the average rank's. 1 without a schedule.
+// The model cut into the pipeline's stages as the trainer cuts it (pipeline_cut); returns the
+// busiest rank's share of the forward FLOPs over the average rank's. 1 without a schedule.
 double stage_imbalance(const ModelConfig& m, const Layout& l) {
   if (!l.scheduled()) return 1;
-  const std::vector<double> blocks = forward_flops_per_block(m);
   const pipeline::Placement placement = placement_of(l);
-  const int pieces = placement.stages;
-  // Cut greedily under a ceiling, leaving at least one block for every piece still to fill.
-  auto cut = [&](double ceiling) {
-    std::vector<double> out;
-    size_t i = 0;
-    for (int p = 0; p < pieces; ++p) {
-      double sum = 0;
-      const size_t must_leave = pieces - p - 1;
-      while (i < blocks.size() && blocks.size() - i > must_leave && (sum == 0 || sum + blocks[i] <= ceiling))
-        sum += blocks[i++];
-      out.push_back(sum);
-    }
-    if (i < blocks.size()) out.back() += std::numeric_limits<double>::infinity();
-    return out;
-  };
-  double lo = *std::max_element(blocks.begin(), blocks.end()), hi = 0;
-  for (double b : blocks) hi += b;
-  for (int it = 0; it < 60; ++it) {
-    double mid = 0.5 * (lo + hi);
-    std::vector<double> p = cut(mid);
-    (*std::max_element(p.begin(), p.end()) <= mid ? hi : lo) = mid;
-  }
-  const std::vector<double> piece = cut(hi);
+  const std::vector<double> piece = stage_forward_flops(m, pipeline_cut(m, placement.stages));
   double busiest = 0, all = 0;
   for (int r = 0; r < l.pp; ++r) {
     double work = 0;
@@ -192,13 +168,19 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   if (l.world() > c.accelerators)
     return "dp*tp*pp = " + s(l.world()) + " is more than the cluster's " + s(c.accelerators) + " accelerators";
   if (l.tp > c.domain) return "tp = " + s(l.tp) + " spans scale-up domains of " + s(c.domain) + "; keep tp <= " + s(c.domain);
+  // The trainer's rules (config/validate.cpp), so that train runs whatever plan proposes.
   if (m.n_heads % l.tp != 0) return "tp = " + s(l.tp) + " does not divide the " + s(m.n_heads) + " heads";
+  if (const int kv = m.attention.n_kv_heads ? m.attention.n_kv_heads : m.n_heads; m.attention.kind == "mha" && kv % l.tp)
+    return "tp = " + s(l.tp) + " does not divide the " + s(kv) + " key/value heads";
+  if (m.n_dense_layers > 0 && m.ffn_hidden % l.tp != 0)
+    return "tp = " + s(l.tp) + " does not divide the dense FFN's " + s(m.ffn_hidden) + " hidden units";
   if ((l.dp * l.tp) % l.ep != 0) return "ep = " + s(l.ep) + " does not divide dp*tp = " + s(l.dp * l.tp);
   if (moe_layer_count(m) == 0 && l.ep > 1) return "ep = " + s(l.ep) + " but the model has no routed experts";
   if (moe_layer_count(m) > 0 && m.moe.n_routed_experts % l.ep != 0)
     return "ep = " + s(l.ep) + " does not divide the " + s(m.moe.n_routed_experts) + " routed experts";
-  if (const int pieces = placement_of(l).stages; pieces > m.n_layers + m.mtp.depth)
-    return "the pipeline needs " + s(pieces) + " pieces but the model has " + s(m.n_layers + m.mtp.depth) + " layers";
+  if (const int pieces = placement_of(l).stages; pieces > m.n_layers)
+    return "the pipeline needs " + s(pieces) + " stages but the model has " + s(m.n_layers) +
+           " layers (every stage needs one; the MTP modules go with the last)";
   if (global_batch % (l.dp * l.micro_batch) != 0)
     return "dp*mbs = " + s(l.dp * l.micro_batch) + " does not divide the global batch of " + s(global_batch) + " sequences";
   if (l.pp == 1 && l.schedule != Kind::one_f_one_b && l.schedule != Kind::dualpipev)
@@ -212,6 +194,8 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
     }
     if (!why.empty()) return why;
   }
+  if (moe_layer_count(m) > 0 && m.moe.aux_loss == BalanceLoss::global_batch && l.scheduled() && l.schedule != Kind::gpipe)
+    return "the global-batch balance loss needs every forward of the step before any backward: only gpipe schedules it";
   if (l.zero == 3 && l.pp > 1) return "zero=3 (FSDP) with pp > 1 regathers weights for every micro-batch of every stage; use zero<=2 with pipelines";
   return "";
 }

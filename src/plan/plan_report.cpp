@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "plan/train_sets.hpp"
 #include "util/format.hpp"
 
 namespace mt::plan {
@@ -51,9 +52,32 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
            ",\"memory_bytes\":" + format_number("%.6g", e.memory.total()) + ",\"fits\":" + (e.fits ? "true" : "false") + ",\"time\":{";
     for (size_t p = 0; p < std::size(kParts); ++p)
       out += std::string(p ? "," : "") + "\"" + kParts[p].name + "\":" + format_number("%.6g", e.time.*kParts[p].field);
-    out += "}}";
+    out += "},\"train_sets\":[";
+    const std::vector<std::string> sets = train_sets(l);
+    for (size_t s = 0; s < sets.size(); ++s) out += std::string(s ? "," : "") + "\"" + sets[s] + "\"";
+    out += "]}";
   }
   return out + "]}\n";
+}
+
+std::string train_lines(const std::vector<Estimate>& rows) {
+  std::string out = "train layout #N with the same experiment (and --set) as here:\n";
+  for (size_t i = 0; i < rows.size(); ++i) out += format_number("%2.0f ", double(i + 1)) + train_set_line(rows[i].layout) + "\n";
+  return out;
+}
+
+std::string prediction_text(const Estimate& e, const Cluster& c) {
+  const Memory& m = e.memory;
+  char out[640];
+  std::snprintf(out, sizeof out,
+                "plan: %s on %d of %s (%s)\n"
+                "  step      %.3f s predicted: MFU %.1f%%, %.0f tokens/s per accelerator, %d micro-batches per pipeline\n"
+                "  memory    %.2f GB per rank (weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f) of %.2f "
+                "usable: %s\n",
+                layout_text(e.layout).c_str(), e.layout.world(), c.name.c_str(), c.path.c_str(), e.step_s, 100 * e.mfu,
+                e.tokens_per_s_per_accel, e.microbatches, m.total() / 1e9, m.weights / 1e9, m.grads / 1e9,
+                m.optimizer / 1e9, m.activations / 1e9, e.memory_limit / 1e9, e.fits ? "fits" : "does NOT fit");
+  return out;
 }
 
 std::string explain(const Estimate* best, const Estimate* flat) {
