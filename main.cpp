@@ -77,6 +77,11 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
     if (!s.losses.empty())
       std::printf("done: %lld steps, final loss %.4f (unigram entropy of the data %.4f), %.0f tok/s; log %s/log.h5\n",
                   s.last_step, s.losses.back(), s.unigram_entropy, s.tokens_per_s, trainer.run_dir().c_str());
+    const auto& mem = s.memory;
+    std::printf("memory: per rank (the most of any rank): weights %.3f MB, gradients %.3f MB, optimizer %.3f MB, "
+                "activations %.3f MB (%.3f MB at most in use)\n",
+                mem.weights / 1e6, mem.gradients / 1e6, mem.optimizer / 1e6, mem.activations / 1e6,
+                mem.activations_used / 1e6);
     std::printf("%s\n", mt::summary_line({.run = cfg.run.name, .steps = s.last_step,
                                           .complete = s.last_step >= cfg.training.steps, .interrupted = s.interrupted,
                                           .loss = s.losses.empty() ? -1 : s.losses.back(),

@@ -30,6 +30,16 @@ expect "a schedule of stages on one pipeline rank is refused" 2 \
   $bin train "$tmp/exp.toml" --set run.name=gpipe1 --set parallel.schedule=\"gpipe\"
 expect "dualpipev on one pipeline rank runs its two chunks" 0 "layout   dp=1 tp=1 pp=1 ep=1, schedule dualpipev" -- \
   $bin train "$tmp/exp.toml" --set run.name=dpv1 --set parallel.schedule=\"dualpipev\" --set training.steps=1
+# Memory per rank at the end of a run: recomputation lowers the activations' high water, nothing else.
+memory_of() {
+  $bin train "$tmp/exp.toml" --set run.name="mem-$1" --set training.steps=1 --set training.recompute="$1" 2>&1 |
+    sed -nE 's/^memory: per rank \(the most of any rank\): weights ([0-9.]+) MB, gradients ([0-9.]+) MB, optimizer ([0-9.]+) MB, activations [0-9.]+ MB \(([0-9.]+) MB at most in use\)$/\1 \2 \3 \4/p'
+}
+read -r w0 g0 o0 a0 <<<"$(memory_of none)"; read -r w1 g1 o1 a1 <<<"$(memory_of full)"
+if [[ -n ${a0:-} && -n ${a1:-} && $w0 == "$w1" && $g0 == "$w0" && $o0 == "$o1" ]] &&
+  awk -v a="$a0" -v b="$a1" -v o="$o0" -v w="$w0" 'BEGIN { exit !(b < a && o > w) }'; then
+  echo "PASS memory per rank: weights = gradients < optimizer, activations in use $a0 MB -> $a1 MB with full recompute"
+else echo "FAIL memory per rank: none gave '${w0:-} ${g0:-} ${o0:-} ${a0:-}', full gave '${w1:-} ${g1:-} ${o1:-} ${a1:-}'"; fi
 expect "a finished run resumes to nothing left" 0 "nothing to train" -- $bin train "$tmp/exp.toml"
 expect "--set extends the run, resuming" 0 "resume +from .*step_00000004" -- $bin train "$tmp/exp.toml" --set training.steps=6
 sed 's/^steps = 4$/stepz = 4/' "$tmp/exp.toml" > "$tmp/typo.toml"

@@ -210,6 +210,22 @@ double Trainer::evaluate() {
   return sum / tokens;
 }
 
+TrainSummary::Memory Trainer::memory_use() const {
+  const ParamStore& params = model_->params;
+  size_t buffers = 0;
+  for (size_t i = 0; i < params.buffer_names.size(); ++i) buffers += params.buffer_size(int(i));
+  // Collective: every rank's figures, in MB (float's digits are plenty for a report).
+  const std::vector<float> mine{float(double(params.total() + buffers) * sizeof(float) / 1e6),
+                                float(double(params.total()) * sizeof(float) / 1e6),
+                                float(double(optimizer_->moment_floats()) * 2 * sizeof(float) / 1e6),
+                                float(double(model_->arena_bytes()) / 1e6), float(double(model_->arena_high_water()) / 1e6)};
+  std::vector<float> all(mine.size() * size_t(opt_.world->size()));
+  opt_.world->all_gather(mine, all);
+  std::vector<double> most(mine.size(), 0.0);
+  for (size_t i = 0; i < all.size(); ++i) most[i % mine.size()] = std::max(most[i % mine.size()], double(all[i]) * 1e6);
+  return {most[0], most[1], most[2], most[3], most[4]};
+}
+
 TrainSummary Trainer::run() {
   const auto& t = cfg_.training;
   const auto& m = cfg_.model;
@@ -375,6 +391,7 @@ TrainSummary Trainer::run() {
     std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_, first_only ? 1 : profiled_steps_ - 1).c_str());
   }
   summary.last_step = state.step;
+  summary.memory = memory_use();
   summary.elapsed_s = seconds_since(run_start);
   summary.tokens_per_s = summary.elapsed_s > 0 ? tokens_done / summary.elapsed_s : 0;
   return summary;

@@ -35,6 +35,11 @@ struct TrainSummary {
   double unigram_entropy = 0;
   double tokens_per_s = 0, elapsed_s = 0;  // over the steps run by this invocation
   bool interrupted = false;
+  // Device memory per rank, bytes, the most of any rank: the parameters, their gradients, the
+  // AdamW moments, and the activation arenas (allocated; the high water of their use beside).
+  struct Memory {
+    double weights = 0, gradients = 0, optimizer = 0, activations = 0, activations_used = 0;
+  } memory;
 };
 
 class Trainer {
@@ -47,6 +52,7 @@ class Trainer {
   const std::string& run_dir() const { return run_dir_; }
 
  private:
+  TrainSummary::Memory memory_use() const;  // collective over the world
   double evaluate();
   void print_header() const;
 
