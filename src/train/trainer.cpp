@@ -168,6 +168,15 @@ void Trainer::print_header() const {
                 cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
     if (groups_.layout.world() > 1) std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
+  if (schedule_) {
+    // The cut by FLOPs (pipeline_cut): a stage's layers, the last with the head (and MTP).
+    const std::vector<int> cut = pipeline_cut(m, schedule_->placement.stages);
+    std::string stages;
+    for (size_t s = 0; s + 1 < cut.size(); ++s)
+      stages += (s ? ", " : "") + std::to_string(cut[s + 1] - cut[s]);
+    std::printf("  stages   %zu, of %s layers (the last also the head%s)\n", cut.size() - 1, stages.c_str(),
+                m.mtp.depth > 0 ? " and MTP" : "");
+  }
   const auto& a = m.attention;
   char attention[96];
   if (a.kind == "mla")

@@ -103,7 +103,7 @@ same "tp=2 x ep=2 x dp=2, global-batch balance loss" dp=2,tp=2,ep=2 -- model.moe
 same "pp=2 1f1b, MTP (embedding on both ends)" 'pp=2,schedule="1f1b"' -- model.n_layers=4 model.mtp.depth=1
 same "pp=4 interleaved vpp=2" 'pp=4,vpp=2,schedule="interleaved"' -- model.n_layers=8
 # Stages cut by FLOPs (pipeline_cut): 4 layers over 3 stages, the head with the last.
-same "pp=3 1f1b, stages of unequal layers" 'pp=3,schedule="1f1b"' -- training.global_batch=12 training.micro_batch=2
+same "pp=3 1f1b, stages of unequal layers" 'pp=3,schedule="1f1b"' -- model.n_layers=4 training.global_batch=12 training.micro_batch=2
 same "pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 model.moe.aux_loss=\"sequence\"
 same "pp=4 dualpipe, MTP" 'pp=4,schedule="dualpipe"' -- model.n_layers=4 training.micro_batch=1 model.mtp.depth=1
 same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.attention.kind=\"mla\" model.mtp.depth=1
