@@ -4,6 +4,7 @@
 // expert loads, bit for bit, for every attention kind, every balance loss, MTP and FP8 GEMMs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -94,4 +95,32 @@ TEST_CASE("recompute: the slots keep less activation memory, selective between n
   CHECK(full.activation_bytes < plain.activation_bytes / 2);
   CHECK(selective.activation_bytes < plain.activation_bytes);
   CHECK(selective.activation_bytes > full.activation_bytes);
+}
+
+TEST_CASE("a full backward takes each block's weight gradients at once: bitwise the deferred ones, less memory") {
+  mt::ModelConfig m = testing::tiny_model();
+  m.n_layers = 6;
+  m.mtp.depth = 1;
+  const std::vector<int> inputs = testing::random_tokens(size_t(2) * m.seq_len, m.vocab_size, 21);
+  const std::vector<int> targets = testing::random_tokens(size_t(2) * m.seq_len, m.vocab_size, 22);
+  auto run = [&](bool weights_now, size_t& high_water) {
+    testing::StrictDevice dev;
+    mt::Model model(m, 9, dev.be, {}, 1);
+    for (int mb = 0; mb < 2; ++mb) {
+      const size_t at = size_t(mb) * m.seq_len;
+      model.forward(0, {inputs.data() + at, targets.data() + at, 1}, {0.5f / m.seq_len, 0.5f});
+      model.backward_input(0, weights_now);
+      model.backward_weight(0);
+      high_water = std::max(high_water, model.arena_high_water());
+      model.retire(0);
+    }
+    return model.params.host_grads();
+  };
+  size_t deferred_bytes = 0, now_bytes = 0;
+  const std::vector<float> deferred = run(false, deferred_bytes), now = run(true, now_bytes);
+  REQUIRE(now.size() == deferred.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < now.size(); ++i) differ += now[i] != deferred[i];
+  CHECK(differ == 0);
+  CHECK(now_bytes < deferred_bytes);
 }

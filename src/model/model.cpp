@@ -250,7 +250,7 @@ void Model::mtp_backward_weight(int chunk, int slot, int k) {
   be.embedding_backward({.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
 }
 
-void Model::backward_input(int chunk, int slot, const float* output_grad) {
+void Model::backward_input(int chunk, int slot, const float* output_grad, bool weights_now) {
   const StageSpec& stage = chunks_[chunk];
   Saved& s = saved_[chunk][slot];
   Arena& arena = arenas_[chunk][slot];
@@ -272,10 +272,11 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
   } else {
     be.copy(s.grads[nb], output_grad, n * sizeof(float));
   }
+  s.blocks_weighted = weights_now || recompute_ != Recompute::none;
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = arena.floats(n);
     Block& block = *blocks_[stage.first_block + i];
-    if (recompute_ == Recompute::none) {
+    if (!s.blocks_weighted) {
       block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
       continue;
     }
@@ -283,10 +284,10 @@ void Model::backward_input(int chunk, int slot, const float* output_grad) {
     work.reset();
     if (recompute_ == Recompute::full)
       block.forward(slot, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
-    else
+    else if (recompute_ == Recompute::selective)
       block.redo(slot, work);
     block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
-    block.backward_weight(slot);  // before the next block's recomputation reuses the scratch
+    block.backward_weight(slot);  // before the next block reuses the scratch
   }
 }
 
@@ -301,7 +302,7 @@ void Model::backward_weight(int chunk, int slot) {
     be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
                                 .dweight = params.grad(final_norm)});
   }
-  if (recompute_ == Recompute::none)
+  if (!s.blocks_weighted)
     for (int i = nb - 1; i >= 0; --i) blocks_[stage.first_block + i]->backward_weight(slot);
   if (stage.last)
     for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(chunk, slot, int(k));

@@ -69,9 +69,11 @@ class Model {
 
   // A chunk's passes. `input`: the previous stage's output [batch*seq, d_model] (ignored on the
   // first stage); `output_grad`: the next stage's input gradient (ignored on the last); both in
-  // device memory.
+  // device memory. `weights_now`: a full backward, whose caller calls backward_weight next: each
+  // block's weight gradients follow its input gradients at once, and its backward work lives in
+  // the slot's scratch arena for that block only (as under recomputation, which always does so).
   ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales);
-  void backward_input(int chunk, int slot, const float* output_grad);
+  void backward_input(int chunk, int slot, const float* output_grad, bool weights_now = false);
   void backward_weight(int chunk, int slot);
   void retire(int chunk, int slot) {
     arenas_[chunk][slot].reset();
@@ -94,7 +96,7 @@ class Model {
 
   // The whole model (one chunk).
   ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales) { return forward(0, slot, mb, nullptr, scales); }
-  void backward_input(int slot) { backward_input(0, slot, nullptr); }
+  void backward_input(int slot, bool weights_now = false) { backward_input(0, slot, nullptr, weights_now); }
   void backward_weight(int slot) { backward_weight(0, slot); }
   void retire(int slot) { retire(0, slot); }
   // A host copy of the output logits [batch*seq, vocab] of the slot's last forward.
@@ -129,6 +131,7 @@ class Model {
     std::vector<float*> acts;  // inputs of the chunk's blocks; the last entry is its output
     float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
     std::vector<float*> grads;  // gradient w.r.t. each entry of acts (grads[0]: the chunk's input)
+    bool blocks_weighted = false;  // the blocks' weight gradients were taken in backward_input
     struct Mtp {
       const float* h_prev = nullptr;
       int* tokens = nullptr;

@@ -70,7 +70,7 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
   DeviceTimer forward_time(model.backend()), backward_time(model.backend());
   auto backward = [&](int slot) {
     backward_time.time([&] {
-      model.backward_input(slot);
+      model.backward_input(slot, true);
       model.backward_weight(slot);
     });
     model.retire(slot);

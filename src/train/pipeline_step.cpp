@@ -200,7 +200,7 @@ class Executor {
     if (t.pass == Pass::forward) {
       p.result = model_.forward(t.chunk, p.slot, {p.tokens.data(), p.targets.data(), micro_batch_}, input, scales_);
     } else {
-      if (t.pass != Pass::weight_grad) model_.backward_input(t.chunk, p.slot, input);
+      if (t.pass != Pass::weight_grad) model_.backward_input(t.chunk, p.slot, input, t.pass == Pass::backward);
       if (t.pass != Pass::input_grad) model_.backward_weight(t.chunk, p.slot);
     }
   }
