@@ -273,8 +273,11 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
     be.copy(s.grads[nb], output_grad, n * sizeof(float));
   }
   s.blocks_weighted = weights_now || recompute_ != Recompute::none;
+  // With each block's weight gradients taken at once, no block needs its output gradient after
+  // its backward: the input gradients alternate between grads[nb] and one more buffer.
+  float* other = s.blocks_weighted && nb > 0 ? arena.floats(n) : nullptr;
   for (int i = nb - 1; i >= 0; --i) {
-    s.grads[i] = arena.floats(n);
+    s.grads[i] = !s.blocks_weighted ? arena.floats(n) : (nb - i) % 2 ? other : s.grads[nb];
     Block& block = *blocks_[stage.first_block + i];
     if (!s.blocks_weighted) {
       block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);

@@ -68,15 +68,19 @@ std::string train_lines(const std::vector<Estimate>& rows) {
 
 std::string prediction_text(const Estimate& e, const Cluster& c) {
   const Memory& m = e.memory;
+  // GB for a model of any size, MB below one GB (the demo models).
+  const bool gb = m.total() >= 1e9;
+  auto size = [&](double bytes) { return format_number(gb ? "%.2f" : "%.1f", bytes / (gb ? 1e9 : 1e6)); };
   char out[640];
   std::snprintf(out, sizeof out,
                 "plan: %s on %d of %s (%s)\n"
                 "  step      %.3f s predicted: MFU %.1f%%, %.0f tokens/s per accelerator, %d micro-batches per pipeline\n"
-                "  memory    %.2f GB per rank (weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f) of %.2f "
+                "  memory    %s %s per rank (weights %s, gradients %s, optimizer %s, activations %s) of %.2f GB "
                 "usable: %s\n",
                 layout_text(e.layout).c_str(), e.layout.world(), c.name.c_str(), c.path.c_str(), e.step_s, 100 * e.mfu,
-                e.tokens_per_s_per_accel, e.microbatches, m.total() / 1e9, m.weights / 1e9, m.grads / 1e9,
-                m.optimizer / 1e9, m.activations / 1e9, e.memory_limit / 1e9, e.fits ? "fits" : "does NOT fit");
+                e.tokens_per_s_per_accel, e.microbatches, size(m.total()).c_str(), gb ? "GB" : "MB",
+                size(m.weights).c_str(), size(m.grads).c_str(), size(m.optimizer).c_str(), size(m.activations).c_str(),
+                e.memory_limit / 1e9, e.fits ? "fits" : "does NOT fit");
   return out;
 }
 
