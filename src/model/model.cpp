@@ -12,7 +12,6 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   arenas_.resize(chunks_.size());
-  scratch_.resize(chunks_.size());
   saved_.resize(chunks_.size());
   blocks_.resize(cfg.n_layers);
   bool first = false, last = false;
@@ -22,10 +21,8 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     if (chunks_[c].ep) env.shard.ep = chunks_[c].ep;
     if (chunks_[c].backend) env.backend = chunks_[c].backend;
     chunk_env_.push_back(env);
-    for (int i = 0; i < max_in_flight; ++i) {
-      arenas_[c].emplace_back(env.be());
-      scratch_[c].emplace_back(env.be());
-    }
+    for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(env.be());
+    scratch_.emplace_back(env.be());
     saved_[c].resize(max_in_flight);
     first = first || chunks_[c].first;
     last = last || chunks_[c].last;
@@ -93,9 +90,9 @@ std::vector<float> Model::logits_to_host(int slot) const {
 
 size_t Model::sum_over_arenas(size_t (Arena::*measure)() const) const {
   size_t total = 0;
-  for (const auto* arenas : {&arenas_, &scratch_})
-    for (auto& chunk : *arenas)
-      for (auto& a : chunk) total += (a.*measure)();
+  for (auto& chunk : arenas_)
+    for (auto& a : chunk) total += (a.*measure)();
+  for (auto& a : scratch_) total += (a.*measure)();
   return total;
 }
 
@@ -132,7 +129,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
     // Under recomputation what the block drops lives only until the next block starts.
-    Arena& scratch = scratch_[chunk][slot];
+    Arena& scratch = scratch_[chunk];
     if (recompute_ != Recompute::none) scratch.reset();
     Arena& kept = recompute_ == Recompute::full ? scratch : arena;
     Arena& redo = recompute_ == Recompute::none ? arena : scratch;
@@ -283,7 +280,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
       block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
       continue;
     }
-    Arena& work = scratch_[chunk][slot];
+    Arena& work = scratch_[chunk];
     work.reset();
     if (recompute_ == Recompute::full)
       block.forward(slot, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);

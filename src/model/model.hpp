@@ -71,20 +71,17 @@ class Model {
   // first stage); `output_grad`: the next stage's input gradient (ignored on the last); both in
   // device memory. `weights_now`: a full backward, whose caller calls backward_weight next: each
   // block's weight gradients follow its input gradients at once, and its backward work lives in
-  // the slot's scratch arena for that block only (as under recomputation, which always does so).
+  // the chunk's scratch arena for that block only (as under recomputation, which always does so).
   ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales);
   void backward_input(int chunk, int slot, const float* output_grad, bool weights_now = false);
   void backward_weight(int chunk, int slot);
-  void retire(int chunk, int slot) {
-    arenas_[chunk][slot].reset();
-    scratch_[chunk][slot].reset();
-  }
+  void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
   // training.recompute: what the blocks keep between forward and backward.
   //   full       only their inputs; each block's forward runs again right before its backward.
   //   selective  all but the cheap, wide parts (RMSNorm outputs, SwiGLU products, MLA's per-head
   //              queries, keys and values), which are computed again right before the backward.
-  // Either way the block's forward work (full) or dropped parts (selective) live in one scratch
-  // arena per slot, reused block after block, and the block's weight gradients follow its input
+  // Either way the block's forward work (full) or dropped parts (selective) live in the chunk's
+  // scratch arena, reused block after block, and the block's weight gradients follow its input
   // gradients at once (a deferred weight pass keeps only the head's and the embedding's).
   // Gradients and losses are bitwise those of no recomputation.
   enum class Recompute { none, selective, full };
@@ -148,7 +145,7 @@ class Model {
   float* mtp_backward_input(int chunk, int slot, int k, const float* dh_next);
   void mtp_backward_weight(int chunk, int slot, int k);
   std::vector<float> to_host(const float* device, size_t n) const;
-  // `measure` (capacity or high water) summed over every slot's arenas, scratch included.
+  // `measure` (capacity or high water) summed over every slot's arenas and the chunks' scratch.
   size_t sum_over_arenas(size_t (Arena::*measure)() const) const;
   ModelConfig cfg_;
   MatmulSetup matmul_;  // env_ points at its recipe
@@ -161,7 +158,9 @@ class Model {
   }
   std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
   std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]
-  std::vector<std::vector<Arena>> scratch_;     // [chunk][slot]: one block's work under recomputation
+  // [chunk]: one block's work at a time (its backward when weights follow at once, what
+  // recomputation drops or repeats); a chunk runs one pass at a time, whatever its slots.
+  std::vector<Arena> scratch_;
   Recompute recompute_ = Recompute::none;
   std::vector<std::vector<Saved>> saved_;
 };

@@ -235,6 +235,9 @@ class Executor {
       finish(p);
       return;
     }
+    // Each chunk keeps one scratch arena and one stream: the pair's passes are of two chunks.
+    if (op.task.chunk == op.overlapped_backward->chunk)
+      throw std::logic_error("an overlapped pair of one chunk's passes (a schedule bug)");
     Pending f = prepare(op.task), b = prepare(*op.overlapped_backward);
     // The pair's time counts once, as overlapped time: from the first stream's mark before it to
     // the mark after both chunks' streams are through.
