@@ -29,7 +29,6 @@
 
 namespace {
 
-// world: the ranks mpirun started (null without mpirun).
 // The planner's prediction for the layout a training config describes, on `cluster_path`.
 void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   using namespace mt::plan;
@@ -43,6 +42,7 @@ void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());
 }
 
+// world: the ranks mpirun started (null without mpirun).
 int cmd_train(const std::string& path, const std::vector<std::string>& sets, bool dry_run, long long stop_after,
               bool profile, const std::string& cluster, mt::Comm* world) {
   mt::Config cfg = mt::load_config(path, sets);
@@ -57,7 +57,12 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
                         "`" + (ranks % (p.tp * p.pp) == 0 ? " or set parallel.dp = " + std::to_string(ranks / (p.tp * p.pp)) : std::string()));
   if (dry_run) {
     std::printf("%s: valid\n", path.c_str());
-    if (needed > 1) std::printf("ranks %lld: mpirun -np %lld moetrain train %s\n", needed, needed, path.c_str());
+    if (needed > 1) {
+      // The command that runs what was just checked, the --set arguments included.
+      std::string command = "mpirun -np " + std::to_string(needed) + " moetrain train " + path;
+      for (const std::string& s : sets) command += " --set " + s;
+      std::printf("ranks %lld: %s\n", needed, command.c_str());
+    }
     std::printf("params %.3fM total, %.3fM active per token; %.2f MFLOP per token (training)\n",
                 mt::total_params(cfg.model) / 1e6, mt::active_matmul_params(cfg.model) / 1e6,
                 mt::training_flops_per_token(cfg.model) / 1e6);

@@ -198,8 +198,27 @@ class NcclComm final : public DeviceComm {
         const int sender = upward ? edge : (edge + 1) % n;
         const int peer = me == edge ? (edge + 1) % n : edge;
         std::unique_ptr<NcclComm> link = split_off(backend_, edge, me == sender ? 0 : 1, true);
-        if (link) links_.push_back({peer, me == sender, std::move(link)});
+        if (!link) continue;
+        link->connect();
+        links_.push_back({peer, me == sender, std::move(link)});
       }
+  }
+
+  // NCCL connects a pair on its first send and receive, and the host waits in that call until
+  // the peer makes its own: a receive posted early would block this rank's thread until the
+  // sender's first send. One float each way now, while both ends are here (every rank is on one
+  // edge of a round at most), connects the link before any pipeline transfer.
+  void connect() {
+    activate(state_);
+    float* one = nullptr;
+    MT_CUDA_CHECK(cudaMalloc(&one, sizeof(float)));
+    MT_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), stream_));
+    const std::string what = "connecting the pipeline link with rank " + std::to_string(1 - rank());
+    if (rank() == 0) check(ncclSend(one, 1, ncclFloat, 1, comm_, stream_), what);
+    else check(ncclRecv(one, 1, ncclFloat, 0, comm_, stream_), what);
+    MT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    MT_CUDA_CHECK(cudaFree(one));
+    check_async(what);
   }
 
   // A link's call: issued at once on the link's own stream (see the header for why that is safe).

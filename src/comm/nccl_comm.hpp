@@ -20,7 +20,9 @@
 //   0 with the last) go at once to a link of their own: a two-rank communicator per neighbour and
 //   direction, split from this one, that only this direction's messages use, on a stream of its
 //   own. A receive posted early then blocks nothing but later messages of the same link, which
-//   match in order anyway, so the pipeline's transfers flow while the stage computes.
+//   match in order anyway, so the pipeline's transfers flow while the stage computes. Each link
+//   is connected as it is made (one float each way): NCCL connects a pair on its first send and
+//   receive with the host waiting for the peer, which a receive posted early must not do.
 // - Every NCCL result is checked, also the communicator's asynchronous error; a failure throws
 //   std::runtime_error naming the rank, the group size, the call and NCCL's message.
 #include <memory>

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/error.hpp"
+
 namespace mt {
 
 namespace {
@@ -102,6 +104,7 @@ std::vector<int> cut_under(const std::vector<double>& layers, double tail, int s
 }  // namespace
 
 std::vector<int> pipeline_cut(const ModelConfig& m, int stages) {
+  MT_CHECK(stages >= 1 && stages <= m.n_layers);
   const std::vector<double> blocks = forward_flops_per_block(m);
   const std::vector<double> layers(blocks.begin(), blocks.begin() + m.n_layers);
   double tail = 0, lo = 0, hi = 0;

@@ -21,6 +21,7 @@ std::string layout_text(const Layout& l) {
   if (l.scheduled()) s << " " << pipeline::kind_name(l.schedule);
   if (l.scheduled() && l.schedule == Kind::interleaved) s << " vpp=" << l.vpp;
   s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << l.recompute << (l.fp8 ? " fp8" : "");
+  if (l.storage == Storage::fp32) s << " storage=fp32";
   return s.str();
 }
 
@@ -59,8 +60,11 @@ Layout parse_layout(const std::string& text, int gpus) {
     } else if (key == "fp8") {
       if (value != "on" && value != "off") throw bad("fp8 must be on or off");
       l.fp8 = value == "on";
+    } else if (key == "storage") {
+      if (value != "bf16" && value != "fp32") throw bad("storage must be bf16 (the BF16 recipe) or fp32 (moetrain today)");
+      l.storage = value == "fp32" ? Storage::fp32 : Storage::bf16_recipe;
     } else {
-      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8");
+      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, storage");
     }
   }
   if (!dp_given) {
@@ -132,6 +136,196 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
   return {2 * attn, ffn_bytes * ffn + (moe ? 4.0 * m.moe.n_routed_experts : 0)};
 }
 
+// moetrain's Model (Storage::fp32), values per token on one tensor-parallel rank, as src/model
+// allocates them: what a block keeps from forward to backward in its micro-batch's arena, and the
+// most its chunk's scratch arena holds while the block's backward runs.
+struct BlockValues {
+  double kept = 0, work = 0;
+};
+BlockValues moetrain_block(const ModelConfig& m, bool moe, const std::string& recompute, int tp, int ep) {
+  const auto& a = m.attention;
+  const double d = m.d_model, H = double(m.n_heads) / tp;
+  double kept = d + 2;      // x1, rstd1, rstd2
+  double dropped = 2 * d;   // n1, n2: selective recomputation redoes them
+  double back = 3 * d;      // dn2, dx1, dn1
+  if (a.kind == "mla") {
+    const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
+                 v = a.v_head_dim, qk = nope + rope;
+    kept += (ql > 0 ? 2 * ql + 1 : 0) + (kl + rope) + 2 * kl + 1 + H * v + H;  // c_q, c_kv, o, lse
+    dropped += 2 * H * qk + H * (nope + v) + H * v;                              // q, k, [k_nope; v], v
+    back += 2 * H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
+  } else {
+    const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;
+    kept += 2 * H * hd + 2 * kv * hd + H + (kv < H ? 2 * H * hd : 0);  // q, o, k, v, lse; k, v per query head
+    back += 4 * H * hd + (kv < H ? 2 * kv * hd : 0);
+  }
+  if (moe) {
+    const double K = m.moe.top_k, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,
+                 shared = double(m.moe.n_shared_experts) * m.moe.expert_hidden;
+    kept += E + 4 * K + 2 * K * d + 2 * K * hid + 2 * shared;  // routing, rows to and from the experts, gate and up
+    dropped += K * hid + shared;                               // SwiGLU products
+    back += E + K + 2 * K * d + 3 * K * hid + 3 * shared;
+    // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
+    // average), gathered into expert order, their outputs and those going back; the same again
+    // for the gradients.
+    if (ep > 1) kept += 4 * K * d + 2 * K, back += 4 * K * d;
+  } else {
+    const double hid = double(m.ffn_hidden) / tp;
+    kept += 2 * hid;
+    dropped += hid;
+    back += 3 * hid;
+  }
+  if (recompute == "full") return {0, kept + dropped + d + back};  // the forward again, its output, the backward
+  if (recompute == "selective") return {kept, dropped + back};
+  return {kept + dropped, back};
+}
+
+// moetrain's parameters on one rank of a pipeline position (stage): whole where the trainer keeps
+// them whole (norms, MLA's latent projections, the router, shared experts, which run on every
+// tensor-parallel rank), split over tp or ep where it splits them; and the MoE layers' router
+// biases, which are weights without gradients.
+struct StageParams {
+  double params = 0, buffers = 0;
+};
+StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int first, int end, bool has_embedding,
+                                  bool last) {
+  const auto& a = m.attention;
+  const double d = m.d_model, V = m.vocab_size;
+  auto layer = [&](bool moe) {
+    double p = 2 * d;  // attention and FFN norms
+    if (a.kind == "mla") {
+      const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, qk = a.qk_nope_head_dim + rope;
+      const double H = m.n_heads;
+      p += (ql > 0 ? ql * d + ql + H * qk * ql / l.tp : H * qk * d / l.tp) + (kl + rope) * d + kl +
+           H * (a.qk_nope_head_dim + a.v_head_dim) * kl / l.tp + d * H * a.v_head_dim / l.tp;
+    } else {
+      p += attention_matmul_params(m) / l.tp;
+    }
+    if (moe) {
+      const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts;
+      p += E * d + 3.0 * m.moe.n_shared_experts * hid * d + 3 * hid * d * E / l.ep;
+    } else {
+      p += 3.0 * m.ffn_hidden * d / l.tp;
+    }
+    return p;
+  };
+  StageParams s;
+  for (int i = first; i < end; ++i) {
+    s.params += layer(i >= m.n_dense_layers);
+    s.buffers += i >= m.n_dense_layers ? m.moe.n_routed_experts : 0;
+  }
+  if (has_embedding) s.params += V * d;
+  if (last) {
+    const bool mtp_moe = m.n_layers > m.n_dense_layers;
+    s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d + layer(mtp_moe));
+    s.buffers += mtp_moe ? m.mtp.depth * double(m.moe.n_routed_experts) : 0;
+  }
+  return s;
+}
+
+// moetrain's weights, gradients and optimizer state on the rank that holds the most: FP32 weights
+// (their own master copy), gradients and moments. ZeRO-1 shards the moments of everything but the
+// routed experts over dp and packs those parameters' gradients for the reduce-scatter.
+Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement) {
+  const std::vector<int> cut = pipeline_cut(m, placement.stages);
+  const bool zero1 = l.zero >= 1 && l.dp > 1;
+  Memory most;
+  for (int r = 0; r < placement.ranks; ++r) {
+    StageParams all;
+    double experts = 0;
+    bool embedding = false, last = false;
+    for (int c = 0; c < placement.chunks_per_rank; ++c) {
+      const int pos = placement.locate(r, c)->position;
+      embedding = embedding || pos == 0;
+      last = last || pos == placement.stages - 1;
+      for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i)
+        experts += i >= m.n_dense_layers ? 3.0 * m.moe.expert_hidden * m.d_model * m.moe.n_routed_experts / l.ep : 0;
+    }
+    for (int c = 0; c < placement.chunks_per_rank; ++c) {
+      const int pos = placement.locate(r, c)->position;
+      const StageParams s = moetrain_stage_params(m, l, cut[size_t(pos)], cut[size_t(pos) + 1], pos == 0,
+                                                  pos == placement.stages - 1);
+      all.params += s.params;
+      all.buffers += s.buffers;
+    }
+    // The last stage's copy of the embedding (MTP) when another rank holds the first.
+    if (last && !embedding && m.mtp.depth > 0) all.params += double(m.vocab_size) * m.d_model;
+    if (last && m.mtp.depth > 0 && m.n_layers > m.n_dense_layers)
+      experts += m.mtp.depth * 3.0 * m.moe.expert_hidden * m.d_model * m.moe.n_routed_experts / l.ep;
+    const double dense = all.params - experts;
+    Memory here;
+    here.weights = 4 * (all.params + all.buffers);
+    here.grads = 4 * all.params;
+    here.optimizer = zero1 ? 8 * (std::ceil(dense / l.dp) + experts) + 4 * (dense + std::ceil(dense / l.dp)) : 8 * all.params;
+    if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
+  }
+  return most;
+}
+
+// moetrain's activation values per token of one micro-batch on the busiest rank, as its arenas
+// hold them: each chunk keeps one arena per micro-batch it has in flight at once (in the rank's
+// compute order), each grown to the most one micro-batch needs, and one scratch arena.
+double moetrain_activation_values(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement,
+                                  int microbatches) {
+  const double d = m.d_model, V = m.vocab_size;
+  const std::vector<int> cut = pipeline_cut(m, placement.stages);
+  const bool mtp_moe = m.n_layers > m.n_dense_layers;
+  pipeline::RankOrders order(size_t(placement.ranks));
+  if (l.scheduled())
+    order = pipeline::compute_order_for(
+        {l.schedule, l.pp, microbatches, l.schedule == Kind::interleaved ? l.vpp : 1});
+  else
+    order[0] = {pipeline::ComputeOp{{pipeline::Pass::forward, 0, 0}, std::nullopt},
+                pipeline::ComputeOp{{pipeline::Pass::backward, 0, 0}, std::nullopt}};
+  double busiest = 0;
+  for (int r = 0; r < placement.ranks; ++r) {
+    double values = 0;
+    for (int c = 0; c < placement.chunks_per_rank; ++c) {
+      const int pos = placement.locate(r, c)->position;
+      const int nb = cut[size_t(pos) + 1] - cut[size_t(pos)];
+      double slot = 2 + (nb + 1) * d, later = (nb + 1) * d, work = 0;  // tokens, block inputs; input gradients
+      for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
+        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep);
+        slot += b.kept;
+        later += b.work;
+        work = std::max(work, b.work);
+      }
+      if (pos == placement.stages - 1) {
+        slot += 2 * d + 2 * V + 2;  // final norm, logits and their gradient
+        const BlockValues b = moetrain_block(m, mtp_moe, "none", l.tp, l.ep);
+        slot += m.mtp.depth * (17 * d + 2 * V + 6 + b.kept + b.work);  // MTP modules keep everything
+      }
+      // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
+      // after its backward (B) or weight pass (W); each grows to the most a micro-batch needed.
+      // A deferred weight pass (I, then W) keeps the blocks' backward work and every input
+      // gradient with the micro-batch; a full backward (or any under recomputation, which takes
+      // the weights at once) keeps two input gradients and works in the scratch arena.
+      std::vector<double> arena;
+      std::vector<int> free_arenas, arena_of(size_t(microbatches), -1);
+      bool scratch = false;
+      for (const pipeline::ComputeOp& op : order[size_t(r)])
+        for (const pipeline::Task& t : pipeline::tasks_of(op)) {
+          if (t.chunk != c) continue;
+          int& a = arena_of[size_t(t.microbatch)];
+          if (t.pass == pipeline::Pass::forward) {
+            if (free_arenas.empty()) free_arenas.push_back(int(arena.size())), arena.push_back(0);
+            a = free_arenas.back();
+            free_arenas.pop_back();
+          } else if (t.pass != pipeline::Pass::weight_grad) {
+            const bool deferred = t.pass == pipeline::Pass::input_grad && l.recompute == "none";
+            arena[size_t(a)] = std::max(arena[size_t(a)], slot + (deferred ? later : 2 * d));
+            scratch = scratch || !deferred;
+          }
+          if (t.pass == pipeline::Pass::backward || t.pass == pipeline::Pass::weight_grad) free_arenas.push_back(a);
+        }
+      for (double bytes : arena) values += bytes;
+      if (scratch) values += work;
+    }
+    busiest = std::max(busiest, values);
+  }
+  return busiest;
+}
+
 // Activation bytes one token leaves in all layers (MTP blocks included) on one tensor-parallel
 // rank, under the layout's recomputation and precision.
 double model_activations_per_token(const ModelConfig& m, const Layout& l) {
@@ -143,6 +337,22 @@ double model_activations_per_token(const ModelConfig& m, const Layout& l) {
     bytes += a.attention / l.tp + (moe ? a.ffn : a.ffn / l.tp);
   }
   return bytes;
+}
+
+// The BF16 recipe's activation bytes on a rank: `live` micro-batches of its pieces' saved
+// tensors, and the logits.
+double recipe_activations(const ModelConfig& m, const Layout& l, double T, int pieces, int live) {
+  double per_token_piece = model_activations_per_token(m, l) / pieces;
+  if (l.recompute == "full") {
+    // Only each layer's input is kept; one layer is rebuilt at a time during backward.
+    Layout plain = l;
+    plain.recompute = "none";
+    LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
+    const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
+    per_token_piece = 2.0 * m.d_model * layers_per_piece + (a.attention + a.ffn) / l.tp / std::max(1.0, double(live));
+  }
+  const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
+  return per_token_piece * T * live + logits;
 }
 
 // The model cut into the pipeline's stages as the trainer cuts it (pipeline_cut); returns the
@@ -351,7 +561,8 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
       const double period = (timeline(m2).makespan - first.makespan) / (m2 - m1);
       makespan += (m_count - m1) * period;
     }
-    peak_chunks = first.peak_live_chunks;
+    // GPipe keeps every micro-batch until its backward, more than the short pipelines hold.
+    peak_chunks = l.schedule == Kind::gpipe ? m_count : first.peak_live_chunks;
   }
   e.peak_live_chunks = peak_chunks;
 
@@ -380,17 +591,12 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
                                         e.time.imbalance);
   e.time.optimizer = opt_time;
 
-  // Activations per rank.
-  double per_token_piece = model_activations_per_token(m, l) / pieces;
-  if (l.recompute == "full") {
-    // Only each layer's input is kept; one layer is rebuilt at a time during backward.
-    Layout plain = l;
-    plain.recompute = "none";
-    LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
-    per_token_piece = 2 * d * layers_per_piece + (a.attention + a.ffn) / l.tp / std::max(1.0, double(peak_chunks));
+  if (l.storage == Storage::fp32) {
+    e.memory = moetrain_memory(m, l, placement);
+    e.memory.activations = 4 * T * moetrain_activation_values(m, l, placement, m_count);
+  } else {
+    e.memory.activations = recipe_activations(m, l, T, pieces, peak_chunks);
   }
-  const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
-  e.memory.activations = per_token_piece * T * peak_chunks + logits;
   e.fits = e.memory.total() <= e.memory_limit;
 
   const double tokens = double(global_batch) * m.seq_len;

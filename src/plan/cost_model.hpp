@@ -12,6 +12,13 @@
 
 namespace mt::plan {
 
+// Whose memory the model counts. bf16_recipe: DeepSeek-V3's (BF16 weights and activations, FP8
+// FFN inputs under FP8, FP32 master weights, gradients and AdamW moments). fp32: moetrain's own
+// trainer as it allocates today: everything FP32 (the weights are their own master copy), each
+// block's tensors as src/model keeps them, one block's backward work per chunk, logits and their
+// gradient. Time does not depend on it.
+enum class Storage { bf16_recipe, fp32 };
+
 struct Layout {
   int dp = 1, tp = 1, pp = 1, ep = 1;
   int vpp = 1;                    // interleaved only
@@ -20,6 +27,7 @@ struct Layout {
   int micro_batch = 1;            // sequences per micro-batch
   std::string recompute = "none"; // none | selective | full
   bool fp8 = false;
+  Storage storage = Storage::bf16_recipe;
   int world() const { return dp * tp * pp; }
   // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
   // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's
@@ -27,9 +35,10 @@ struct Layout {
   bool scheduled() const { return pp > 1 || schedule == pipeline::Kind::dualpipev; }
 };
 
-// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8"
+// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8" (and " storage=fp32")
 std::string layout_text(const Layout& l);
-// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]";
+// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]
+// [,storage=fp32]";
 // dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
 Layout parse_layout(const std::string& text, int gpus);
 

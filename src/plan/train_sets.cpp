@@ -39,6 +39,7 @@ Layout layout_of_config(const Config& c) {
   l.micro_batch = c.training.micro_batch;
   l.recompute = c.training.recompute;
   l.fp8 = c.precision.matmul == MatmulPrecision::fp8;
+  l.storage = Storage::fp32;  // what moetrain stores, whatever the GEMMs' inputs
   return l;
 }
 

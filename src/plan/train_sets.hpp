@@ -15,7 +15,8 @@ namespace mt::plan {
 std::vector<std::string> train_sets(const Layout& l);
 // "--set parallel.dp=512 --set ..." (no value needs shell quoting).
 std::string train_set_line(const Layout& l);
-// The layout of a training config: its [parallel] table, micro-batch, recomputation and FP8.
+// The layout of a training config: its [parallel] table, micro-batch, recomputation and FP8, with
+// moetrain's own storage (FP32).
 Layout layout_of_config(const Config& c);
 
 }  // namespace mt::plan

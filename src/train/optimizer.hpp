@@ -38,6 +38,8 @@ class Optimizer {
   void export_moments(std::vector<float>& m, std::vector<float>& v);
   void import_moments(const std::vector<float>& m, const std::vector<float>& v);
   size_t moment_floats() const { return m_.count(); }
+  // Everything the optimizer holds on the device: the moments and ZeRO-1's packed gradients and shard.
+  size_t state_floats() const { return m_.count() + v_.count() + packed_.count() + shard_grad_.count(); }
   const ParallelGroups& groups() const { return g_; }
 
  private:

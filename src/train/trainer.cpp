@@ -137,7 +137,9 @@ Trainer::~Trainer() {
   profile_.reset();
   // NCCL communicators live on the backend's GPU and stream: they go before it too.
   chunk_comms_.clear();
-  groups_.dev = {};
+  // Children before the world communicator they were split from.
+  auto& d = groups_.dev;
+  for (auto* c : {&d.embedding, &d.mirror, &d.pp, &d.expert_replicas, &d.ep, &d.dp, &d.tp, &d.world}) c->reset();
   comm_timers_.clear();
   for (size_t c = 1; c < chunk_streams_.size(); ++c) close_stream(device_, chunk_streams_[c]);
   release_device(device_);
@@ -226,7 +228,7 @@ TrainSummary::Memory Trainer::memory_use() const {
   // Collective: every rank's figures, in MB (float's digits are plenty for a report).
   const std::vector<float> mine{float(double(params.total() + buffers) * sizeof(float) / 1e6),
                                 float(double(params.total()) * sizeof(float) / 1e6),
-                                float(double(optimizer_->moment_floats()) * 2 * sizeof(float) / 1e6),
+                                float(double(optimizer_->state_floats()) * sizeof(float) / 1e6),
                                 float(double(model_->arena_bytes()) / 1e6), float(double(model_->arena_high_water()) / 1e6)};
   std::vector<float> all(mine.size() * size_t(opt_.world->size()));
   opt_.world->all_gather(mine, all);

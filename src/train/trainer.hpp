@@ -36,7 +36,8 @@ struct TrainSummary {
   double tokens_per_s = 0, elapsed_s = 0;  // over the steps run by this invocation
   bool interrupted = false;
   // Device memory per rank, bytes, the most of any rank: the parameters, their gradients, the
-  // AdamW moments, and the activation arenas (allocated; the high water of their use beside).
+  // optimizer's state (AdamW moments, ZeRO-1's buffers), and the activation arenas (allocated;
+  // the high water of their use beside).
   struct Memory {
     double weights = 0, gradients = 0, optimizer = 0, activations = 0, activations_used = 0;
   } memory;

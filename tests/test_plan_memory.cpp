@@ -1,0 +1,65 @@
+// The planner's memory model for moetrain's own storage (Storage::fp32) against the memory one
+// training step really takes: the parameters and the high water of the activation arenas, for
+// every attention kind, MTP and each recomputation. (bench/memory_check.py does the same for
+// multi-rank layouts under mpirun.)
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/model.hpp"
+#include "plan/cluster.hpp"
+#include "plan/cost_model.hpp"
+#include "test_helpers.hpp"
+#include "train/accumulate.hpp"
+
+namespace {
+
+struct Measured {
+  double weights = 0, activations = 0;
+};
+
+Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Model::Recompute recompute) {
+  testing::StrictDevice dev;
+  mt::Model model(cfg, 7, dev.be, {}, 1);
+  model.set_recompute(recompute);
+  const std::vector<int> tokens = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 5);
+  mt::accumulate_gradients(model, batch, batch, [&](int, std::vector<int>& in, std::vector<int>& tg) {
+    in = tokens;
+    tg = tokens;
+  });
+  size_t buffers = 0;
+  for (size_t i = 0; i < model.params.buffer_names.size(); ++i) buffers += model.params.buffer_size(int(i));
+  return {4.0 * double(model.params.total() + buffers), double(model.arena_high_water())};
+}
+
+}  // namespace
+
+TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters and activation arenas") {
+  const mt::plan::Cluster cluster = mt::plan::load_cluster("configs/clusters/h100-superpod.toml");
+  const std::pair<const char*, mt::Model::Recompute> modes[] = {
+      {"none", mt::Model::Recompute::none}, {"selective", mt::Model::Recompute::selective},
+      {"full", mt::Model::Recompute::full}};
+  for (auto [name, cfg] : testing::attention_variants())
+    for (int depth : {0, 1})
+      for (const auto& [mode, recompute] : modes) {
+        cfg.mtp.depth = depth;
+        cfg.seq_len = 64;  // enough rows that the arenas' 64-byte rounding of each tensor is noise
+        CAPTURE(name);
+        CAPTURE(depth);
+        CAPTURE(mode);
+        const int batch = 2;
+        mt::plan::Layout l;
+        l.zero = 0;
+        l.micro_batch = batch;
+        l.recompute = mode;
+        l.storage = mt::plan::Storage::fp32;
+        REQUIRE(mt::plan::layout_problem(cfg, batch, cluster, l).empty());
+        const mt::plan::Estimate e = mt::plan::estimate_step(cfg, batch, cluster, l);
+        const Measured m = one_step(cfg, batch, recompute);
+        CHECK(e.memory.weights == doctest::Approx(m.weights).epsilon(1e-9));
+        CHECK(e.memory.grads + e.memory.optimizer == doctest::Approx(3 * m.weights).epsilon(0.01));
+        // Within 2%: the arenas round each tensor up to 64 bytes.
+        CHECK(e.memory.activations == doctest::Approx(m.activations).epsilon(0.02));
+      }
+}
