@@ -123,7 +123,7 @@ TEST_CASE("Megatron-LM 2021 Table 1: every row within 15% from two global factor
     double best = 1e30;
     for (int mbs : {1, 2, 4, 8})
       for (auto [kind, vpp] : std::vector<std::pair<Kind, int>>{{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::interleaved, 4}}) {
-        Layout l{r.dp, r.tp, r.pp, 1, vpp, 0, kind, mbs, "full", false};
+        Layout l{r.dp, r.tp, r.pp, 1, vpp, 0, kind, mbs, mt::Recompute::full, false};
         if (!layout_problem(m, r.batch, c, l).empty()) continue;
         Estimate e = estimate_step(m, r.batch, c, l);
         if (e.fits) best = std::min(best, e.step_s);

@@ -19,7 +19,7 @@ struct Measured {
   double weights = 0, activations = 0;
 };
 
-Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Model::Recompute recompute) {
+Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Recompute recompute) {
   testing::StrictDevice dev;
   mt::Model model(cfg, 7, dev.be, {}, 1);
   model.set_recompute(recompute);
@@ -37,22 +37,19 @@ Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Model::Recompute re
 
 TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters and activation arenas") {
   const mt::plan::Cluster cluster = mt::plan::load_cluster("configs/clusters/h100-superpod.toml");
-  const std::pair<const char*, mt::Model::Recompute> modes[] = {
-      {"none", mt::Model::Recompute::none}, {"selective", mt::Model::Recompute::selective},
-      {"full", mt::Model::Recompute::full}};
   for (auto [name, cfg] : testing::attention_variants())
     for (int depth : {0, 1})
-      for (const auto& [mode, recompute] : modes) {
+      for (mt::Recompute recompute : {mt::Recompute::none, mt::Recompute::selective, mt::Recompute::full}) {
         cfg.mtp.depth = depth;
         cfg.seq_len = 64;  // enough rows that the arenas' 64-byte rounding of each tensor is noise
         CAPTURE(name);
         CAPTURE(depth);
-        CAPTURE(mode);
+        CAPTURE(mt::name_of(recompute));
         const int batch = 2;
         mt::plan::Layout l;
         l.zero = 0;
         l.micro_batch = batch;
-        l.recompute = mode;
+        l.recompute = recompute;
         l.storage = mt::plan::Storage::fp32;
         REQUIRE(mt::plan::layout_problem(cfg, batch, cluster, l).empty());
         const mt::plan::Estimate e = mt::plan::estimate_step(cfg, batch, cluster, l);

@@ -21,7 +21,7 @@ struct Result {
   size_t activation_bytes = 0;             // the most the arenas held at once
 };
 
-using Mode = mt::Model::Recompute;
+using Mode = mt::Recompute;
 
 Result one_step(const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul, Mode recompute) {
   testing::StrictDevice dev;

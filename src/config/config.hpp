@@ -9,18 +9,19 @@
 #include <utility>
 #include <vector>
 
+#include "config/names.hpp"
+#include "pipeline/kind.hpp"
+
 namespace mt {
 
-// Choices are parsed into enums once, at the config border; Names<E>::list gives each value's
-// spelling in experiment files (and the schema's list of valid values, in this order).
-template <class E>
-struct Names;
-template <class E>
-const char* name_of(E value) {
-  for (const auto& [name, v] : Names<E>::list)
-    if (v == value) return name;
-  return "?";
-}
+// What the blocks keep between forward and backward (training.recompute): everything; all but
+// the cheap, wide tensors, computed again before the backward; or only their inputs.
+enum class Recompute { none, selective, full };
+template <>
+struct Names<Recompute> {
+  static constexpr std::array<std::pair<const char*, Recompute>, 3> list{
+      {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}};
+};
 
 enum class BalanceLoss { none, sequence, micro_batch, global_batch };
 template <>
@@ -137,7 +138,7 @@ struct TrainingConfig {
   double grad_clip = 1.0; // 0 = no clipping
   int eval_every = 50;    // 0 = no evaluation
   int eval_batches = 4;
-  std::string recompute = "none";  // none | selective | full: what the blocks keep between forward and backward
+  Recompute recompute = Recompute::none;
 };
 
 struct OptimizerConfig {
@@ -157,7 +158,7 @@ struct LrScheduleConfig {
 struct ParallelConfig {
   int dp = 1, tp = 1, pp = 1, ep = 1;
   int vpp = 1;                    // model chunks per pipeline rank (interleaved)
-  std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 | dualpipe | dualpipev
+  pipeline::Kind schedule = pipeline::Kind::one_f_one_b;
   int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp
   bool share_gpu = false;         // ranks of a node share its GPUs and talk through host memory
   std::string comm = "auto";      // auto | nccl | staged: how GPU ranks move device payloads

@@ -185,7 +185,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.real("training.grad_clip", t.grad_clip, 0, kInf, false, false, "max global gradient norm (0 = off)");
   b.integer("training.eval_every", t.eval_every, 0, kInt, "steps between validation passes (0 = off)");
   b.integer("training.eval_batches", t.eval_batches, 1, kInt, "micro-batches per validation pass");
-  b.choice("training.recompute", t.recompute, {"none", "selective", "full"},
+  b.choice("training.recompute", t.recompute,
            "activation recomputation, the same gradients bit for bit: selective = RMSNorm outputs, SwiGLU "
            "products and MLA's per-head q/k/v are computed again before the backward; full = blocks keep "
            "only their inputs and run their forward again (least memory, a third more compute)");
@@ -209,8 +209,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.pp", p.pp, 1, kInt, "pipeline-parallel ranks");
   b.integer("parallel.ep", p.ep, 1, kInt, "expert-parallel ranks (among the dp*tp ranks of a stage)");
   b.integer("parallel.vpp", p.vpp, 1, kInt, "model chunks per pipeline rank (interleaved schedule)");
-  b.choice("parallel.schedule", p.schedule, {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipev"},
-           "pipeline schedule");
+  b.choice("parallel.schedule", p.schedule, "pipeline schedule");
   b.integer("parallel.zero", p.zero, 0, 1, "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them");
   b.flag("parallel.share_gpu", p.share_gpu,
          "ranks of a node may share its GPUs (rank i uses GPU i mod count) and communicate through host memory "

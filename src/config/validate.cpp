@@ -39,23 +39,25 @@ void validate_pipeline(const Config& c) {
   const auto& t = c.training;
   const auto& p = c.parallel;
   const int microbatches = t.global_batch / t.micro_batch / p.dp;
-  const pipeline::ScheduleRequest req{pipeline::parse_kind(p.schedule), p.pp, microbatches, p.vpp};
+  const std::string schedule = name_of(p.schedule);
+  const pipeline::ScheduleRequest req{p.schedule, p.pp, microbatches, p.vpp};
   try {
     pipeline::validate_request(req);
   } catch (const UserError& e) {
-    throw UserError(c.origin.at("parallel.schedule") + ": parallel.schedule = \"" + p.schedule + "\": " + e.what() +
+    throw UserError(c.origin.at("parallel.schedule") + ": parallel.schedule = \"" + schedule + "\": " + e.what() +
                     " (each pipeline runs training.global_batch / (micro_batch * dp) = " + s(microbatches) +
                     " micro-batches per step)");
   }
   // Every stage needs a block: checked before placement_for, whose int stage count would
   // overflow for pp * vpp beyond any model.
-  const long long wanted = (long long)p.pp * (p.schedule == "interleaved" ? p.vpp : p.schedule == "dualpipev" ? 2 : 1);
+  const long long wanted =
+      (long long)p.pp * (p.schedule == pipeline::Kind::interleaved ? p.vpp : p.schedule == pipeline::Kind::dualpipev ? 2 : 1);
   require(wanted <= m.n_layers, c, "model.n_layers",
           "= " + s(m.n_layers) + " is fewer than the " + s(wanted) + " pipeline stages of parallel.schedule = \"" +
-              p.schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
+              schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
               ": every stage needs at least one block");
-  require(m.moe.aux_loss != BalanceLoss::global_batch || p.schedule == "gpipe", c, "parallel.schedule",
-          "= \"" + p.schedule + "\" runs backward passes before the step's last forward, but model.moe.aux_loss = "
+  require(m.moe.aux_loss != BalanceLoss::global_batch || p.schedule == pipeline::Kind::gpipe, c, "parallel.schedule",
+          "= \"" + schedule + "\" runs backward passes before the step's last forward, but model.moe.aux_loss = "
           "\"global_batch\" needs the whole step's routing first: use schedule \"gpipe\" or aux_loss \"micro_batch\"");
 }
 
@@ -67,16 +69,18 @@ void validate_layout(const Config& c) {
   const auto& p = c.parallel;
   // One pipeline rank runs micro-batches one after another ("1f1b" of one stage), or DualPipeV's
   // two half-model chunks, one micro-batch's forward beside another's backward.
-  require(p.pp > 1 || p.schedule == "1f1b" || p.schedule == "dualpipev", c, "parallel.schedule",
-          "= \"" + p.schedule + "\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage: use "
+  using pipeline::Kind;
+  require(p.pp > 1 || p.schedule == Kind::one_f_one_b || p.schedule == Kind::dualpipev, c, "parallel.schedule",
+          "= \"" + std::string(name_of(p.schedule)) + "\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage: use "
           "\"1f1b\" (micro-batches one after another), \"dualpipev\" (two half-model chunks on the rank, one micro-batch's "
           "forward overlapping another's backward), or parallel.pp > 1");
-  if (p.pp > 1 || p.schedule == "dualpipev") validate_pipeline(c);
+  if (p.pp > 1 || p.schedule == Kind::dualpipev) validate_pipeline(c);
   require(!(p.share_gpu && p.comm == "nccl"), c, "parallel.comm",
           "= \"nccl\" cannot go with parallel.share_gpu = true: NCCL refuses two ranks on one GPU; set parallel.comm = "
           "\"auto\" (staged through host memory when ranks share a GPU)");
-  require(p.vpp == 1 || p.schedule == "interleaved", c, "parallel.vpp",
-          "= " + s(p.vpp) + " applies to parallel.schedule = \"interleaved\" only (now \"" + p.schedule + "\"); set it to 1");
+  require(p.vpp == 1 || p.schedule == Kind::interleaved, c, "parallel.vpp",
+          "= " + s(p.vpp) + " applies to parallel.schedule = \"interleaved\" only (now \"" + name_of(p.schedule) +
+              "\"); set it to 1");
   require(m.n_heads % p.tp == 0, c, "parallel.tp",
           "= " + s(p.tp) + " must divide model.n_heads = " + s(m.n_heads) + " (each rank holds whole heads): use one of " +
               divisors(m.n_heads));

@@ -311,11 +311,4 @@ void Model::backward_weight(int chunk, int slot) {
                            .dtable = params.grad(embedding)});
 }
 
-Model::Recompute recompute_of(const std::string& name) {
-  if (name == "selective") return Model::Recompute::selective;
-  if (name == "full") return Model::Recompute::full;
-  if (name == "none") return Model::Recompute::none;
-  throw std::logic_error("training.recompute = \"" + name + "\" passed the config's schema");
-}
-
 }  // namespace mt

@@ -84,7 +84,6 @@ class Model {
   // scratch arena, reused block after block, and the block's weight gradients follow its input
   // gradients at once (a deferred weight pass keeps only the head's and the embedding's).
   // Gradients and losses are bitwise those of no recomputation.
-  enum class Recompute { none, selective, full };
   void set_recompute(Recompute mode) { recompute_ = mode; }
   // The chunk's output after forward (not on the last stage) and its input gradient after
   // backward_input (not on the first), [batch*seq, d_model] in device memory, until retire().
@@ -164,8 +163,5 @@ class Model {
   Recompute recompute_ = Recompute::none;
   std::vector<std::vector<Saved>> saved_;
 };
-
-// training.recompute's value ("none", "selective" or "full", as the config's schema allows).
-Model::Recompute recompute_of(const std::string& name);
 
 }  // namespace mt

@@ -6,7 +6,7 @@ namespace mt {
 
 ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
   ParallelLayout l{.dp = p.dp, .tp = p.tp, .pp = p.pp, .ep = p.ep};
-  const bool dual = p.schedule == "dualpipe", v_shape = p.schedule == "dualpipev";
+  const bool dual = p.schedule == pipeline::Kind::dualpipe, v_shape = p.schedule == pipeline::Kind::dualpipev;
   l.mirrored = p.pp > 1 && dual;
   // DualPipeV's first and last stages share rank 0; DualPipe's pairs hold both ends.
   l.tied_embedding = p.pp > 1 && m.mtp.depth > 0 && !dual && !v_shape;
@@ -15,7 +15,7 @@ ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
 
 std::string layout_text(const ParallelConfig& p) {
   return "dp=" + std::to_string(p.dp) + " tp=" + std::to_string(p.tp) + " pp=" + std::to_string(p.pp) +
-         " ep=" + std::to_string(p.ep) + " vpp=" + std::to_string(p.vpp) + " schedule=" + p.schedule +
+         " ep=" + std::to_string(p.ep) + " vpp=" + std::to_string(p.vpp) + " schedule=" + name_of(p.schedule) +
          " zero=" + std::to_string(p.zero);
 }
 

@@ -9,18 +9,21 @@
 namespace mt::pipeline {
 
 const std::vector<std::string>& kind_names() {
-  static const std::vector<std::string> names = {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipev"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, kind] : Names<Kind>::list) out.push_back(name);
+    return out;
+  }();
   return names;
 }
 
-std::string kind_name(Kind kind) { return kind_names()[static_cast<size_t>(kind)]; }
+std::string kind_name(Kind kind) { return name_of(kind); }
 
 Kind parse_kind(const std::string& name) {
-  const auto& names = kind_names();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return static_cast<Kind>(i);
+  Kind kind;
+  if (value_of(name, kind)) return kind;
   std::string valid;
-  for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  for (const auto& n : kind_names()) valid += (valid.empty() ? "" : ", ") + n;
   throw UserError("unknown schedule kind '" + name + "': valid kinds are " + valid);
 }
 

@@ -9,11 +9,11 @@
 #include <variant>
 #include <vector>
 
+#include "pipeline/kind.hpp"
+
 namespace mt::pipeline {
 
-enum class Kind { gpipe, one_f_one_b, interleaved, zb_h1, dualpipe, dualpipev };
-
-// The names used on the command line and in configs, in Kind order.
+// The names used on the command line and in configs (Names<Kind>), in Kind order.
 const std::vector<std::string>& kind_names();
 std::string kind_name(Kind kind);
 // Throws UserError naming the valid kinds.

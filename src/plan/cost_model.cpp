@@ -20,7 +20,7 @@ std::string layout_text(const Layout& l) {
   s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep;
   if (l.scheduled()) s << " " << pipeline::kind_name(l.schedule);
   if (l.scheduled() && l.schedule == Kind::interleaved) s << " vpp=" << l.vpp;
-  s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << l.recompute << (l.fp8 ? " fp8" : "");
+  s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << name_of(l.recompute) << (l.fp8 ? " fp8" : "");
   if (l.storage == Storage::fp32) s << " storage=fp32";
   return s.str();
 }
@@ -55,8 +55,7 @@ Layout parse_layout(const std::string& text, int gpus) {
       if (l.zero > 3) throw bad("zero must be 0, 1, 2 or 3 (3 = FSDP)");
     } else if (key == "schedule") l.schedule = pipeline::parse_kind(value);
     else if (key == "recompute") {
-      if (value != "none" && value != "selective" && value != "full") throw bad("recompute must be none, selective or full");
-      l.recompute = value;
+      if (!value_of(value, l.recompute)) throw bad("recompute must be none, selective or full");
     } else if (key == "fp8") {
       if (value != "on" && value != "off") throw bad("fp8 must be on or off");
       l.fp8 = value == "on";
@@ -116,7 +115,7 @@ struct LayerActivations {
 LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout& l) {
   const auto& a = m.attention;
   const double d = m.d_model, H = m.n_heads;
-  const bool selective = l.recompute == "selective";
+  const bool selective = l.recompute == Recompute::selective;
   double attn;  // values per token
   if (a.kind == "mla") {
     // Layer input, normalized input, latents, per-head q/k/v from the up-projections, output.
@@ -142,7 +141,7 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
 struct BlockValues {
   double kept = 0, work = 0;
 };
-BlockValues moetrain_block(const ModelConfig& m, bool moe, const std::string& recompute, int tp, int ep) {
+BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep) {
   const auto& a = m.attention;
   const double d = m.d_model, H = double(m.n_heads) / tp;
   double kept = d + 2;      // x1, rstd1, rstd2
@@ -175,8 +174,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, const std::string& re
     dropped += hid;
     back += 3 * hid;
   }
-  if (recompute == "full") return {0, kept + dropped + d + back};  // the forward again, its output, the backward
-  if (recompute == "selective") return {kept, dropped + back};
+  if (recompute == Recompute::full) return {0, kept + dropped + d + back};  // the forward again, its output, the backward
+  if (recompute == Recompute::selective) return {kept, dropped + back};
   return {kept + dropped, back};
 }
 
@@ -292,7 +291,7 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       }
       if (pos == placement.stages - 1) {
         slot += 2 * d + 2 * V + 2;  // final norm, logits and their gradient
-        const BlockValues b = moetrain_block(m, mtp_moe, "none", l.tp, l.ep);
+        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep);
         slot += m.mtp.depth * (17 * d + 2 * V + 6 + b.kept + b.work);  // MTP modules keep everything
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
@@ -312,7 +311,7 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
             a = free_arenas.back();
             free_arenas.pop_back();
           } else if (t.pass != pipeline::Pass::weight_grad) {
-            const bool deferred = t.pass == pipeline::Pass::input_grad && l.recompute == "none";
+            const bool deferred = t.pass == pipeline::Pass::input_grad && l.recompute == Recompute::none;
             arena[size_t(a)] = std::max(arena[size_t(a)], slot + (deferred ? later : 2 * d));
             scratch = scratch || !deferred;
           }
@@ -343,10 +342,10 @@ double model_activations_per_token(const ModelConfig& m, const Layout& l) {
 // tensors, and the logits.
 double recipe_activations(const ModelConfig& m, const Layout& l, double T, int pieces, int live) {
   double per_token_piece = model_activations_per_token(m, l) / pieces;
-  if (l.recompute == "full") {
+  if (l.recompute == Recompute::full) {
     // Only each layer's input is kept; one layer is rebuilt at a time during backward.
     Layout plain = l;
-    plain.recompute = "none";
+    plain.recompute = Recompute::none;
     LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
     const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
     per_token_piece = 2.0 * m.d_model * layers_per_piece + (a.attention + a.ffn) / l.tp / std::max(1.0, double(live));
@@ -439,13 +438,13 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   // the layer's activations `activation_passes` times over HBM per step: a third forward, two
   // thirds backward.
   Layout unrecomputed = l;
-  unrecomputed.recompute = "none";
+  unrecomputed.recompute = Recompute::none;
   double moved = model_activations_per_token(m, unrecomputed);
   if (c.attention_materialized) moved += 5.0 * m.n_heads * m.seq_len * (m.n_layers + m.mtp.depth) / l.tp;
   const double traffic = c.activation_passes * T * moved / pieces / c.accel.hbm_bandwidth;
   const double f_c = f_mm + traffic / 3;
   double b_c = 2 * f_mm + 2 * traffic / 3;  // input and weight gradients
-  if (l.recompute == "full") b_c += f_c;
+  if (l.recompute == Recompute::full) b_c += f_c;
   const double i_c = b_c - w_c;
 
   // Tensor parallelism: two all-reduces of the layer's activations forward, two backward (and
@@ -454,7 +453,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   const double moe_per_piece = double(moe_layer_count(m)) / pieces;
   const double tp_one = all_reduce_time(c, T * d * 2, l.tp, 1);
   const double tp_f = 2 * layers_per_piece * tp_one;
-  const double tp_b = (l.recompute == "full" ? 4 : 2) * layers_per_piece * tp_one;
+  const double tp_b = (l.recompute == Recompute::full ? 4 : 2) * layers_per_piece * tp_one;
 
   // Expert parallelism: dispatch and combine forward, their transposes backward. A token crosses
   // to at most `limit` other domains (node-limited routing), then fans out to its experts inside.

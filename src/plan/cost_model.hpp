@@ -25,7 +25,7 @@ struct Layout {
   int zero = 1;                   // 0 all-reduce; 1 optimizer sharded; 2 + gradients; 3 FSDP (+ parameters)
   pipeline::Kind schedule = pipeline::Kind::one_f_one_b;  // with pp == 1: 1f1b (plain) or dualpipev
   int micro_batch = 1;            // sequences per micro-batch
-  std::string recompute = "none"; // none | selective | full
+  Recompute recompute = Recompute::none;
   bool fp8 = false;
   Storage storage = Storage::bf16_recipe;
   int world() const { return dp * tp * pp; }

@@ -30,7 +30,7 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
         for (auto [kind, vpp] : schedules)
           for (int zero : {1, 2, 3})
             for (int mbs : {1, 2, 4})
-              for (const char* recompute : {"none", "selective", "full"}) {
+              for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
                 Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8};
                 if (!layout_problem(m, global_batch, c, l).empty()) continue;
                 Estimate e = estimate_step(m, global_batch, c, l, timings, true);

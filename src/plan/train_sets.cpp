@@ -14,7 +14,7 @@ std::vector<std::string> train_sets(const Layout& l) {
   sets.push_back(set("parallel.vpp", n(l.scheduled() && l.schedule == Kind::interleaved ? l.vpp : 1)));
   sets.push_back(set("parallel.zero", n(l.zero)));
   sets.push_back(set("training.micro_batch", n(l.micro_batch)));
-  sets.push_back(set("training.recompute", l.recompute));
+  sets.push_back(set("training.recompute", name_of(l.recompute)));
   // The planner times BF16 GEMMs unless the layout is FP8.
   sets.push_back(set("precision.matmul", l.fp8 ? "fp8" : "bf16"));
   return sets;
@@ -35,7 +35,7 @@ Layout layout_of_config(const Config& c) {
   l.ep = p.ep;
   l.vpp = p.vpp;
   l.zero = p.zero;
-  l.schedule = pipeline::parse_kind(p.schedule);
+  l.schedule = p.schedule;
   l.micro_batch = c.training.micro_batch;
   l.recompute = c.training.recompute;
   l.fp8 = c.precision.matmul == MatmulPrecision::fp8;

@@ -61,18 +61,19 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const auto& t = cfg.training;
   std::vector<StageSpec> stages;
   int slots = slots_needed(cfg.model, t.global_batch, t.micro_batch, p.dp);
-  if (p.pp > 1 || p.schedule == "dualpipev") {
-    schedule_ = pipeline::make_schedule({pipeline::parse_kind(p.schedule), p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
+  const std::string schedule = name_of(p.schedule);
+  if (p.pp > 1 || p.schedule == pipeline::Kind::dualpipev) {
+    schedule_ = pipeline::make_schedule({p.schedule, p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
     slots = schedule_->placement.microbatches_per_flow;
     // The executor trusts the programs: one the checker rejects (a transfer missing, a deadlock,
     // receives posted out of their send order) never starts.
     if (const auto problems = pipeline::check_schedule(*schedule_); !problems.empty())
-      throw std::logic_error("the " + p.schedule + " schedule fails its check: " + problems[0]);
+      throw std::logic_error("the " + schedule + " schedule fails its check: " + problems[0]);
   }
   // Before anything is allocated: a refusal here leaves nothing to release.
   if (opt_.profile && schedule_)
     throw UserError(cfg.origin.at("parallel.schedule") + ": --profile times the ops of one stream, but parallel.pp = " +
-                    std::to_string(p.pp) + " with schedule \"" + p.schedule +
+                    std::to_string(p.pp) + " with schedule \"" + schedule +
                     "\" runs a chunk per stream; profile with parallel.pp = 1 and schedule \"1f1b\"");
   device_ = choose_device(cfg, slots);
   // Every rank takes part; only the first prints them.
@@ -122,7 +123,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
-  model_->set_recompute(recompute_of(t.recompute));
+  model_->set_recompute(t.recompute);
   optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
   if (schedule_)
     transfers_ = std::make_unique<TransferBuffers>(device_.backend,
@@ -166,7 +167,7 @@ void Trainer::print_header() const {
   if (groups_.layout.world() > 1 || schedule_) {
     std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s%s: each data-parallel rank runs %d micro-batches of each step\n",
                 p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "",
-                schedule_ ? (", schedule " + p.schedule + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : "")).c_str() : "",
+                schedule_ ? (", schedule " + std::string(name_of(p.schedule)) + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : "")).c_str() : "",
                 cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
     if (groups_.layout.world() > 1) std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
