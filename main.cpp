@@ -18,7 +18,6 @@
 #include "pipeline/report.hpp"
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
-#include "plan/train_sets.hpp"
 #include "plot/plot.hpp"
 #include "sweep/sweep.hpp"
 #include "train/dump_step.hpp"
@@ -33,7 +32,8 @@ namespace {
 void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   using namespace mt::plan;
   const Cluster c = load_cluster(cluster_path);
-  const Layout l = layout_of_config(cfg);
+  Layout l = mt::layout_of_config(cfg);
+  l.storage = Storage::fp32;  // what moetrain stores, whatever the GEMMs' inputs
   if (l.world() > c.accelerators)
     throw mt::UserError("train --cluster " + cluster_path + ": the layout needs " + std::to_string(l.world()) +
                         " accelerators, the cluster has " + std::to_string(c.accelerators));

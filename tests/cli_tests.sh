@@ -28,7 +28,7 @@ expect "--profile refuses a schedule of chunks" 2 "profile with parallel.pp = 1 
 expect "a schedule of stages on one pipeline rank is refused" 2 \
   "parallel.schedule = \"gpipe\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage" -- \
   $bin train "$tmp/exp.toml" --set run.name=gpipe1 --set parallel.schedule=\"gpipe\"
-expect "dualpipev on one pipeline rank runs its two chunks" 0 "layout   dp=1 tp=1 pp=1 ep=1, schedule dualpipev" -- \
+expect "dualpipev on one pipeline rank runs its two chunks" 0 "layout   dp=1 tp=1 pp=1 ep=1 dualpipev zero=0 mbs=2 recompute=none" -- \
   $bin train "$tmp/exp.toml" --set run.name=dpv1 --set parallel.schedule=\"dualpipev\" --set training.steps=1
 # Memory per rank at the end of a run: recomputation lowers the activations' high water, nothing else.
 memory_of() {

@@ -116,7 +116,7 @@ expect "and in the checkpoint itself" 0 "^status +incomplete: no manifest.toml" 
 
 # Two ranks: the layout is the log's.
 mpirun --oversubscribe $run_as_root -np 2 $bin train "$tmp/exp.toml" --set run.name=dp2 --set parallel.dp=2 >/dev/null 2>&1
-expect "a 2-rank run shows its layout" 0 "^layout +dp=2 tp=1 pp=1 ep=1 .*zero=0$" -- $bin inspect "$tmp/runs/dp2"
+expect "a 2-rank run shows its layout" 0 "^layout +dp=2 tp=1 pp=1 ep=1 zero=0 mbs=[0-9]+ recompute=none$" -- $bin inspect "$tmp/runs/dp2"
 expect "its checkpoint holds a file per rank" 0 "^files +2 of 2 .*rank_00000.h5, rank_00001.h5$" -- \
   $bin inspect "$tmp/runs/dp2/ckpt/step_00000012"
 

@@ -1,6 +1,10 @@
 #include "parallel/layout.hpp"
 
 #include <cstdio>
+#include <sstream>
+
+#include "pipeline/schedule.hpp"
+#include "util/error.hpp"
 
 namespace mt {
 
@@ -13,11 +17,104 @@ ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
   return l;
 }
 
-std::string layout_text(const ParallelConfig& p) {
-  return "dp=" + std::to_string(p.dp) + " tp=" + std::to_string(p.tp) + " pp=" + std::to_string(p.pp) +
-         " ep=" + std::to_string(p.ep) + " vpp=" + std::to_string(p.vpp) + " schedule=" + name_of(p.schedule) +
-         " zero=" + std::to_string(p.zero);
+std::string layout_text(const Layout& l) {
+  std::ostringstream s;
+  s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep;
+  if (l.scheduled()) s << " " << name_of(l.schedule);
+  if (l.scheduled() && l.schedule == pipeline::Kind::interleaved) s << " vpp=" << l.vpp;
+  s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << name_of(l.recompute) << (l.fp8 ? " fp8" : "");
+  if (l.storage == Storage::fp32) s << " storage=fp32";
+  return s.str();
 }
+
+Layout parse_layout(const std::string& text, int gpus) {
+  Layout l;
+  bool dp_given = false;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    auto eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    auto bad = [&](const std::string& valid) {
+      return UserError("--layout " + text + ": '" + item + "': " + valid);
+    };
+    auto integer = [&](int lo) {
+      try {
+        size_t used = 0;
+        int v = std::stoi(value, &used);
+        if (used == value.size() && v >= lo) return v;
+      } catch (const std::exception&) {
+      }
+      throw bad(key + " must be an integer >= " + std::to_string(lo));
+    };
+    if (key == "dp") l.dp = integer(1), dp_given = true;
+    else if (key == "tp") l.tp = integer(1);
+    else if (key == "pp") l.pp = integer(1);
+    else if (key == "ep") l.ep = integer(1);
+    else if (key == "vpp") l.vpp = integer(1);
+    else if (key == "mbs") l.micro_batch = integer(1);
+    else if (key == "zero") {
+      l.zero = integer(0);
+      if (l.zero > 3) throw bad("zero must be 0, 1, 2 or 3 (3 = FSDP)");
+    } else if (key == "schedule") l.schedule = pipeline::parse_kind(value);
+    else if (key == "recompute") {
+      if (!value_of(value, l.recompute)) throw bad("recompute must be none, selective or full");
+    } else if (key == "fp8") {
+      if (value != "on" && value != "off") throw bad("fp8 must be on or off");
+      l.fp8 = value == "on";
+    } else if (key == "storage") {
+      if (value != "bf16" && value != "fp32") throw bad("storage must be bf16 (the BF16 recipe) or fp32 (moetrain today)");
+      l.storage = value == "fp32" ? Storage::fp32 : Storage::bf16_recipe;
+    } else {
+      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, storage");
+    }
+  }
+  if (!dp_given) {
+    if (gpus % (l.tp * l.pp) != 0)
+      throw UserError("--layout " + text + ": tp*pp = " + std::to_string(l.tp * l.pp) + " does not divide " +
+                      std::to_string(gpus) + " accelerators");
+    l.dp = gpus / (l.tp * l.pp);
+  }
+  return l;
+}
+
+std::vector<std::string> train_sets(const Layout& l) {
+  auto set = [](const std::string& key, const std::string& value) { return key + "=" + value; };
+  auto n = [](int v) { return std::to_string(v); };
+  // Without a schedule the micro-batches run one after another, which train calls 1f1b.
+  const std::string schedule = l.scheduled() ? pipeline::kind_name(l.schedule) : "1f1b";
+  std::vector<std::string> sets{set("parallel.dp", n(l.dp)), set("parallel.tp", n(l.tp)), set("parallel.pp", n(l.pp)),
+                                set("parallel.ep", n(l.ep)), set("parallel.schedule", schedule)};
+  sets.push_back(set("parallel.vpp", n(l.scheduled() && l.schedule == pipeline::Kind::interleaved ? l.vpp : 1)));
+  sets.push_back(set("parallel.zero", n(l.zero)));
+  sets.push_back(set("training.micro_batch", n(l.micro_batch)));
+  sets.push_back(set("training.recompute", name_of(l.recompute)));
+  // The planner times BF16 GEMMs unless the layout is FP8.
+  sets.push_back(set("precision.matmul", l.fp8 ? "fp8" : "bf16"));
+  return sets;
+}
+
+std::string train_set_line(const Layout& l) {
+  std::string out;
+  for (const std::string& s : train_sets(l)) out += (out.empty() ? "--set " : " --set ") + s;
+  return out;
+}
+
+Layout layout_of_config(const Config& c) {
+  const ParallelConfig& p = c.parallel;
+  Layout l;
+  l.dp = p.dp;
+  l.tp = p.tp;
+  l.pp = p.pp;
+  l.ep = p.ep;
+  l.vpp = p.vpp;
+  l.zero = p.zero;
+  l.schedule = p.schedule;
+  l.micro_batch = c.training.micro_batch;
+  l.recompute = c.training.recompute;
+  l.fp8 = c.precision.matmul == MatmulPrecision::fp8;
+  return l;
+}
+
 
 RankCoords coords_of(const ParallelLayout& l, int rank) {
   RankCoords c;

@@ -1,4 +1,6 @@
 #pragma once
+// A layout by name (Layout: what `moetrain plan` proposes and `moetrain train` runs, printed and
+// parsed the same way by both), and where each rank of a run sits (ParallelLayout).
 // Where each rank of a run sits. World ranks fill tensor-parallel positions first, then data
 // parallel ones, then pipeline stages:  rank = tp + TP * (dp + DP * pp),  so a tensor-parallel
 // group is the nearest ranks (one node on a real cluster) and a stage is a contiguous block.
@@ -6,10 +8,52 @@
 // the stage position s = tp + TP * dp gives expert-parallel rank s % EP in group s / EP; ranks
 // with the same expert-parallel rank in different groups hold the same experts (replicas).
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
+#include "pipeline/kind.hpp"
 
 namespace mt {
+
+// Whose memory the model counts. bf16_recipe: DeepSeek-V3's (BF16 weights and activations, FP8
+// FFN inputs under FP8, FP32 master weights, gradients and AdamW moments). fp32: moetrain's own
+// trainer as it allocates today: everything FP32 (the weights are their own master copy), each
+// block's tensors as src/model keeps them, one block's backward work per chunk, logits and their
+// gradient. Time does not depend on it.
+enum class Storage { bf16_recipe, fp32 };
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1, ep = 1;
+  int vpp = 1;                    // interleaved only
+  int zero = 1;                   // 0 all-reduce; 1 optimizer sharded; 2 + gradients; 3 FSDP (+ parameters)
+  pipeline::Kind schedule = pipeline::Kind::one_f_one_b;  // with pp == 1: 1f1b (plain) or dualpipev
+  int micro_batch = 1;            // sequences per micro-batch
+  Recompute recompute = Recompute::none;
+  bool fp8 = false;
+  Storage storage = Storage::bf16_recipe;
+  int world() const { return dp * tp * pp; }
+  // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
+  // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's
+  // communication with another's compute. Otherwise micro-batches run one after another.
+  bool scheduled() const { return pp > 1 || schedule == pipeline::Kind::dualpipev; }
+};
+
+// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8" (and " storage=fp32"): how
+// plan prints a layout, and how checkpoints and logs record the one they ran.
+std::string layout_text(const Layout& l);
+// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]
+// [,storage=fp32]";
+// dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
+Layout parse_layout(const std::string& text, int gpus);
+
+// "parallel.dp=512", "parallel.schedule=dualpipev", ..., "precision.matmul=fp8": every key of the
+// layout, so nothing is left to the experiment file's own [parallel] table.
+std::vector<std::string> train_sets(const Layout& l);
+// "--set parallel.dp=512 --set ..." (no value needs shell quoting).
+std::string train_set_line(const Layout& l);
+// The layout of a training config: its [parallel] table, micro-batch, recomputation and FP8.
+Layout layout_of_config(const Config& c);
+
 
 struct ParallelLayout {
   int dp = 1, tp = 1, pp = 1, ep = 1;
@@ -31,8 +75,6 @@ struct RankCoords {
 // The layout an experiment's [parallel] table describes.
 ParallelLayout layout_of(const ParallelConfig& parallel, const ModelConfig& model);
 RankCoords coords_of(const ParallelLayout& layout, int rank);
-// "dp=2 tp=1 pp=4 ep=2 vpp=1 schedule=dualpipe zero=1": the layout as checkpoints and logs record it.
-std::string layout_text(const ParallelConfig& parallel);
 // One line per rank: "rank 3: tp 1 dp 1 pp 0 ep 1 (experts 4-7)" (the first 16 of a job of
 // more than 64).
 std::string placement_text(const ParallelLayout& layout, int n_experts);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "parallel/layout.hpp"
 #include "pipeline/schedule.hpp"
 #include "pipeline/simulate.hpp"
 #include "plan/cluster.hpp"
@@ -12,35 +13,11 @@
 
 namespace mt::plan {
 
-// Whose memory the model counts. bf16_recipe: DeepSeek-V3's (BF16 weights and activations, FP8
-// FFN inputs under FP8, FP32 master weights, gradients and AdamW moments). fp32: moetrain's own
-// trainer as it allocates today: everything FP32 (the weights are their own master copy), each
-// block's tensors as src/model keeps them, one block's backward work per chunk, logits and their
-// gradient. Time does not depend on it.
-enum class Storage { bf16_recipe, fp32 };
-
-struct Layout {
-  int dp = 1, tp = 1, pp = 1, ep = 1;
-  int vpp = 1;                    // interleaved only
-  int zero = 1;                   // 0 all-reduce; 1 optimizer sharded; 2 + gradients; 3 FSDP (+ parameters)
-  pipeline::Kind schedule = pipeline::Kind::one_f_one_b;  // with pp == 1: 1f1b (plain) or dualpipev
-  int micro_batch = 1;            // sequences per micro-batch
-  Recompute recompute = Recompute::none;
-  bool fp8 = false;
-  Storage storage = Storage::bf16_recipe;
-  int world() const { return dp * tp * pp; }
-  // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
-  // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's
-  // communication with another's compute. Otherwise micro-batches run one after another.
-  bool scheduled() const { return pp > 1 || schedule == pipeline::Kind::dualpipev; }
-};
-
-// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8" (and " storage=fp32")
-std::string layout_text(const Layout& l);
-// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]
-// [,storage=fp32]";
-// dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
-Layout parse_layout(const std::string& text, int gpus);
+// The layout vocabulary is the trainer's too (parallel/layout.hpp).
+using mt::Layout;
+using mt::layout_text;
+using mt::parse_layout;
+using mt::Storage;
 
 struct Memory {
   double weights = 0, grads = 0, optimizer = 0, activations = 0;

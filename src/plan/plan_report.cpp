@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "plan/train_sets.hpp"
 #include "util/format.hpp"
 
 namespace mt::plan {

@@ -165,10 +165,9 @@ void Trainer::print_header() const {
                                                         ? "handed to it in place (CPU memory)"
                                                         : "staged through host memory");
   if (groups_.layout.world() > 1 || schedule_) {
-    std::printf("  layout   dp=%d tp=%d pp=%d ep=%d%s%s: each data-parallel rank runs %d micro-batches of each step\n",
-                p.dp, p.tp, p.pp, p.ep, p.zero ? ", ZeRO-1" : "",
-                schedule_ ? (", schedule " + std::string(name_of(p.schedule)) + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : "")).c_str() : "",
-                cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
+    // As `moetrain plan` prints it.
+    std::printf("  layout   %s: each data-parallel rank runs %d micro-batches of each step\n",
+                layout_text(layout_of_config(cfg_)).c_str(), cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
     if (groups_.layout.world() > 1) std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
   if (schedule_) {
@@ -280,7 +279,7 @@ TrainSummary Trainer::run() {
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
-  facts.texts = {{"device", device_.description}, {"layout", layout_text(cfg_.parallel)}};
+  facts.texts = {{"device", device_.description}, {"layout", layout_text(layout_of_config(cfg_))}};
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
@@ -383,7 +382,7 @@ TrainSummary Trainer::run() {
       std::vector<float> exp_avg, exp_avg_sq;
       optimizer_->export_moments(exp_avg, exp_avg_sq);
       save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state,
-                      {cfg_.resolved_toml, layout_text(cfg_.parallel), cfg_.checkpoint.keep}, groups_);
+                      {cfg_.resolved_toml, layout_text(layout_of_config(cfg_)), cfg_.checkpoint.keep}, groups_);
       last_checkpoint = checkpoint_dir(run_dir_, state.step);
       if (progress && (stop || final_step)) progress->message("checkpoint: " + last_checkpoint);
     }
