@@ -23,6 +23,14 @@ struct Names<Recompute> {
       {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}};
 };
 
+// How GPU ranks move device payloads (parallel.comm).
+enum class CommChoice { automatic, nccl, staged };
+template <>
+struct Names<CommChoice> {
+  static constexpr std::array<std::pair<const char*, CommChoice>, 3> list{
+      {{"auto", CommChoice::automatic}, {"nccl", CommChoice::nccl}, {"staged", CommChoice::staged}}};
+};
+
 enum class BalanceLoss { none, sequence, micro_batch, global_batch };
 template <>
 struct Names<BalanceLoss> {
@@ -161,7 +169,7 @@ struct ParallelConfig {
   pipeline::Kind schedule = pipeline::Kind::one_f_one_b;
   int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp
   bool share_gpu = false;         // ranks of a node share its GPUs and talk through host memory
-  std::string comm = "auto";      // auto | nccl | staged: how GPU ranks move device payloads
+  CommChoice comm = CommChoice::automatic;
 };
 
 struct PrecisionConfig {

@@ -214,7 +214,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.flag("parallel.share_gpu", p.share_gpu,
          "ranks of a node may share its GPUs (rank i uses GPU i mod count) and communicate through host memory "
          "instead of NCCL, which refuses two ranks on one GPU");
-  b.choice("parallel.comm", p.comm, {"auto", "nccl", "staged"},
+  b.choice("parallel.comm", p.comm,
            "how device payloads move between GPU ranks: auto = NCCL when there are several ranks, each with a GPU "
            "of its own; nccl = NCCL even for one rank; staged = through host memory and MPI");
 

@@ -75,7 +75,7 @@ void validate_layout(const Config& c) {
           "\"1f1b\" (micro-batches one after another), \"dualpipev\" (two half-model chunks on the rank, one micro-batch's "
           "forward overlapping another's backward), or parallel.pp > 1");
   if (p.pp > 1 || p.schedule == Kind::dualpipev) validate_pipeline(c);
-  require(!(p.share_gpu && p.comm == "nccl"), c, "parallel.comm",
+  require(!(p.share_gpu && p.comm == CommChoice::nccl), c, "parallel.comm",
           "= \"nccl\" cannot go with parallel.share_gpu = true: NCCL refuses two ranks on one GPU; set parallel.comm = "
           "\"auto\" (staged through host memory when ranks share a GPU)");
   require(p.vpp == 1 || p.schedule == Kind::interleaved, c, "parallel.vpp",

@@ -80,11 +80,12 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
   // NCCL needs a GPU of its own per rank; ranks sharing one stage through host memory.
   const bool gpu = device_.owned == DeviceChoice::Owned::cuda;
-  if (p.comm == "nccl" && !gpu)
+  if (p.comm == CommChoice::nccl && !gpu)
     throw UserError(cfg.origin.at("parallel.comm") + ": parallel.comm = \"nccl\" needs each rank on a GPU, but this one "
                     "runs on " + device_.description + "; set precision.device = \"cuda\", or parallel.comm = \"auto\"");
   // A lone rank has nothing to send: NCCL only when asked for.
-  const bool nccl = gpu && (p.comm == "nccl" || (p.comm == "auto" && !p.share_gpu && opt_.world->size() > 1));
+  const bool nccl =
+      gpu && (p.comm == CommChoice::nccl || (p.comm == CommChoice::automatic && !p.share_gpu && opt_.world->size() > 1));
   transport_ = nccl ? DeviceTransport::nccl : DeviceTransport::staged;
   groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
