@@ -230,6 +230,14 @@ speed() { local cfg=$1 n=$2 name ours theirs what mfu=""
       --set run.name="speed_$name" --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 \
       --set checkpoint.every=0 --set checkpoint.resume=never; then
     read -r ours mfu <<<"$(median_speed "$runs/speed_$name/log.h5")"
+    # The run's memory per rank beside the planner's for moetrain's own storage.
+    local measured planned
+    measured=$(grep '^memory:' "$work/last" | sed 's/^memory: per rank (the most of any rank): //')
+    if limited 60 "${mt[@]}" train "$cfg" "${data[@]}" --set precision.device=cuda --set precision.matmul=bf16 \
+        --dry-run --cluster configs/clusters/h100-superpod.toml; then
+      planned=$(grep '^  memory ' "$work/last" | sed 's/^  memory *//')
+      result "(c) memory $name: INFO (trainer: ${measured:-no memory line}; planner: ${planned:-no prediction})"
+    fi
   else
     ours="the run failed: $(tail -n 1 "$work/last")"
   fi
