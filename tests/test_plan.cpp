@@ -214,3 +214,22 @@ TEST_CASE("layout rules and memory accounting") {
   CHECK(full.memory.activations < sel.memory.activations);
   CHECK(full.time.compute > none.time.compute);
 }
+
+TEST_CASE("a layout as printed parses back to itself, for every layout a search proposes") {
+  mt::Config cfg = mt::load_config("configs/deepseek-v3-small.toml", {});
+  SearchResult found = search_layouts(cfg.model, cfg.training.global_batch, load_cluster("configs/clusters/h100-superpod.toml"), 64, true);
+  REQUIRE(found.ranked.size() > 10);
+  for (const Estimate& e : found.ranked) {
+    const std::string text = layout_text(e.layout);
+    CAPTURE(text);
+    const Layout back = parse_layout(text, 64);
+    CHECK(layout_text(back) == text);
+    CHECK(back.world() == e.layout.world());
+    CHECK(back.scheduled() == e.layout.scheduled());
+  }
+  Layout fp32 = parse_layout("dp=2 tp=1 pp=2 ep=1 zb-h1 zero=1 mbs=4 recompute=full fp8 storage=fp32", 4);
+  CHECK(fp32.schedule == Kind::zb_h1);
+  CHECK(fp32.fp8);
+  CHECK(fp32.storage == mt::Storage::fp32);
+  CHECK(fp32.recompute == mt::Recompute::full);
+}

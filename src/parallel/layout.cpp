@@ -1,5 +1,6 @@
 #include "parallel/layout.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -30,10 +31,16 @@ std::string layout_text(const Layout& l) {
 Layout parse_layout(const std::string& text, int gpus) {
   Layout l;
   bool dp_given = false;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
+  std::string items = text;
+  std::replace(items.begin(), items.end(), ',', ' ');
+  std::stringstream in(items);
+  for (std::string item; in >> item;) {
     auto eq = item.find('=');
     std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    // layout_text's bare words: a schedule's name, and "fp8".
+    pipeline::Kind named;
+    if (eq == std::string::npos && value_of(item, named)) key = "schedule", value = item;
+    if (item == "fp8") key = "fp8", value = "on";
     auto bad = [&](const std::string& valid) {
       return UserError("--layout " + text + ": '" + item + "': " + valid);
     };

@@ -42,7 +42,8 @@ struct Layout {
 // plan prints a layout, and how checkpoints and logs record the one they ran.
 std::string layout_text(const Layout& l);
 // Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]
-// [,storage=fp32]";
+// [,storage=fp32]", and layout_text's own form too (entries apart by spaces, the schedule by its
+// name alone, "fp8" alone), so a layout a run recorded can be planned again as it is.
 // dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
 Layout parse_layout(const std::string& text, int gpus);
 
