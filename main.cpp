@@ -34,9 +34,6 @@ void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   const Cluster c = load_cluster(cluster_path);
   Layout l = mt::layout_of_config(cfg);
   l.storage = Storage::fp32;  // what moetrain stores, whatever the GEMMs' inputs
-  if (l.world() > c.accelerators)
-    throw mt::UserError("train --cluster " + cluster_path + ": the layout needs " + std::to_string(l.world()) +
-                        " accelerators, the cluster has " + std::to_string(c.accelerators));
   if (std::string why = layout_problem(cfg.model, cfg.training.global_batch, c, l); !why.empty())
     throw mt::UserError("train --cluster " + cluster_path + ": the planner cannot model this layout: " + why);
   std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());

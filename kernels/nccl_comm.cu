@@ -213,12 +213,10 @@ class NcclComm final : public DeviceComm {
     float* one = nullptr;
     MT_CUDA_CHECK(cudaMalloc(&one, sizeof(float)));
     MT_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), stream_));
-    const std::string what = "connecting the pipeline link with rank " + std::to_string(1 - rank());
-    if (rank() == 0) check(ncclSend(one, 1, ncclFloat, 1, comm_, stream_), what);
-    else check(ncclRecv(one, 1, ncclFloat, 0, comm_, stream_), what);
+    post(rank() == 0, device_span(one, 1), 1 - rank(), " connecting the pipeline link");
     MT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     MT_CUDA_CHECK(cudaFree(one));
-    check_async(what);
+    check_async("connecting the pipeline link with rank " + std::to_string(1 - rank()));
   }
 
   // A link's call: issued at once on the link's own stream (see the header for why that is safe).
@@ -226,13 +224,17 @@ class NcclComm final : public DeviceComm {
     require(one_way_, "issue() is a ring link's call");
     start();
     const int peer = 1 - rank();
-    const std::string what = describe(send ? "send" : "recv", data) + " on the link " + (send ? "to" : "from") +
-                             " rank " + std::to_string(peer) + " of the pipeline";
-    if (data.count > 0) {
-      if (send) check(ncclSend(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), what);
-      else check(ncclRecv(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), what);
-    }
+    if (data.count > 0) post(send, data, peer, " on the link of the pipeline");
     return recorded();
+  }
+
+  // One ncclSend or ncclRecv of `data` with `peer` on the communication stream; `what` names it
+  // in errors (after the call, the payload and the peer).
+  void post(bool send, DeviceSpan data, int peer, const std::string& what) {
+    const std::string call = describe(send ? "send" : "recv", data) + (send ? " to" : " from") + " rank " +
+                             std::to_string(peer) + what;
+    if (send) check(ncclSend(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), call);
+    else check(ncclRecv(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), call);
   }
 
   // Issues the held point-to-point calls as one NCCL group and records their completion.
@@ -242,13 +244,8 @@ class NcclComm final : public DeviceComm {
     enter();
     const std::string what = std::to_string(pending_.size()) + " point-to-point call(s)";
     check(ncclGroupStart(), what + ": ncclGroupStart");
-    for (const Held& h : pending_) {
-      if (h.data.count == 0) continue;  // the partner's matching call is empty too
-      const std::string one = describe(h.send ? "send" : "recv", h.data) + (h.send ? " to" : " from") + " rank " +
-                              std::to_string(h.peer);
-      if (h.send) check(ncclSend(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, stream_), one);
-      else check(ncclRecv(h.data.data, h.data.count, nccl_type(h.data.dtype), h.peer, comm_, stream_), one);
-    }
+    for (const Held& h : pending_)
+      if (h.data.count > 0) post(h.send, h.data, h.peer, "");  // else the partner's matching call is empty too
     check(ncclGroupEnd(), what);
     const std::shared_ptr<Event> issued = record();
     for (Held& h : pending_) h.done->issued = issued;

@@ -28,9 +28,7 @@ Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Recompute recompute
     in = tokens;
     tg = tokens;
   });
-  size_t buffers = 0;
-  for (size_t i = 0; i < model.params.buffer_names.size(); ++i) buffers += model.params.buffer_size(int(i));
-  return {4.0 * double(model.params.total() + buffers), double(model.arena_high_water())};
+  return {4.0 * double(model.params.total() + model.params.buffers_total()), double(model.arena_high_water())};
 }
 
 }  // namespace

@@ -65,6 +65,11 @@ class ParamStore {
   float* grads_data() const { return grads_.f32(); }
   const ParamInfo& info(int id) const { return infos[id]; }
   size_t buffer_size(int id) const { return buffer_sizes_[id]; }
+  size_t buffers_total() const {
+    size_t n = 0;
+    for (size_t s : buffer_sizes_) n += s;
+    return n;
+  }
   size_t total() const { return total_; }
   const Backend& backend() const { return values_.backend(); }
 

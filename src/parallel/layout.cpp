@@ -24,7 +24,7 @@ std::string layout_text(const Layout& l) {
   if (l.scheduled()) s << " " << name_of(l.schedule);
   if (l.scheduled() && l.schedule == pipeline::Kind::interleaved) s << " vpp=" << l.vpp;
   s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << name_of(l.recompute) << (l.fp8 ? " fp8" : "");
-  if (l.storage == Storage::fp32) s << " storage=fp32";
+  if (l.storage != Storage::bf16_recipe) s << " storage=" << name_of(l.storage);
   return s.str();
 }
 
@@ -69,8 +69,7 @@ Layout parse_layout(const std::string& text, int gpus) {
       if (value != "on" && value != "off") throw bad("fp8 must be on or off");
       l.fp8 = value == "on";
     } else if (key == "storage") {
-      if (value != "bf16" && value != "fp32") throw bad("storage must be bf16 (the BF16 recipe) or fp32 (moetrain today)");
-      l.storage = value == "fp32" ? Storage::fp32 : Storage::bf16_recipe;
+      if (!value_of(value, l.storage)) throw bad("storage must be bf16 (the BF16 recipe) or fp32 (moetrain today)");
     } else {
       throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, storage");
     }
@@ -88,7 +87,7 @@ std::vector<std::string> train_sets(const Layout& l) {
   auto set = [](const std::string& key, const std::string& value) { return key + "=" + value; };
   auto n = [](int v) { return std::to_string(v); };
   // Without a schedule the micro-batches run one after another, which train calls 1f1b.
-  const std::string schedule = l.scheduled() ? pipeline::kind_name(l.schedule) : "1f1b";
+  const char* schedule = name_of(l.scheduled() ? l.schedule : pipeline::Kind::one_f_one_b);
   std::vector<std::string> sets{set("parallel.dp", n(l.dp)), set("parallel.tp", n(l.tp)), set("parallel.pp", n(l.pp)),
                                 set("parallel.ep", n(l.ep)), set("parallel.schedule", schedule)};
   sets.push_back(set("parallel.vpp", n(l.scheduled() && l.schedule == pipeline::Kind::interleaved ? l.vpp : 1)));
@@ -121,7 +120,6 @@ Layout layout_of_config(const Config& c) {
   l.fp8 = c.precision.matmul == MatmulPrecision::fp8;
   return l;
 }
-
 
 RankCoords coords_of(const ParallelLayout& l, int rank) {
   RankCoords c;

@@ -21,6 +21,11 @@ namespace mt {
 // block's tensors as src/model keeps them, one block's backward work per chunk, logits and their
 // gradient. Time does not depend on it.
 enum class Storage { bf16_recipe, fp32 };
+template <>
+struct Names<Storage> {
+  static constexpr std::array<std::pair<const char*, Storage>, 2> list{
+      {{"bf16", Storage::bf16_recipe}, {"fp32", Storage::fp32}}};
+};
 
 struct Layout {
   int dp = 1, tp = 1, pp = 1, ep = 1;

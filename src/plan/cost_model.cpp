@@ -122,14 +122,15 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 // moetrain's parameters on one rank of a pipeline position (stage): whole where the trainer keeps
 // them whole (norms, MLA's latent projections, the router, shared experts, which run on every
 // tensor-parallel rank), split over tp or ep where it splits them; and the MoE layers' router
-// biases, which are weights without gradients.
+// biases, which are weights without gradients. `experts`: the routed experts' part of `params`.
 struct StageParams {
-  double params = 0, buffers = 0;
+  double params = 0, experts = 0, buffers = 0;
 };
 StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int first, int end, bool has_embedding,
                                   bool last) {
   const auto& a = m.attention;
   const double d = m.d_model, V = m.vocab_size;
+  StageParams s;
   auto layer = [&](bool moe) {
     double p = 2 * d;  // attention and FFN norms
     if (a.kind == "mla") {
@@ -141,23 +142,20 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
       p += attention_matmul_params(m) / l.tp;
     }
     if (moe) {
-      const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts;
-      p += E * d + 3.0 * m.moe.n_shared_experts * hid * d + 3 * hid * d * E / l.ep;
+      const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts, experts = 3 * hid * d * E / l.ep;
+      p += E * d + 3.0 * m.moe.n_shared_experts * hid * d + experts;
+      s.experts += experts;
+      s.buffers += E;
     } else {
       p += 3.0 * m.ffn_hidden * d / l.tp;
     }
-    return p;
+    s.params += p;
   };
-  StageParams s;
-  for (int i = first; i < end; ++i) {
-    s.params += layer(i >= m.n_dense_layers);
-    s.buffers += i >= m.n_dense_layers ? m.moe.n_routed_experts : 0;
-  }
+  for (int i = first; i < end; ++i) layer(i >= m.n_dense_layers);
   if (has_embedding) s.params += V * d;
   if (last) {
-    const bool mtp_moe = m.n_layers > m.n_dense_layers;
-    s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d + layer(mtp_moe));
-    s.buffers += mtp_moe ? m.mtp.depth * double(m.moe.n_routed_experts) : 0;
+    s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d);
+    for (int k = 0; k < m.mtp.depth; ++k) layer(m.n_layers > m.n_dense_layers);
   }
   return s;
 }
@@ -171,31 +169,24 @@ Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Pl
   Memory most;
   for (int r = 0; r < placement.ranks; ++r) {
     StageParams all;
-    double experts = 0;
     bool embedding = false, last = false;
     for (int c = 0; c < placement.chunks_per_rank; ++c) {
       const int pos = placement.locate(r, c)->position;
       embedding = embedding || pos == 0;
       last = last || pos == placement.stages - 1;
-      for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i)
-        experts += i >= m.n_dense_layers ? 3.0 * m.moe.expert_hidden * m.d_model * m.moe.n_routed_experts / l.ep : 0;
-    }
-    for (int c = 0; c < placement.chunks_per_rank; ++c) {
-      const int pos = placement.locate(r, c)->position;
       const StageParams s = moetrain_stage_params(m, l, cut[size_t(pos)], cut[size_t(pos) + 1], pos == 0,
                                                   pos == placement.stages - 1);
       all.params += s.params;
+      all.experts += s.experts;
       all.buffers += s.buffers;
     }
     // The last stage's copy of the embedding (MTP) when another rank holds the first.
     if (last && !embedding && m.mtp.depth > 0) all.params += double(m.vocab_size) * m.d_model;
-    if (last && m.mtp.depth > 0 && m.n_layers > m.n_dense_layers)
-      experts += m.mtp.depth * 3.0 * m.moe.expert_hidden * m.d_model * m.moe.n_routed_experts / l.ep;
-    const double dense = all.params - experts;
+    const double dense = all.params - all.experts, shard = std::ceil(dense / l.dp);
     Memory here;
     here.weights = 4 * (all.params + all.buffers);
     here.grads = 4 * all.params;
-    here.optimizer = zero1 ? 8 * (std::ceil(dense / l.dp) + experts) + 4 * (dense + std::ceil(dense / l.dp)) : 8 * all.params;
+    here.optimizer = zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard) : 8 * all.params;
     if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
   }
   return most;

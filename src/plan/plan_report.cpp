@@ -46,7 +46,7 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
            (l.scheduled() ? pipeline::kind_name(l.schedule) : "none") + "\",\"zero\":" + std::to_string(l.zero) +
            ",\"micro_batch\":" + std::to_string(l.micro_batch) + ",\"recompute\":\"" + name_of(l.recompute) +
            "\",\"fp8\":" + (l.fp8 ? "true" : "false") +
-           ",\"storage\":\"" + (l.storage == Storage::fp32 ? "fp32" : "bf16") + "\",\"microbatches\":" + std::to_string(e.microbatches) +
+           ",\"storage\":\"" + name_of(l.storage) + "\",\"microbatches\":" + std::to_string(e.microbatches) +
            ",\"step_s\":" + format_number("%.6g", e.step_s) + ",\"mfu\":" + format_number("%.6g", e.mfu) +
            ",\"tokens_per_s_per_accelerator\":" + format_number("%.6g", e.tokens_per_s_per_accel) +
            ",\"memory_bytes\":" + format_number("%.6g", e.memory.total()) + ",\"fits\":" + (e.fits ? "true" : "false") + ",\"time\":{";

@@ -119,6 +119,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
+  layout_ = layout_text(layout_of_config(cfg));
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .tp = layer_tp, .ep = layer_ep};
   if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
@@ -166,9 +167,8 @@ void Trainer::print_header() const {
                                                         ? "handed to it in place (CPU memory)"
                                                         : "staged through host memory");
   if (groups_.layout.world() > 1 || schedule_) {
-    // As `moetrain plan` prints it.
-    std::printf("  layout   %s: each data-parallel rank runs %d micro-batches of each step\n",
-                layout_text(layout_of_config(cfg_)).c_str(), cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
+    std::printf("  layout   %s: each data-parallel rank runs %d micro-batches of each step\n", layout_.c_str(),
+                cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
     if (groups_.layout.world() > 1) std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
   if (schedule_) {
@@ -224,8 +224,7 @@ double Trainer::evaluate() {
 
 TrainSummary::Memory Trainer::memory_use() const {
   const ParamStore& params = model_->params;
-  size_t buffers = 0;
-  for (size_t i = 0; i < params.buffer_names.size(); ++i) buffers += params.buffer_size(int(i));
+  const size_t buffers = params.buffers_total();
   // Collective: every rank's figures, in MB (float's digits are plenty for a report).
   const std::vector<float> mine{float(double(params.total() + buffers) * sizeof(float) / 1e6),
                                 float(double(params.total()) * sizeof(float) / 1e6),
@@ -280,7 +279,7 @@ TrainSummary Trainer::run() {
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
-  facts.texts = {{"device", device_.description}, {"layout", layout_text(layout_of_config(cfg_))}};
+  facts.texts = {{"device", device_.description}, {"layout", layout_}};
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
@@ -383,7 +382,7 @@ TrainSummary Trainer::run() {
       std::vector<float> exp_avg, exp_avg_sq;
       optimizer_->export_moments(exp_avg, exp_avg_sq);
       save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state,
-                      {cfg_.resolved_toml, layout_text(layout_of_config(cfg_)), cfg_.checkpoint.keep}, groups_);
+                      {cfg_.resolved_toml, layout_, cfg_.checkpoint.keep}, groups_);
       last_checkpoint = checkpoint_dir(run_dir_, state.step);
       if (progress && (stop || final_step)) progress->message("checkpoint: " + last_checkpoint);
     }

@@ -73,6 +73,7 @@ class Trainer {
   DeviceChoice device_;
   std::vector<std::string> rank_devices_;  // every rank's device description, by world rank
   std::string run_dir_;
+  std::string layout_;  // as plan prints it: the banner, log.h5 and checkpoints record it
   std::unique_ptr<TokenStream> train_data_, val_data_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
