@@ -25,7 +25,7 @@ ifeq ($(CUDA),1)
   CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/%.o)
   NVCCFLAGS ?= -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   NVCCFLAGS += -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lnccl
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl
 endif
 OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 
@@ -114,7 +114,7 @@ BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/tests/gpu/nccl_test.o $(
 BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' -Wl,--disable-new-dtags \
   -L$(BUNDLE)/lib -lmoetrain_blas $(shell pkg-config --libs tomlplusplus ompi 2>/dev/null) \
   $(shell pkg-config --libs-only-L hdf5 2>/dev/null) -Wl,-Bstatic -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
-  -L$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart_static -ldl -lrt -pthread
+  -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt -pthread
 
 ifeq ($(CUDA),1)
 gpu-bundle: $(BUNDLE_BINS)

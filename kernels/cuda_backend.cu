@@ -196,6 +196,10 @@ Backend cuda_backend_create(int device) {
   MT_CUBLAS_CHECK(cublasLtCreate(&s->lt));
   s->workspace_bytes = kWorkspaceBytes;
   MT_CUDA_CHECK(cudaMalloc(&s->workspace, s->workspace_bytes));
+  // Both libraries run only on this stream, one call after another, so they can share the workspace.
+  MT_CUBLAS_CHECK(cublasCreate(&s->blas));
+  MT_CUBLAS_CHECK(cublasSetStream(s->blas, s->stream));
+  MT_CUBLAS_CHECK(cublasSetWorkspace(s->blas, s->workspace, s->workspace_bytes));
   return Backend{&cuda_ops(), s};
 }
 
@@ -237,6 +241,7 @@ void cuda_backend_destroy(Backend& b) {
   MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
   for (void* p : s->scratch) MT_CUDA_CHECK(cudaFree(p));
   MT_CUDA_CHECK(cudaFree(s->workspace));
+  MT_CUBLAS_CHECK(cublasDestroy(s->blas));
   MT_CUBLAS_CHECK(cublasLtDestroy(s->lt));
   MT_CUDA_CHECK(cudaStreamDestroy(s->stream));
   delete s;

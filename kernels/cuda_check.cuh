@@ -17,7 +17,7 @@ inline void cuda_check(cudaError_t e, const char* call, const char* file, int li
   std::exit(3);
 }
 
-// The cuBLASLt variants of the status-name functions: the build links libcublasLt, not libcublas.
+// cuBLASLt's status names, which cover the statuses of cuBLAS proper too.
 inline void cublas_check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
   std::fprintf(stderr, "moetrain cuBLAS error: %s returned %s (%s) at %s:%d\n", call, cublasLtGetStatusName(s),

@@ -2,6 +2,7 @@
 // What the CUDA backend keeps per device (the DeviceState that ops.hpp leaves opaque), shared by
 // the kernels/*.cu files. All state lives here, one instance per backend: no globals.
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -14,7 +15,7 @@ namespace mt {
 // op never share memory. They only grow.
 enum ScratchSlot {
   kScratchGemmA = 0, kScratchGemmB, kScratchGemmOut, kScratchReduce, kScratchCounts, kScratchSort, kScratchAttention,
-  kScratchSlots
+  kScratchPointers, kScratchSlots
 };
 
 struct DeviceState {
@@ -22,11 +23,13 @@ struct DeviceState {
   int sm_count = 0;
   cudaStream_t stream = nullptr;  // every op of this backend runs in order on this stream
   cublasLtHandle_t lt = nullptr;
+  cublasHandle_t blas = nullptr;  // cuBLAS proper, for its grouped GEMM (on `stream`, sharing `workspace`)
   void* workspace = nullptr;  // cuBLASLt workspace (256-byte aligned, as cudaMalloc gives)
   size_t workspace_bytes = 0;
   void* scratch[kScratchSlots] = {};
   size_t scratch_bytes[kScratchSlots] = {};
   bool fp8_fallback_noted = false;  // the one note that an FP8 GEMM ran on dequantized copies
+  bool grouped_fallback_noted = false;  // the one note that cuBLAS refused a grouped GEMM
 };
 
 // Makes the state's GPU current for the calling thread, so backends on different GPUs can be

@@ -38,14 +38,14 @@ unsigned grid_for(const DeviceState* s, size_t n) {
   return unsigned(want < cap ? want : cap);
 }
 
+}  // namespace
+
 const __nv_bfloat16* bf16_copy(DeviceState* s, ScratchSlot slot, const float* src, size_t n) {
   auto* dst = static_cast<__nv_bfloat16*>(scratch(s, slot, n * sizeof(__nv_bfloat16)));
   round_to_bf16_kernel<<<grid_for(s, n), kThreads, 0, s->stream>>>(src, dst, n);
   MT_CUDA_CHECK_LAUNCH();
   return dst;
 }
-
-}  // namespace
 
 void gemm(DeviceState* s, const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;

@@ -1,6 +1,7 @@
 #pragma once
 // What the cuBLASLt GEMM paths share: gemm_cublaslt.cu (fp32 and bf16 inputs) and gemm_fp8.cu.
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 
 #include <cstdint>
 
@@ -39,6 +40,9 @@ inline void set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPrefere
   const uint32_t al = alignment_of(p);
   MT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al));
 }
+
+// n values of src rounded to bfloat16 in the scratch buffer `slot` (valid until its next use).
+const __nv_bfloat16* bf16_copy(DeviceState* s, ScratchSlot slot, const float* src, size_t n);
 
 // g (k > 0) computed from inputs a and b of element type `type` (CUDA_R_32F or CUDA_R_16BF),
 // stored as g says its A and B are.

@@ -1,33 +1,102 @@
-// The grouped GEMM on the GPU: the group offsets come back to the host (one small copy), then
-// each non-empty group is one cuBLASLt call on the backend's stream, with the CPU reference's
-// pointer arithmetic. cuBLASLt has no grouped GEMM and cuBLAS's grouped GEMM would need the same
-// host-side sizes, so the calls are issued back to back; fusing them is speed work.
+// The grouped GEMM on the GPU: the groups' plain GEMMs (ops/grouped_gemm_groups.hpp, as the CPU
+// reference runs them) go to cuBLAS as one cublasGemmGroupedBatchedEx call, one problem per group,
+// on the backend's stream. The sizes are host arrays; the operand pointers are a device array that
+// a one-block kernel writes from its own arguments, so the host never waits on the device. FP8
+// inputs (which cuBLAS's grouped GEMM cannot scale) and single groups run as plain GEMMs.
+#include <cstdio>
 #include <vector>
 
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"
+#include "gemm_lt.cuh"
+#include "ops/grouped_gemm_groups.hpp"
 
 namespace mt::cuda {
 
-void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
-  if (a.groups == 0) return;
-  activate(s);
-  std::vector<int> offsets(size_t(a.groups) + 1);
-  MT_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), a.offsets, offsets.size() * sizeof(int), cudaMemcpyDeviceToHost,
-                                s->stream));
-  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-  for (int g = 0; g < a.groups; ++g) {
-    const int begin = offsets[g], rows = offsets[g + 1] - begin;
-    if (rows == 0) continue;
-    if (a.ragged == Ragged::rows)
-      gemm(s, {.m = rows, .n = a.n, .k = a.k, .a = a.a + size_t(begin) * a.k, .b = a.b + size_t(g) * a.n * a.k,
-               .trans_b = a.trans_b, .c = a.c + size_t(begin) * a.n, .beta = a.beta, .inputs = a.inputs, .fp8 = a.fp8});
-    else
-      gemm(s, {.m = a.m, .n = a.n, .k = rows, .a = a.a + size_t(begin) * a.m, .trans_a = true,
-               .b = a.b + size_t(begin) * a.n, .c = a.c + size_t(g) * a.m * a.n, .beta = 1.0f, .inputs = a.inputs,
-               .fp8 = a.fp8});
+namespace {
+
+// Pointers per launch of write_pointers: its arguments stay far below the 4 KiB parameter limit.
+constexpr int kPointersPerLaunch = 96;
+struct PointerBatch {
+  const void* p[kPointersPerLaunch];
+  int count;
+};
+
+__global__ void write_pointers_kernel(PointerBatch batch, const void** dst) {
+  if (int(threadIdx.x) < batch.count) dst[threadIdx.x] = batch.p[threadIdx.x];
+}
+
+// A device copy of `host`, written in stream order into the scratch slot for pointer arrays.
+const void** device_pointers(DeviceState* s, const std::vector<const void*>& host) {
+  auto* dst = static_cast<const void**>(scratch(s, kScratchPointers, host.size() * sizeof(void*)));
+  for (size_t at = 0; at < host.size(); at += kPointersPerLaunch) {
+    PointerBatch batch{};
+    batch.count = int(std::min(host.size() - at, size_t(kPointersPerLaunch)));
+    for (int i = 0; i < batch.count; ++i) batch.p[i] = host[at + i];
+    write_pointers_kernel<<<1, kPointersPerLaunch, 0, s->stream>>>(batch, dst + at);
+    MT_CUDA_CHECK_LAUNCH();
   }
+  return dst;
+}
+
+void one_by_one(DeviceState* s, const std::vector<GemmArgs>& list) {
+  for (const GemmArgs& g : list) gemm(s, g);
+}
+
+}  // namespace
+
+void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
+  const std::vector<GemmArgs> list = group_gemms(a);
+  if (list.empty()) return;
+  if (a.inputs == GemmInputs::fp8 || list.size() == 1) return one_by_one(s, list);
+  activate(s);
+  // bf16 rounds each operand once for all groups; the groups' operands keep their element offsets.
+  const int rows = a.offsets[a.groups];
+  const bool by_rows = a.ragged == Ragged::rows;
+  const size_t a_count = size_t(rows) * (by_rows ? a.k : a.m);
+  const size_t b_count = by_rows ? size_t(a.groups) * a.n * a.k : size_t(rows) * a.n;
+  const bool bf16 = a.inputs == GemmInputs::bf16;
+  const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const size_t elem = bf16 ? 2 : 4;
+  const char* a_base = bf16 ? reinterpret_cast<const char*>(bf16_copy(s, kScratchGemmA, a.a, a_count))
+                            : reinterpret_cast<const char*>(a.a);
+  const char* b_base = bf16 ? reinterpret_cast<const char*>(bf16_copy(s, kScratchGemmB, a.b, b_count))
+                            : reinterpret_cast<const char*>(a.b);
+
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in gemm_lt: cuBLAS's first
+  // operand is our B, its second our A.
+  const size_t n = list.size();
+  std::vector<cublasOperation_t> op_first(n), op_second(n);
+  std::vector<int> m_(n), n_(n), k_(n), ld_first(n), ld_second(n), ld_out(n), one(n, 1);
+  std::vector<float> alpha(n), beta(n);
+  std::vector<const void*> pointers(3 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const GemmArgs& g = list[i];
+    op_first[i] = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    op_second[i] = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    m_[i] = g.n, n_[i] = g.m, k_[i] = g.k;
+    ld_first[i] = g.trans_b ? g.k : g.n;
+    ld_second[i] = g.trans_a ? g.m : g.k;
+    ld_out[i] = g.n;
+    alpha[i] = g.alpha, beta[i] = g.beta;
+    pointers[i] = b_base + size_t(g.b - a.b) * elem;
+    pointers[n + i] = a_base + size_t(g.a - a.a) * elem;
+    pointers[2 * n + i] = g.c;
+  }
+  const void** dev = device_pointers(s, pointers);
+  const cublasStatus_t status = cublasGemmGroupedBatchedEx(
+      s->blas, op_first.data(), op_second.data(), m_.data(), n_.data(), k_.data(), alpha.data(), dev, type,
+      ld_first.data(), dev + n, type, ld_second.data(), beta.data(), const_cast<void* const*>(dev + 2 * n),
+      CUDA_R_32F, ld_out.data(), int(n), one.data(), CUBLAS_COMPUTE_32F);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    if (!s->grouped_fallback_noted)
+      std::fprintf(stderr, "moetrain: note: cuBLAS has no grouped GEMM for %s inputs here; the groups run one "
+                   "cuBLASLt call each\n", bf16 ? "bf16" : "fp32");
+    s->grouped_fallback_noted = true;
+    return one_by_one(s, list);
+  }
+  MT_CUBLAS_CHECK(status);
 }
 
 }  // namespace mt::cuda

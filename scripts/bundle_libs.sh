@@ -44,7 +44,7 @@ newest() { objdump -T "${bins[@]}" "$dir"/lib/*.so* | grep -o "$1_[0-9.]*" | sor
   echo "built    $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "compiler $(${CXX:-g++} --version | head -n 1); nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
   echo "nvcc     $nvccflags"
-  echo "needs    $(newest GLIBC), $(newest GLIBCXX), libcublasLt.so.13, a driver for CUDA 13 (cudart is static),"
+  echo "needs    $(newest GLIBC), $(newest GLIBCXX), libcublasLt.so.13 and libcublas.so.13, a driver for CUDA 13 (cudart is static),"
   echo "         libnccl.so.2 for moetrain and nccl_test (the CUDA toolkit's, or PyTorch's nvidia-nccl package);"
   echo "         runtime/ holds glibc $(ldd --version | head -n 1 | grep -o '[0-9.]*$') for hosts with an older one"
   echo "size     $(du -sh "$dir" | cut -f1) in all"

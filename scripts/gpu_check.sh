@@ -76,7 +76,8 @@ say "python: $("$python" -c 'import sys, torch, h5py; print(sys.version.split()[
 say ""; say "== bundle"
 say "$(cat "$bundle/BUILD_INFO")"
 
-# The bundle expects the host's libcublasLt.so.13; a toolkit outside the loader's paths is looked for.
+# The bundle expects the host's libcublasLt.so.13 and libcublas.so.13 (one folder holds both); a toolkit
+# outside the loader's paths is looked for.
 if ldd "$bundle/gpu_parity" 2>&1 | grep -q 'libcublasLt.so.13 => not found'; then
   dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
           /usr/local/cuda-13*/lib64; do [[ -e $d/libcublasLt.so.13 ]] && echo "$d"; done | head -n 1)

@@ -17,7 +17,7 @@ struct GroupedExpertGrads { float* gate = nullptr; float* up = nullptr; float* d
 // What one micro-batch keeps between the passes (device pointers).
 struct GroupedExpertsSaved {
   int rows = 0;
-  const int* offsets = nullptr;  // [groups + 1] rows of each expert
+  const int* offsets = nullptr;  // [groups + 1] rows of each expert, host memory
   const float* x = nullptr;
   float *a = nullptr, *b = nullptr, *h = nullptr;  // gate and up pre-activations, their product
   const float* dy = nullptr;

@@ -18,7 +18,12 @@ float* TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, con
                   .expert_begin = s.expert_begin, .perm_token = s.perm_token, .slot_row = s.slot_row, .load = load});
   float* xe = arena.floats(size_t(s.pairs) * d_);
   be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst = xe});
-  if (env_.shard.ep_size > 1) plan(arena, s);
+  if (env_.shard.ep_size > 1) {
+    plan(arena, s);
+  } else {
+    s.group_begin.resize(size_t(experts_) + 1);
+    be.download(s.group_begin.data(), s.expert_begin, s.group_begin.size() * sizeof(int));
+  }
   return xe;
 }
 
@@ -49,8 +54,7 @@ void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
         arrival_of[local_of[arriving]] = arriving;
       }
   const Backend& be = env_.be();
-  s.local_begin = arena.ints(local_begin.size());
-  be.upload(s.local_begin, local_begin.data(), local_begin.size() * sizeof(int));
+  s.group_begin = local_begin;
   s.local_of = arena.ints(size_t(s.rows_in));
   be.upload(s.local_of, local_of.data(), local_of.size() * sizeof(int));
   s.arrival_of = arena.ints(size_t(s.rows_in));
@@ -61,7 +65,7 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float
                                const ExpertsFn& experts, const std::function<void()>& meanwhile, bool fp8_rows) const {
   if (env_.shard.ep_size == 1) {
     meanwhile();
-    experts(in, s.expert_begin, s.pairs, out);
+    experts(in, s.group_begin.data(), s.pairs, out);
     return;
   }
   const Backend& be = env_.be();
@@ -95,7 +99,7 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float
   float* local_in = arena.floats(n_in);
   be.gather_rows({.rows = s.rows_in, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = local_in});
   float* local_out = arena.floats(n_in);
-  experts(local_in, s.local_begin, s.rows_in, local_out);
+  experts(local_in, s.group_begin.data(), s.rows_in, local_out);
   float* leaving = arena.floats(n_in);
   be.gather_rows({.rows = s.rows_in, .cols = d_, .src = local_out, .index = s.local_of, .dst = leaving});
   env_.shard.ep->all_to_all_v(device_span(leaving, n_in), s.recv_values, device_span(out, n_out), s.send_values);

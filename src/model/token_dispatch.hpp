@@ -20,15 +20,18 @@ struct DispatchSaved {
   int* expert_begin = nullptr;   // [E + 1] the permuted rows of each expert
   int* perm_token = nullptr;     // [pairs] token of each permuted row
   int* slot_row = nullptr;       // [pairs] permuted row of (token, k)
+  // Host copy: [local experts + 1] the first row of each of this rank's experts in the rows they
+  // compute on (the grouped GEMMs' offsets).
+  std::vector<int> group_begin;
   // Expert parallelism only.
   std::vector<int> send_values, recv_values;  // per peer, floats (rows * d_model)
   int rows_in = 0;                            // rows arriving for this rank's experts
-  int* local_begin = nullptr;                 // [local experts + 1] in local order
   int* local_of = nullptr;                    // [rows_in] arriving row -> local row
   int* arrival_of = nullptr;                  // [rows_in] local row -> arriving row
 };
 
-// The experts' computation on rows grouped by local expert: out[rows] from in[rows].
+// The experts' computation on rows grouped by local expert: out[rows] from in[rows]; `offsets`
+// (host memory, [local experts + 1]) delimit each expert's rows.
 using ExpertsFn = std::function<void(const float* in, const int* offsets, int rows, float* out)>;
 
 class TokenDispatcher {

@@ -37,8 +37,10 @@ struct GemmArgs {
   Fp8Gemm fp8 = {};  // read when inputs is fp8
 };
 
-// One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands
-// (offsets: [groups + 1] in device memory), so all the experts of a layer run in one call.
+// One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands,
+// so all the experts of a layer run in one call. offsets ([groups + 1]) are in host memory: the
+// host sizes the call, so the device never stops to report group sizes (the caller reads them
+// once per dispatch, which it needs anyway to size an expert-parallel exchange).
 //   Ragged::rows    C[rows_g, n] = A[rows_g, k] op(B_g) (+ C when beta = 1), B_g = b + g*n*k stored
 //                   [n, k] when trans_b, else [k, n] (forward: x W^T; input gradient: dy W)
 //   Ragged::reduce  C_g[m, n] += A[rows_g, m]^T B[rows_g, n], C_g = c + g*m*n (weight gradients)
