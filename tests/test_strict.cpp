@@ -78,6 +78,30 @@ TEST_CASE("strict streams: a stream sees another's queued write only after waiti
   mt::cpu_strict_backend_destroy(a);
 }
 
+TEST_CASE("strict streams: a forked stream that does not wait for its input reads it unwritten") {
+  // The fork and join of a side stream (the MoE's shared experts): a writes x, b reads it into y,
+  // a waits for b. Without the fork's wait b runs when a's wait is issued, ahead of a's queued add.
+  for (bool fork : {true, false}) {
+    CAPTURE(fork);
+    mt::Backend a = mt::cpu_strict_backend_create();
+    mt::Backend b = mt::cpu_strict_stream_create(a);
+    {
+      mt::Buffer x(a, mt::DType::f32, 2), y(a, mt::DType::f32, 2), ones(a, mt::DType::f32, 2);
+      x.from_host(std::vector<float>{1, 2});
+      ones.from_host(std::vector<float>{1, 1});
+      a.add({.n = 2, .x = ones.f32(), .y = x.f32()});  // queued on a: x becomes 2 3
+      if (fork) mt::order_after(b, a);
+      b.copy(y.f32(), x.f32(), 8);
+      mt::order_after(a, b);
+      std::vector<float> seen(2);
+      a.download(seen.data(), y.f32(), 8);
+      CHECK(seen == (fork ? std::vector<float>{2, 3} : std::vector<float>{1, 2}));
+    }
+    mt::cpu_strict_stream_destroy(b);
+    mt::cpu_strict_backend_destroy(a);
+  }
+}
+
 TEST_CASE("strict streams: host reads and numbers wait for the stream's own queue") {
   mt::Backend a = mt::cpu_strict_backend_create();
   {

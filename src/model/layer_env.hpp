@@ -35,6 +35,9 @@ struct LayerEnv {
   ShardPlace shard;
   const Fp8Recipe* fp8 = nullptr;  // the recipe, when gemm_inputs is fp8
   bool fp8_router = false;
+  // A second queue of the same device for work that may overlap the layer's own (the MoE's shared
+  // experts beside the routed ones); null: everything on `backend`.
+  const Backend* side = nullptr;
 
   const Backend& be() const { return *backend; }
 

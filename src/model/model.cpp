@@ -7,7 +7,7 @@ namespace mt {
 Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, const MatmulSetup& matmul,
              int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
     : cfg_(cfg), matmul_(matmul),
-      env_{&backend, matmul.inputs, &params, shard, &matmul_.fp8, matmul.fp8_router}, chunks_(std::move(chunks)) {
+      env_{.backend = &backend, .gemm_inputs = matmul.inputs, .params = &params, .shard = shard, .fp8 = &matmul_.fp8, .fp8_router = matmul.fp8_router}, chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
@@ -20,6 +20,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     if (chunks_[c].tp) env.shard.tp = chunks_[c].tp;
     if (chunks_[c].ep) env.shard.ep = chunks_[c].ep;
     if (chunks_[c].backend) env.backend = chunks_[c].backend;
+    env.side = chunks_[c].side;
     chunk_env_.push_back(env);
     for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(env.be());
     scratch_.emplace_back(env.be());

@@ -56,6 +56,7 @@ struct StageSpec {
   DeviceComm* tp = nullptr;
   DeviceComm* ep = nullptr;
   const Backend* backend = nullptr;
+  const Backend* side = nullptr;  // the chunk's second stream (LayerEnv::side), if any
 };
 
 class Model {

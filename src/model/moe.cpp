@@ -1,13 +1,16 @@
 #include "model/moe.hpp"
 
+#include "ops/mark.hpp"
+
 namespace mt {
 
 MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
-    : env_(env), d_(cfg.d_model), seq_(cfg.seq_len), n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
+    : env_(env), shared_env_(env), d_(cfg.d_model), seq_(cfg.seq_len), n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
       hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
       shared_hidden_(cfg.moe.n_shared_experts * cfg.moe.expert_hidden), router_(env, cfg, prefix),
       dispatcher_(env, cfg.d_model, cfg.moe.n_routed_experts, cfg.moe.top_k), saved_(max_in_flight) {
   using I = ParamStore::Init;
+  if (env.side) shared_env_.backend = env.side;
   ParamStore& p = *env.params;
   const int64_t E = n_experts_, H = hidden_, D = d_;
   // Several shared experts are one SwiGLU with their hidden units side by side: the sum of
@@ -46,16 +49,19 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
   const float* xe = dispatcher_.permute(arena, s.routing.chosen, rows, x, load, s.dispatch);
   s.ye = arena.floats(size_t(rows) * top_k_ * d_);
   const GroupedExpertWeights w = expert_weights();
-  dispatcher_.exchange(
-      arena, s.dispatch, xe, s.ye,
-      [&](const float* in, const int* offsets, int n, float* out) {
-        grouped_experts_forward(env_, arena, redo, w, offsets, in, n, out, s.experts);
-      },
+  beside_shared(
       [&] {
-        if (n_shared_ > 0) swiglu_forward(env_, arena, redo, shared_weights(), x, rows, y, false, s.shared);
+        if (n_shared_ > 0) swiglu_forward(shared_env_, arena, redo, shared_weights(), x, rows, y, false, s.shared);
         else be.zero(y, size_t(rows) * d_ * sizeof(float));
       },
-      env_.gemm_inputs == GemmInputs::fp8);
+      [&](const std::function<void()>& meanwhile) {
+        dispatcher_.exchange(
+            arena, s.dispatch, xe, s.ye,
+            [&](const float* in, const int* offsets, int n, float* out) {
+              grouped_experts_forward(env_, arena, redo, w, offsets, in, n, out, s.experts);
+            },
+            meanwhile, env_.gemm_inputs == GemmInputs::fp8);
+      });
   be.moe_combine({.tokens = rows, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
                   .gates = s.routing.gates, .y = y});
   return aux;
@@ -80,18 +86,38 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
                            .slot_row = s.dispatch.slot_row, .gates = s.routing.gates, .drows = dye, .dgate = dgate});
   float* dxe = arena.floats(pairs * d_);
   const GroupedExpertWeights w = expert_weights();
-  dispatcher_.exchange(
-      arena, s.dispatch, dye, dxe,
-      [&](const float* in, const int*, int, float* out) {
-        grouped_experts_backward_input(env_, arena, w, in, out, s.experts);
-      },
+  beside_shared(
       [&] {
-        if (n_shared_ > 0) swiglu_backward_input(env_, arena, shared_weights(), dy, dx, false, s.shared);
+        if (n_shared_ > 0) swiglu_backward_input(shared_env_, arena, shared_weights(), dy, dx, false, s.shared);
         else be.zero(dx, size_t(rows) * d_ * sizeof(float));
+      },
+      [&](const std::function<void()>& meanwhile) {
+        dispatcher_.exchange(
+            arena, s.dispatch, dye, dxe,
+            [&](const float* in, const int*, int, float* out) {
+              grouped_experts_backward_input(env_, arena, w, in, out, s.experts);
+            },
+            meanwhile);
       });
   be.moe_combine({.tokens = rows, .top_k = top_k_, .dim = d_, .rows = dxe, .slot_row = s.dispatch.slot_row,
                   .gates = nullptr, .y = dx});
   router_.backward_input(arena, s.routing, dgate, dx);
+}
+
+void MoE::beside_shared(const std::function<void()>& shared,
+                        const std::function<void(const std::function<void()>&)>& routed) {
+  const Backend& main = env_.be();
+  const Backend& side = shared_env_.be();
+  if (n_shared_ == 0 || same_queue(main, side)) {
+    routed(shared);  // one queue: the shared part fills the exchange's wait
+    return;
+  }
+  // Fork and join: the side stream starts after everything queued so far (the input, and every
+  // earlier use of the arena memory it writes), and the gated sum waits for it.
+  order_after(side, main);
+  shared();
+  routed([] {});
+  order_after(main, side);
 }
 
 void MoE::backward_weight(int slot) {

@@ -4,10 +4,13 @@
 // Three parts, each in its own file: the Router (scores, selection, gates, balance loss, bias),
 // the TokenDispatcher (rows grouped by expert, all-to-all under expert parallelism) and the
 // grouped experts (one grouped GEMM per projection for all of a layer's experts). The shared
-// experts compute while the routed rows travel. Under tensor parallelism the MoE runs whole on
+// experts compute on the layer's side stream (LayerEnv::side), beside the routing, the exchange
+// and the routed experts, and join before the gated sum; without one they run while the routed
+// rows travel. Under tensor parallelism the MoE runs whole on
 // each tensor-parallel rank, so an expert sees a token once per such rank.
 // A global-batch balance loss needs every micro-batch's routing before any backward pass: the
 // trainer runs all forwards, calls finish_global_balance(), then the backwards.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,7 +54,11 @@ class MoE {
   GroupedExpertWeights expert_weights() const;
   SwigluWeights shared_weights() const;
 
+  // Runs the shared experts' part of a pass (or y = 0 without them) beside `routed`, the rest.
+  void beside_shared(const std::function<void()>& shared, const std::function<void(const std::function<void()>&)>& routed);
+
   LayerEnv env_;
+  LayerEnv shared_env_;  // env_ on the side stream, when there is one
   int d_, seq_, n_experts_, top_k_, hidden_, n_shared_, shared_hidden_;
   Router router_;
   TokenDispatcher dispatcher_;

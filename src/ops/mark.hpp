@@ -45,9 +45,12 @@ class Mark {
   void* mark_ = nullptr;
 };
 
+// Whether two backends are one queue (whose ops run in the order issued).
+inline bool same_queue(const Backend& a, const Backend& b) { return a.ops == b.ops && a.state == b.state; }
+
 // `waiter`'s later ops run after everything queued on `source` so far.
 inline void order_after(const Backend& waiter, const Backend& source) {
-  if (waiter.ops == source.ops && waiter.state == source.state) return;  // one queue: in order already
+  if (same_queue(waiter, source)) return;  // in order already
   Mark::recorded(source).make_wait(waiter);
 }
 

@@ -108,6 +108,13 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     chunk_comms_.push_back(make_timed_device_comm(group.split_on(chunk_streams_[c], 0, group.rank()), seconds, timer));
     return chunk_comms_.back().get();
   };
+  // The MoE's shared experts run on a second stream of each chunk, beside the routed experts; not
+  // under --profile, which times the ops of one stream.
+  if (!opt_.profile && cfg.model.moe.n_shared_experts > 0 && cfg.model.n_layers > cfg.model.n_dense_layers) {
+    if (stages.empty()) stages.push_back({0, cfg.model.n_layers, true, true});
+    for (size_t c = 0; c < chunks; ++c) side_streams_.push_back(open_stream(device_));
+    for (size_t c = 0; c < chunks; ++c) stages[c].side = &side_streams_[c];
+  }
   for (size_t c = 1; c < stages.size(); ++c) {
     stages[c].backend = &chunk_streams_[c];
     stages[c].tp = chunk_comm(*groups_.dev.tp, c, &comm_seconds_[c].tp, comm_timers_[c].tp.get());
@@ -145,6 +152,7 @@ Trainer::~Trainer() {
   for (auto* c : {&d.embedding, &d.mirror, &d.pp, &d.expert_replicas, &d.ep, &d.dp, &d.tp, &d.world}) c->reset();
   comm_timers_.clear();
   for (size_t c = 1; c < chunk_streams_.size(); ++c) close_stream(device_, chunk_streams_[c]);
+  for (Backend& s : side_streams_) close_stream(device_, s);
   release_device(device_);
 }
 

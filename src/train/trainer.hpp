@@ -67,6 +67,7 @@ class Trainer {
   struct CommTimers { std::unique_ptr<DeviceTimer> tp, ep; };
   std::vector<CommTimers> comm_timers_;           // the device-side part, per model chunk
   std::vector<Backend> chunk_streams_;                    // each model chunk's stream; [0]: the device's
+  std::vector<Backend> side_streams_;                     // each chunk's second stream (shared experts)
   std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first
   std::optional<pipeline::Schedule> schedule_;  // pp > 1
   bool lead_ = true;  // world rank 0: prints and logs

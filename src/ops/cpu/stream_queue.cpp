@@ -39,6 +39,9 @@ void StreamQueue::record(StreamMark& mark) {
 void StreamQueue::wait(const StreamMark& mark) {
   std::shared_ptr<MarkRecord> rec = mark.last;
   if (!rec || rec->stream == this) return;  // never recorded, or this stream's own order already
+  // The producer runs up to the mark now, ahead of whatever is still queued elsewhere: a producer
+  // that itself forgot to wait for its inputs reads them before they are written.
+  rec->stream->run_until(*rec);
   push([rec] { rec->stream->run_until(*rec); });
 }
 

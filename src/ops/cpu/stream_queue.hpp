@@ -1,10 +1,12 @@
 #pragma once
 // Emulated GPU streams for the strict CPU backend. Each stream queues the ops issued on it and runs
 // them in order only when something needs their results: the host (a download, an op that returns
-// a number, synchronize, a release, reading a time mark), or another stream that waits on one of its
-// marks. A missing wait between two streams therefore leaves the consumer reading data the producer
-// has not written yet, and the numbers change: the tests catch what on a GPU would be a race that
-// shows only sometimes. All streams of one device share one lock and run one op at a time.
+// a number, synchronize, a release, reading a time mark), or another stream's wait on one of its
+// marks, which runs it up to the mark as soon as the wait is issued. So both halves of a fork and
+// join are checked: a consumer that does not wait reads what its producer has not written yet, and
+// a producer that runs off a mark without waiting for its own inputs reads them before the stream
+// it forked from has written them. The numbers change: the tests catch what on a GPU would be a
+// race that shows only sometimes. All streams of one device share one lock and run one op at a time.
 #include <chrono>
 #include <deque>
 #include <functional>
