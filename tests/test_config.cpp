@@ -102,8 +102,13 @@ TEST_CASE("other cross-field rules") {
   CHECK(contains(error_of("[parallel]\ntp = 3\n"), "parallel.tp = 3 must divide model.n_heads = 4 (each rank holds whole heads): use one of 1, 2, 4"));
   CHECK(contains(error_of("[parallel]\ndp = 2\nep = 4\n[training]\nmicro_batch = 4\n"),
                  "parallel.ep = 4 must divide parallel.dp * parallel.tp = 2 (experts spread over the ranks of a stage): use one of 1, 2"));
-  CHECK(contains(error_of("[parallel]\ndp = 2\ntp = 3\nep = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\n[training]\nmicro_batch = 4\n"),
+  CHECK(contains(error_of("[parallel]\ndp = 2\ntp = 3\nep = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 96\n[training]\nmicro_batch = 4\n"),
                  "parallel.ep = 3 must divide model.moe.n_routed_experts = 8"));
+  CHECK(contains(error_of("[parallel]\ntp = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 16\n[training]\nmicro_batch = 2\n"),
+                 "parallel.tp = 3 must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = 32 (the MoE "
+                 "splits them over the tensor-parallel ranks): use one of 1, 2, 4, 8, 16, 32"));
+  // A dense model has no tokens to split.
+  CHECK(error_of("[parallel]\ntp = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 16\nn_dense_layers = 4\n[training]\nmicro_batch = 2\n") == "");
   CHECK(contains(error_of("[parallel]\nvpp = 2\n"), "parallel.vpp = 2 applies to parallel.schedule = \"interleaved\" only"));
   CHECK(contains(error_of("[parallel]\ndp = 3\n"), "training.global_batch = 16 must be a multiple of parallel.dp * training.micro_batch = 24"));
   // A rule broken by a default names the default.

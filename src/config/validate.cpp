@@ -92,6 +92,12 @@ void validate_layout(const Config& c) {
   if (m.n_dense_layers > 0)
     require(m.ffn_hidden % p.tp == 0, c, "parallel.tp",
             "= " + s(p.tp) + " must divide model.ffn_hidden = " + s(m.ffn_hidden) + " (the dense FFN's hidden units split tp ways)");
+  if (m.n_layers > m.n_dense_layers) {
+    const long long tokens = (long long)t.micro_batch * m.seq_len;
+    require(tokens % p.tp == 0, c, "parallel.tp",
+            "= " + s(p.tp) + " must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = " +
+                s(tokens) + " (the MoE splits them over the tensor-parallel ranks): use one of " + divisors(tokens));
+  }
   const long long dp_tp = (long long)p.dp * p.tp;
   require(dp_tp % p.ep == 0, c, "parallel.ep",
           "= " + s(p.ep) + " must divide parallel.dp * parallel.tp = " + s(dp_tp) +

@@ -3,7 +3,7 @@
 // a dense SwiGLU for the first n_dense_layers blocks and an MoE for the others.
 // Under tensor parallelism the attention and the dense FFN each end in a sum over the group
 // (forward: their outputs; backward: their input gradients), so the block's input and output
-// are whole on every rank. The MoE runs whole on every tensor-parallel rank.
+// are whole on every rank. The MoE splits the tokens over the group instead (model/moe.hpp).
 #include <memory>
 #include <string>
 #include <vector>

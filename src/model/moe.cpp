@@ -5,7 +5,7 @@
 namespace mt {
 
 MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
-    : env_(env), shared_env_(env), d_(cfg.d_model), seq_(cfg.seq_len), n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
+    : env_(env), shared_env_(env), tp_(env.shard.tp_size), d_(cfg.d_model), seq_(cfg.seq_len), n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
       hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
       shared_hidden_(cfg.moe.n_shared_experts * cfg.moe.expert_hidden), router_(env, cfg, prefix),
       dispatcher_(env, cfg.d_model, cfg.moe.n_routed_experts, cfg.moe.top_k), saved_(max_in_flight) {
@@ -16,10 +16,12 @@ MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
   // Several shared experts are one SwiGLU with their hidden units side by side: the sum of
   // their outputs is exactly that wider FFN's output.
   shared_gate = shared_up = shared_down = -1;
+  // Each tensor-parallel rank runs the shared experts on its share of the tokens: a part of their gradient.
   if (n_shared_ > 0) {
-    shared_gate = p.add(prefix + ".shared.w_gate", {shared_hidden_, D}, I::normal, true);
-    shared_up = p.add(prefix + ".shared.w_up", {shared_hidden_, D}, I::normal, true);
-    shared_down = p.add(prefix + ".shared.w_down", {D, shared_hidden_}, I::normal, true);
+    const Spread part = Spread::tensor_partial;
+    shared_gate = p.add(prefix + ".shared.w_gate", {shared_hidden_, D}, I::normal, true, part);
+    shared_up = p.add(prefix + ".shared.w_up", {shared_hidden_, D}, I::normal, true, part);
+    shared_down = p.add(prefix + ".shared.w_down", {D, shared_hidden_}, I::normal, true, part);
   }
   const Split mine{0, env.shard.ep_size, env.shard.ep_rank};
   const Spread split = Spread::expert_split;
@@ -45,14 +47,18 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
   const int rows = batch * seq_;
   s.rows = rows;
   const double aux = router_.forward(arena, x, rows, aux_weight, s.routing, recompute);
+  // This rank's share of the tokens: its rows of x, y and the routing.
+  const int n = s.share = rows / tp_, first = s.first = env_.shard.tp_rank * n;
+  const float* xs = x + size_t(first) * d_;
+  float* ys = tp_ > 1 ? arena.floats(size_t(n) * d_) : y;
   double* load = recompute ? nullptr : router_.step_load().f64();
-  const float* xe = dispatcher_.permute(arena, s.routing.chosen, rows, x, load, s.dispatch);
-  s.ye = arena.floats(size_t(rows) * top_k_ * d_);
+  const float* xe = dispatcher_.permute(arena, s.routing.chosen + size_t(first) * top_k_, n, xs, load, s.dispatch);
+  s.ye = arena.floats(size_t(n) * top_k_ * d_);
   const GroupedExpertWeights w = expert_weights();
   beside_shared(
       [&] {
-        if (n_shared_ > 0) swiglu_forward(shared_env_, arena, redo, shared_weights(), x, rows, y, false, s.shared);
-        else be.zero(y, size_t(rows) * d_ * sizeof(float));
+        if (n_shared_ > 0) swiglu_forward(shared_env_, arena, redo, shared_weights(), xs, n, ys, false, s.shared);
+        else be.zero(ys, size_t(n) * d_ * sizeof(float));
       },
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
@@ -62,8 +68,9 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
             },
             meanwhile, env_.gemm_inputs == GemmInputs::fp8);
       });
-  be.moe_combine({.tokens = rows, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
-                  .gates = s.routing.gates, .y = y});
+  be.moe_combine({.tokens = n, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
+                  .gates = s.routing.gates + size_t(first) * top_k_, .y = ys});
+  if (tp_ > 1) env_.shard.tp->all_gather(device_span(ys, size_t(n) * d_), device_span(y, size_t(rows) * d_));
   return aux;
 }
 
@@ -71,25 +78,30 @@ void MoE::redo(int slot, Arena& redo, const float* x) {
   Saved& s = saved_[slot];
   s.routing.x = x;
   grouped_experts_redo(env_, redo, expert_weights(), s.experts);
-  if (n_shared_ > 0) swiglu_redo(env_, redo, shared_weights(), x, s.shared);
+  if (n_shared_ > 0) swiglu_redo(env_, redo, shared_weights(), x + size_t(s.first) * d_, s.shared);
 }
 
 void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   Saved& s = saved_[slot];
   const Backend& be = env_.be();
-  const int rows = s.rows;
-  const size_t pairs = size_t(rows) * top_k_;
+  const int rows = s.rows, n = s.share, first = s.first;
+  const size_t pairs = size_t(n) * top_k_;
+  const float* dys = dy + size_t(first) * d_;
+  const bool split = tp_ > 1;
   // Through the gating product: d(expert output) = g dy, d(gate) = dy . expert output.
   float* dye = arena.floats(pairs * d_);
-  float* dgate = arena.floats(pairs);
-  be.moe_combine_backward({.tokens = rows, .top_k = top_k_, .dim = d_, .dy = dy, .rows = s.ye,
-                           .slot_row = s.dispatch.slot_row, .gates = s.routing.gates, .drows = dye, .dgate = dgate});
+  float* dgate = arena.floats(size_t(rows) * top_k_);
+  float* dgate_s = split ? arena.floats(pairs) : dgate;
+  be.moe_combine_backward({.tokens = n, .top_k = top_k_, .dim = d_, .dy = dys, .rows = s.ye,
+                           .slot_row = s.dispatch.slot_row, .gates = s.routing.gates + size_t(first) * top_k_,
+                           .drows = dye, .dgate = dgate_s});
   float* dxe = arena.floats(pairs * d_);
+  float* dxs = split ? arena.floats(size_t(n) * d_) : dx;
   const GroupedExpertWeights w = expert_weights();
   beside_shared(
       [&] {
-        if (n_shared_ > 0) swiglu_backward_input(shared_env_, arena, shared_weights(), dy, dx, false, s.shared);
-        else be.zero(dx, size_t(rows) * d_ * sizeof(float));
+        if (n_shared_ > 0) swiglu_backward_input(shared_env_, arena, shared_weights(), dys, dxs, false, s.shared);
+        else be.zero(dxs, size_t(n) * d_ * sizeof(float));
       },
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
@@ -99,8 +111,13 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
             },
             meanwhile);
       });
-  be.moe_combine({.tokens = rows, .top_k = top_k_, .dim = d_, .rows = dxe, .slot_row = s.dispatch.slot_row,
-                  .gates = nullptr, .y = dx});
+  be.moe_combine({.tokens = n, .top_k = top_k_, .dim = d_, .rows = dxe, .slot_row = s.dispatch.slot_row,
+                  .gates = nullptr, .y = dxs});
+  if (split) {
+    env_.shard.tp->all_gather(device_span(dxs, size_t(n) * d_), device_span(dx, size_t(rows) * d_));
+    env_.shard.tp->all_gather(device_span(dgate_s, pairs), device_span(dgate, size_t(rows) * top_k_));
+  }
+  // The router ran on every token on each rank: its backward does too.
   router_.backward_input(arena, s.routing, dgate, dx);
 }
 

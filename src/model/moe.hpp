@@ -6,8 +6,10 @@
 // grouped experts (one grouped GEMM per projection for all of a layer's experts). The shared
 // experts compute on the layer's side stream (LayerEnv::side), beside the routing, the exchange
 // and the routed experts, and join before the gated sum; without one they run while the routed
-// rows travel. Under tensor parallelism the MoE runs whole on
-// each tensor-parallel rank, so an expert sees a token once per such rank.
+// rows travel. Under tensor parallelism every rank routes all of the micro-batch's tokens (the
+// router is small, and its loss and statistics stay whole), but sends only its 1/tp share of them
+// to the experts, shared and routed; the shares' outputs, and in backward their input and gate
+// gradients, are all-gathered over the tensor-parallel group. So each token meets its experts once.
 // A global-batch balance loss needs every micro-batch's routing before any backward pass: the
 // trainer runs all forwards, calls finish_global_balance(), then the backwards.
 #include <functional>
@@ -45,6 +47,7 @@ class MoE {
  private:
   struct Saved {
     int rows = 0;
+    int first = 0, share = 0;  // this tensor-parallel rank's tokens: rows [first, first + share)
     Routing routing;
     DispatchSaved dispatch;
     float* ye = nullptr;  // [rows*K, d] expert outputs before gating, permuted order
@@ -59,6 +62,7 @@ class MoE {
 
   LayerEnv env_;
   LayerEnv shared_env_;  // env_ on the side stream, when there is one
+  int tp_;               // tensor-parallel ranks, which split each micro-batch's tokens
   int d_, seq_, n_experts_, top_k_, hidden_, n_shared_, shared_hidden_;
   Router router_;
   TokenDispatcher dispatcher_;

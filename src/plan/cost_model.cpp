@@ -101,13 +101,17 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   if (moe) {
     const double K = m.moe.top_k, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,
                  shared = double(m.moe.n_shared_experts) * m.moe.expert_hidden;
-    kept += E + 4 * K + 2 * K * d + 2 * K * hid + 2 * shared;  // routing, rows to and from the experts, gate and up
-    dropped += K * hid + shared;                               // SwiGLU products
-    back += E + K + 2 * K * d + 3 * K * hid + 3 * shared;
+    // The router keeps every token (scores, choices, gates; in backward its logits' and the gates'
+    // gradients); the rest is this rank's 1/tp share of the tokens, with under tp > 1 its own
+    // output and input gradient (and gates' gradient) before they are gathered.
+    const double share = 1.0 / tp, gathered = tp > 1 ? 1 : 0;
+    kept += E + 2 * K + share * (2 * K + 2 * K * d + 2 * K * hid + 2 * shared + gathered * d);
+    dropped += share * (K * hid + shared);  // SwiGLU products
+    back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + gathered * (K + d));
     // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
     // average), gathered into expert order, their outputs and those going back; the same again
     // for the gradients.
-    if (ep > 1) kept += 4 * K * d + 2 * K, back += 4 * K * d;
+    if (ep > 1) kept += share * (4 * K * d + 2 * K), back += share * 4 * K * d;
   } else {
     const double hid = double(m.ffn_hidden) / tp;
     kept += 2 * hid;
@@ -120,7 +124,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 }
 
 // moetrain's parameters on one rank of a pipeline position (stage): whole where the trainer keeps
-// them whole (norms, MLA's latent projections, the router, shared experts, which run on every
+// them whole (norms, MLA's latent projections, the router, shared experts: whole on every
 // tensor-parallel rank), split over tp or ep where it splits them; and the MoE layers' router
 // biases, which are weights without gradients. `experts`: the routed experts' part of `params`.
 struct StageParams {
@@ -314,6 +318,9 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
     return "tp = " + s(l.tp) + " does not divide the " + s(kv) + " key/value heads";
   if (m.n_dense_layers > 0 && m.ffn_hidden % l.tp != 0)
     return "tp = " + s(l.tp) + " does not divide the dense FFN's " + s(m.ffn_hidden) + " hidden units";
+  if (moe_layer_count(m) > 0 && (long(l.micro_batch) * m.seq_len) % l.tp != 0)
+    return "tp = " + s(l.tp) + " does not divide a micro-batch's " + s(long(l.micro_batch) * m.seq_len) +
+           " tokens, which the MoE splits over the tensor-parallel ranks";
   if ((l.dp * l.tp) % l.ep != 0) return "ep = " + s(l.ep) + " does not divide dp*tp = " + s(l.dp * l.tp);
   if (moe_layer_count(m) == 0 && l.ep > 1) return "ep = " + s(l.ep) + " but the model has no routed experts";
   if (moe_layer_count(m) > 0 && m.moe.n_routed_experts % l.ep != 0)

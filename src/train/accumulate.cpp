@@ -44,6 +44,15 @@ void sum_moe_statistics(Model& model, Comm& group) {
   }
 }
 
+void sum_token_shares(Model& model, Comm& tp) {
+  if (tp.size() == 1) return;
+  for (MoE* moe : model.moe_layers()) {
+    std::vector<double> load = moe->router().step_load().to_host_f64();
+    tp.all_reduce_sum(load);
+    moe->router().step_load().from_host(load);
+  }
+}
+
 void start_step(Model& model) {
   model.params.zero_grads();
   for (MoE* moe : model.moe_layers()) moe->router().reset_step_statistics();
@@ -56,7 +65,7 @@ double finish_global_balance(Model& model, int global_batch) {
 }
 
 StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
-                                const std::function<void(int mb, int slot)>& after_forward, Comm* dp) {
+                                const std::function<void(int mb, int slot)>& after_forward, Comm* dp, Comm* tp) {
   const ModelConfig& m = model.config();
   const int ranks = dp ? dp->size() : 1;
   const int count = global_batch / micro_batch / ranks;
@@ -86,6 +95,7 @@ StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch,
     if (!global) backward(slot);
   }
   double shared_aux = 0;  // the same on every rank: not summed over the group
+  if (tp) sum_token_shares(model, *tp);
   if (dp) sum_moe_statistics(model, *dp);
   if (global) {  // f of the global batch is known only now
     shared_aux = finish_global_balance(model, global_batch);

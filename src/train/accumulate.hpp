@@ -34,6 +34,9 @@ void add_forward_result(StepTotals& totals, const ForwardResult& r, const ModelC
 // Sums the step's MoE statistics over `group`: the load, and for a global-batch balance loss the
 // routing-probability sums.
 void sum_moe_statistics(Model& model, Comm& group);
+// Under tensor parallelism each rank sends its share of the tokens to the experts: the step's
+// loads add up over `tp` (first, before any other sum of the statistics).
+void sum_token_shares(Model& model, Comm& tp);
 // Fixes the global-batch balance loss of every MoE layer the rank holds, once the statistics
 // of the whole step are in; returns the loss.
 double finish_global_balance(Model& model, int global_batch);
@@ -43,8 +46,10 @@ using FillMicroBatch = std::function<void(int mb, std::vector<int>& inputs, std:
 // after_forward(mb, slot), if given, runs after each forward (e.g. to read the slot's logits).
 // With a data-parallel group `dp` of n ranks, rank r runs the r-th n-th of the step's
 // micro-batches (mb numbers stay global), and the returned totals and the MoE load are sums over
-// the group. The gradients stay this rank's: the optimizer sums them over their copies.
+// the group. The gradients stay this rank's: the optimizer sums them over their copies. `tp`: the
+// tensor-parallel group, over which the MoE splits each micro-batch's tokens.
 StepTotals accumulate_gradients(Model& model, int global_batch, int micro_batch, const FillMicroBatch& fill,
-                                const std::function<void(int mb, int slot)>& after_forward = {}, Comm* dp = nullptr);
+                                const std::function<void(int mb, int slot)>& after_forward = {}, Comm* dp = nullptr,
+                                Comm* tp = nullptr);
 
 }  // namespace mt

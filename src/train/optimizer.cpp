@@ -85,7 +85,7 @@ double Optimizer::reduce_gradients() {
   // The experts' sum travels while the dense parameters are summed.
   Buffer expert_buf;
   std::unique_ptr<Request> experts_summed;
-  const bool sum_experts = !experts_.empty() && (g_.expert_replicas->size() > 1 || tp > 1);
+  const bool sum_experts = !experts_.empty() && g_.expert_replicas->size() > 1;
   if (sum_experts) {
     expert_buf = Buffer(be(), DType::f32, packed_size(experts_));
     pack(experts_, grads, expert_buf.f32());
@@ -99,7 +99,6 @@ double Optimizer::reduce_gradients() {
   }
   if (sum_experts) {
     experts_summed->wait();
-    if (tp > 1) be().scale({.n = expert_buf.count(), .factor = 1.0f / float(tp), .x = expert_buf.f32()});
     unpack(experts_, expert_buf.f32(), grads);
   }
   // Each element's gradient counts once: on its first copy, or under ZeRO-1 on the data-parallel

@@ -4,8 +4,7 @@
 //   everything over a DualPipe pair (both hold the same stages), the embedding over the first
 //     and last pipeline stages when both hold it;
 //   tensor_partial parameters over the tensor-parallel group (each rank's heads gave a part);
-//   routed experts over their replicas (ranks of the stage with the same expert-parallel rank),
-//     divided by tp because every tensor-parallel rank sent each token to them;
+//   routed experts over their replicas (ranks of the stage with the same expert-parallel rank);
 //   every other parameter over the data-parallel group.
 // Then it clips by the global norm and applies AdamW. With ZeRO-1 the dense parameters' AdamW
 // moments are sharded over the data-parallel group: gradients are reduce-scattered, each rank

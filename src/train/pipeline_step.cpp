@@ -276,6 +276,7 @@ class Executor {
   void finish_global_balance_once() {
     if (balance_done_ || model_.config().moe.aux_loss != BalanceLoss::global_batch) return;
     balance_done_ = true;
+    sum_token_shares(model_, *g_.tp);
     sum_moe_statistics(model_, *g_.dp);
     shared_aux_ = finish_global_balance(model_, global_batch_);
   }
@@ -308,7 +309,10 @@ StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const
   Executor run(model, schedule, g, global_batch, micro_batch, fill, buffers);
   run.run(schedule.ranks[g.me.pp]);
   StepTotals totals = run.totals();
-  if (model.config().moe.aux_loss != BalanceLoss::global_batch) sum_moe_statistics(model, *g.dp);
+  if (model.config().moe.aux_loss != BalanceLoss::global_batch) {
+    sum_token_shares(model, *g.tp);
+    sum_moe_statistics(model, *g.dp);
+  }
   // DualPipe's two directions pass each layer on two ranks: the pair's loads add up.
   sum_moe_statistics(model, *g.mirror);
   std::vector<double> sums{totals.ce_sum, totals.aux, totals.mtp};

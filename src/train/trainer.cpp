@@ -318,7 +318,7 @@ TrainSummary Trainer::run() {
       batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
     };
     const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill, *transfers_)
-                                        : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp);
+                                        : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp, groups_.tp);
     CommSeconds in_layers;
     for (size_t c = 0; c < comm_seconds_.size(); ++c) {
       in_layers.tp += comm_seconds_[c].tp + comm_timers_[c].tp->take_seconds();
