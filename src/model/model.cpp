@@ -143,7 +143,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
                       .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
   s.logits = arena.floats(size_t(rows) * V);
   head_env(chunk).linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
-  s.dlogits = arena.floats(size_t(rows) * V);
+  s.dlogits = keep_logits_ ? arena.floats(size_t(rows) * V) : s.logits;
   float* losses = arena.floats(rows);
   r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
                                .targets = s.targets, .losses = losses, .dlogits = s.dlogits});
@@ -192,7 +192,7 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
                       .rstd = m.n_rstd});
   float* logits = arena.floats(size_t(rows) * V);
   head_env(chunk).linear_forward(m.n, params.value(head), rows, D, V, logits);
-  m.dlogits = arena.floats(size_t(rows) * V);
+  m.dlogits = logits;  // in place: nothing reads an MTP module's logits
   float* losses = arena.floats(rows);
   return be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
                            .targets = targets, .losses = losses, .dlogits = m.dlogits});

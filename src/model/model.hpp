@@ -96,8 +96,11 @@ class Model {
   void backward_input(int slot, bool weights_now = false) { backward_input(0, slot, nullptr, weights_now); }
   void backward_weight(int slot) { backward_weight(0, slot); }
   void retire(int slot) { retire(0, slot); }
-  // A host copy of the output logits [batch*seq, vocab] of the slot's last forward.
+  // A host copy of the output logits [batch*seq, vocab] of the slot's last forward, with
+  // set_keep_logits(true): otherwise the loss's gradient overwrites them in place (a
+  // micro-batch's largest tensor at a large vocabulary, not held twice).
   std::vector<float> logits_to_host(int slot) const;
+  void set_keep_logits(bool keep) { keep_logits_ = keep; }
 
   const std::vector<StageSpec>& chunks() const { return chunks_; }
   const Backend& backend() const { return env_.be(); }
@@ -162,6 +165,7 @@ class Model {
   // recomputation drops or repeats); a chunk runs one pass at a time, whatever its slots.
   std::vector<Arena> scratch_;
   Recompute recompute_ = Recompute::none;
+  bool keep_logits_ = false;
   std::vector<std::vector<Saved>> saved_;
 };
 

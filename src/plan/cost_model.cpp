@@ -225,9 +225,9 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
         work = std::max(work, b.work);
       }
       if (pos == placement.stages - 1) {
-        slot += 2 * d + 2 * V + 2;  // final norm, logits and their gradient
+        slot += 2 * d + V + 2;  // final norm, logits (their gradient in place)
         const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep);
-        slot += m.mtp.depth * (17 * d + 2 * V + 6 + b.kept + b.work);  // MTP modules keep everything
+        slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work);  // MTP modules keep everything
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
       // after its backward (B) or weight pass (W); each grows to the most a micro-batch needed.

@@ -23,6 +23,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
   Batches batches(data, m.seq_len, "data.train");
   Model model(m, uint64_t(cfg.run.seed), be, matmul_setup(cfg), slots);
+  model.set_keep_logits(true);
   model.set_recompute(cfg.training.recompute);
 
   h5::silence_errors();
