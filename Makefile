@@ -87,6 +87,8 @@ $(BUILD)/tests/nccl_test: $(BUILD)/tests/gpu/nccl_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
+$(BUILD)/bench/attention_bench: $(BUILD)/bench/attention_bench.o $(LIB_OBJS)
+	$(CXX) -o $@ $^ $(LDLIBS)
 # Multi-rank tests: run under mpirun by tests/mpi/run_mpi_tests.sh.
 $(BUILD)/tests/comm_test: $(BUILD)/tests/mpi/comm_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
@@ -95,22 +97,23 @@ $(BUILD)/tests/staged_comm_test: $(BUILD)/tests/mpi/staged_comm_test.o $(LIB_OBJ
 # FP8 codes for the PyTorch comparison (tests/oracle/check_fp8.py).
 $(BUILD)/tests/fp8_codes: $(BUILD)/tests/oracle/fp8_codes.o
 	$(CXX) -o $@ $^
-all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/fp8_codes
+all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/bench/attention_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/fp8_codes
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 
-# gpu-bundle/: moetrain, gpu_parity, nccl_test and gemm_bench for a GPU machine that has glibc, libstdc++/libgcc,
+# gpu-bundle/: moetrain, gpu_parity, nccl_test, gemm_bench and attention_bench for a GPU machine that has glibc, libstdc++/libgcc,
 # the CUDA toolkit's cuBLASLt and an NCCL 2 (PyTorch's pip package carries one) but none of the Debian packages
 # (scripts/gpu_check.sh runs them there). libnccl stays on the host: it is 200 MB, and only the binaries that call
 # it (moetrain and nccl_test) load it. HDF5 and
-# cudart are linked statically; the objects go through an archive, so gpu_parity and gemm_bench take only
+# cudart are linked statically; the objects go through an archive, so gpu_parity and the benchmarks take only
 # what they call (no HDF5, no MPI). OpenBLAS's static archive becomes one shared lib/libmoetrain_blas.so with
 # only what the objects call, gold folding the identical kernels of its many CPU targets (half the size), so
-# the three binaries share one copy. scripts/bundle_libs.sh copies the remaining libraries (TOML++, and
+# the binaries share one copy. scripts/bundle_libs.sh copies the remaining libraries (TOML++, and
 # OpenMPI's, which a one-rank run loads but never initializes) into lib/, found through the $ORIGIN rpath;
 # scripts/bundle_mpi.sh puts OpenMPI's launcher into mpi/ (mpi/mpirun) for the multi-rank checks.
 BUNDLE := gpu-bundle
-BUNDLE_BINS := $(BUNDLE)/moetrain $(BUNDLE)/gpu_parity $(BUNDLE)/nccl_test $(BUNDLE)/gemm_bench
-BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/tests/gpu/nccl_test.o $(BUILD)/bench/gemm_bench.o
+BUNDLE_BINS := $(BUNDLE)/moetrain $(BUNDLE)/gpu_parity $(BUNDLE)/nccl_test $(BUNDLE)/gemm_bench $(BUNDLE)/attention_bench
+BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/tests/gpu/nccl_test.o $(BUILD)/bench/gemm_bench.o \
+  $(BUILD)/bench/attention_bench.o
 BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' -Wl,--disable-new-dtags \
   -L$(BUNDLE)/lib -lmoetrain_blas $(shell pkg-config --libs tomlplusplus ompi 2>/dev/null) \
   $(shell pkg-config --libs-only-L hdf5 2>/dev/null) -Wl,-Bstatic -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
@@ -135,6 +138,7 @@ $(BUNDLE)/moetrain: $(BUILD)/main.o
 $(BUNDLE)/gpu_parity: $(PARITY_OBJS)
 $(BUNDLE)/nccl_test: $(BUILD)/tests/gpu/nccl_test.o
 $(BUNDLE)/gemm_bench: $(BUILD)/bench/gemm_bench.o
+$(BUNDLE)/attention_bench: $(BUILD)/bench/attention_bench.o
 $(BUNDLE_BINS): $(BUILD)/bundle/libmoetrain.a $(BUNDLE)/lib/libmoetrain_blas.so
 	$(CXX) -o $@ $(filter %.o,$^) $(BUILD)/bundle/libmoetrain.a $(BUNDLE_LDLIBS)
 else

@@ -8,16 +8,14 @@
 //             the key tiles at or before it. Both recompute the probabilities from lse. Every
 //             output element has one writer and a fixed summation order: no atomics, so results
 //             are the same bit for bit run to run.
-// Blocks are numbered along grid.x only (limit 2^31 - 1) as (tile, batch*heads), so any number of
-// sequences and heads fits (grid.y and grid.z stop at 65535).
-#include <climits>
-#include <string>
+// With bf16 inputs the products see bfloat16-rounded q, k, v, dout, probabilities and score
+// gradients (fp32 arithmetic otherwise), as the CPU reference does; the head dims that
+// attention_tc.cu is built for go to its tensor-core kernels instead.
+#include <cuda_bf16.h>
 
-#include "cuda_check.cuh"
+#include "attention.cuh"
 #include "cuda_ops.hpp"
-#include "cuda_state.cuh"
 #include "ops/online_softmax.hpp"
-#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -29,35 +27,14 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = kTile / kWarps;
 static_assert(kTile == 32 && kTile % kWarps == 0, "row steps map the keys of a tile onto the lanes of a warp");
 
-// One call's sizes, passed by value to every kernel.
-struct Shape {
-  int batch, seq, heads, qk_dim, v_dim, tiles;
-  float scale;
-};
+using Shape = AttentionShape;
 
 // Shared tiles of qk_dim or v_dim features use a row stride of dim + 1: when the lanes of a warp
 // read one feature of 32 different rows, the odd stride puts them in 32 different banks.
 __host__ __device__ int padded(int dim) { return dim + 1; }
 
-struct Place {
-  int bh;    // b * heads + h
-  int tile;  // 0 = the first tile along the sequence
-};
-
-// This block's head and tile. Query-tile kernels count tiles from the sequence end (the last
-// query tile sees every key tile), key-tile kernels from its start (the first key tile is seen by
-// every query tile): either way the longest blocks come first.
-__device__ Place place(const Shape& s, bool from_end) {
-  const unsigned bh_count = unsigned(s.batch) * unsigned(s.heads);
-  const int t = int(blockIdx.x / bh_count);
-  return {int(blockIdx.x % bh_count), from_end ? s.tiles - 1 - t : t};
-}
-
-// Offset of (sequence b, position 0, head h) in a [batch*seq, heads, dim] tensor.
-__device__ size_t head_offset(const Shape& s, int bh, int dim) {
-  const int b = bh / s.heads, h = bh % s.heads;
-  return (size_t(b) * s.seq * s.heads + h) * dim;
-}
+// A value as the products take it: rounded to bfloat16 under bf16 inputs.
+__device__ float product_input(const Shape& s, float x) { return s.bf16 ? __bfloat162float(__float2bfloat16_rn(x)) : x; }
 
 __device__ float warp_max(float v) {
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
@@ -76,22 +53,16 @@ __device__ float dot(const float* a, const float* b, int n) {
   return acc;
 }
 
-// Rows row0 .. row0 + kTile - 1 of one head (global row stride ld) into a shared tile. Rows past
-// the sequence end are zero: they meet probability 0 in products, and 0 * garbage could be NaN.
-__device__ void load_tile(float* __restrict__ dst, const float* __restrict__ head, size_t ld, int row0, int seq,
+// Rows row0 .. row0 + kTile - 1 of one head (global row stride ld) into a shared tile, as the
+// products take them. Rows past the sequence end are zero: they meet probability 0 in products,
+// and 0 * garbage could be NaN.
+__device__ void load_tile(const Shape& s, float* __restrict__ dst, const float* __restrict__ head, size_t ld, int row0,
                           int dim) {
   const int lds = padded(dim);
   for (int e = threadIdx.x; e < kTile * dim; e += kThreads) {
     const int r = e / dim, c = e - r * dim;
-    dst[r * lds + c] = row0 + r < seq ? head[size_t(row0 + r) * ld + c] : 0.0f;
+    dst[r * lds + c] = row0 + r < s.seq ? product_input(s, head[size_t(row0 + r) * ld + c]) : 0.0f;
   }
-}
-
-// Per-row values of one head ([batch, heads, seq] layout) for the rows of a tile.
-__device__ void load_row_values(float* __restrict__ dst, const float* __restrict__ src, const Shape& s, int bh,
-                                int row0) {
-  for (int r = threadIdx.x; r < kTile; r += kThreads)
-    dst[r] = row0 + r < s.seq ? src[size_t(bh) * s.seq + row0 + r] : 0.0f;
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -106,11 +77,11 @@ __global__ void __launch_bounds__(kThreads)
   float* sp = acc + kTile * lv;       // [kTile][kTile] weights of the current key tile
   float* alpha = sp + kTile * kTile;  // [kTile] rescale factor of acc for the current key tile
 
-  const Place pl = place(s, true);
+  const TilePlace pl = tile_place(s, true);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q0 = pl.tile * kTile;
   const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
   const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(sq, q + hq, ldq, q0, s.seq, s.qk_dim);
+  load_tile(s, sq, q + hq, ldq, q0, s.qk_dim);
   for (int e = threadIdx.x; e < kTile * lv; e += kThreads) acc[e] = 0.0f;
 
   // Warp w owns rows w, w + kWarps, ...; every lane holds the same copy of its rows' state.
@@ -118,8 +89,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kTile;
     __syncthreads();  // the previous key tile is no longer read
-    load_tile(sk, k + hq, ldq, k0, s.seq, s.qk_dim);
-    load_tile(sv, v + hv, ldv, k0, s.seq, s.v_dim);
+    load_tile(s, sk, k + hq, ldq, k0, s.qk_dim);
+    load_tile(s, sv, v + hv, ldv, k0, s.v_dim);
     __syncthreads();
 #pragma unroll
     for (int n = 0; n < kRowsPerWarp; ++n) {
@@ -128,7 +99,7 @@ __global__ void __launch_bounds__(kThreads)
       const float a = row[n].rescale(warp_max(score));
       const float p = row[n].weight(score);
       row[n].add(warp_sum(p));
-      sp[r * kTile + lane] = p;
+      sp[r * kTile + lane] = product_input(s, p);
       if (lane == 0) alpha[r] = a;
     }
     __syncthreads();
@@ -209,8 +180,8 @@ __device__ void score_grads(const Shape& s, int q0, int k0, const float* sq, con
       p = softmax_prob(s.scale * dot(sq + r * lq, sk + lane * lq, s.qk_dim), slse[r]);
       ds = p * (dot(sdo + r * lv, sv + lane * lv, s.v_dim) - sdelta[r]) * s.scale;
     }
-    if (sp) sp[r * kTile + lane] = p;
-    sds[r * kTile + lane] = ds;
+    if (sp) sp[r * kTile + lane] = product_input(s, p);
+    sds[r * kTile + lane] = product_input(s, ds);
   }
 }
 
@@ -232,22 +203,22 @@ __global__ void __launch_bounds__(kThreads)
   float* slse = sds + kTile * kTile;  // [kTile]
   float* sdelta = slse + kTile;       // [kTile]
 
-  const Place pl = place(s, false);
+  const TilePlace pl = tile_place(s, false);
   const int k0 = pl.tile * kTile;
   const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
   const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(sk, k + hq, ldq, k0, s.seq, s.qk_dim);
-  load_tile(sv, v + hv, ldv, k0, s.seq, s.v_dim);
+  load_tile(s, sk, k + hq, ldq, k0, s.qk_dim);
+  load_tile(s, sv, v + hv, ldv, k0, s.v_dim);
   for (int e = threadIdx.x; e < kTile * lq; e += kThreads) adk[e] = 0.0f;
   for (int e = threadIdx.x; e < kTile * lv; e += kThreads) adv[e] = 0.0f;
 
   for (int qt = pl.tile; qt < s.tiles; ++qt) {
     const int q0 = qt * kTile;
     __syncthreads();  // the previous query tile is no longer read
-    load_tile(sq, q + hq, ldq, q0, s.seq, s.qk_dim);
-    load_tile(sdo, dout + hv, ldv, q0, s.seq, s.v_dim);
-    load_row_values(slse, lse, s, pl.bh, q0);
-    load_row_values(sdelta, delta, s, pl.bh, q0);
+    load_tile(s, sq, q + hq, ldq, q0, s.qk_dim);
+    load_tile(s, sdo, dout + hv, ldv, q0, s.v_dim);
+    load_row_values(slse, lse, s, pl.bh, q0, kTile);
+    load_row_values(sdelta, delta, s, pl.bh, q0, kTile);
     __syncthreads();
     score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, sp, sds);
     __syncthreads();
@@ -274,21 +245,21 @@ __global__ void __launch_bounds__(kThreads)
   float* slse = sds + kTile * kTile;  // [kTile]
   float* sdelta = slse + kTile;       // [kTile]
 
-  const Place pl = place(s, true);
+  const TilePlace pl = tile_place(s, true);
   const int q0 = pl.tile * kTile;
   const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
   const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(sq, q + hq, ldq, q0, s.seq, s.qk_dim);
-  load_tile(sdo, dout + hv, ldv, q0, s.seq, s.v_dim);
-  load_row_values(slse, lse, s, pl.bh, q0);
-  load_row_values(sdelta, delta, s, pl.bh, q0);
+  load_tile(s, sq, q + hq, ldq, q0, s.qk_dim);
+  load_tile(s, sdo, dout + hv, ldv, q0, s.v_dim);
+  load_row_values(slse, lse, s, pl.bh, q0, kTile);
+  load_row_values(sdelta, delta, s, pl.bh, q0, kTile);
   for (int e = threadIdx.x; e < kTile * lq; e += kThreads) adq[e] = 0.0f;
 
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kTile;
     __syncthreads();  // the previous key tile is no longer read
-    load_tile(sk, k + hq, ldq, k0, s.seq, s.qk_dim);
-    load_tile(sv, v + hv, ldv, k0, s.seq, s.v_dim);
+    load_tile(s, sk, k + hq, ldq, k0, s.qk_dim);
+    load_tile(s, sv, v + hv, ldv, k0, s.v_dim);
     __syncthreads();
     score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, nullptr, sds);
     __syncthreads();
@@ -297,8 +268,8 @@ __global__ void __launch_bounds__(kThreads)
   store_rows(dq + hq, ldq, adq, lq, q0, s.seq, s.qk_dim);
 }
 
-Shape shape_of(int batch, int seq, int heads, int qk_dim, int v_dim, float scale) {
-  return {batch, seq, heads, qk_dim, v_dim, (seq + kTile - 1) / kTile, scale};
+Shape shape_of(int batch, int seq, int heads, int qk_dim, int v_dim, float scale, GemmInputs inputs) {
+  return {batch, seq, heads, qk_dim, v_dim, (seq + kTile - 1) / kTile, scale, inputs != GemmInputs::fp32};
 }
 
 // Shared bytes of each kernel, from the tile layouts above.
@@ -312,33 +283,13 @@ size_t query_grads_bytes(const Shape& s) {
   return sizeof(float) * (3 * kTile * padded(s.qk_dim) + 2 * kTile * padded(s.v_dim) + kTile * kTile + 2 * kTile);
 }
 
-// Allows `kernel` the shared memory it needs beyond the default 48 KiB, or stops with the head
-// sizes that do not fit (the tiles hold whole head vectors).
-template <typename Kernel>
-void allow_shared(DeviceState* st, Kernel* kernel, size_t bytes, const Shape& s) {
-  int limit = 0;
-  MT_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device));
-  if (bytes > size_t(limit))
-    throw UserError("attention with qk head dim " + std::to_string(s.qk_dim) + " and v head dim " +
-                    std::to_string(s.v_dim) + " needs " + std::to_string(bytes) +
-                    " bytes of shared memory per block on the GPU, but this GPU allows " + std::to_string(limit) +
-                    "; use smaller head dims (256 and 256 fit on Hopper)");
-  MT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
-// Blocks of a tile-per-block launch.
-unsigned tile_blocks(const Shape& s) {
-  const long long blocks = (long long)s.tiles * s.batch * s.heads;
-  MT_CHECK(blocks <= INT_MAX);
-  return unsigned(blocks);
-}
-
 }  // namespace
 
 void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
-  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale);
+  if (a.inputs != GemmInputs::fp32 && attention_tc_forward(st, a)) return;
+  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
   const size_t bytes = forward_bytes(s);
   allow_shared(st, forward_kernel, bytes, s);
   forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, a.k, a.v, a.out, a.lse);
@@ -348,13 +299,14 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
 void attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
-  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale);
+  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
   const size_t rows = size_t(a.batch) * a.seq * a.heads;
   auto* delta = static_cast<float*>(scratch(st, kScratchAttention, rows * sizeof(float)));
   const size_t delta_blocks = (rows + kWarps - 1) / kWarps;
   MT_CHECK(delta_blocks <= INT_MAX);
   delta_kernel<<<unsigned(delta_blocks), kThreads, 0, st->stream>>>(s, a.dout, a.out, delta);
   MT_CUDA_CHECK_LAUNCH();
+  if (a.inputs != GemmInputs::fp32 && attention_tc_backward(st, a, delta)) return;
 
   const size_t key_bytes = key_grads_bytes(s), query_bytes = query_grads_bytes(s);
   allow_shared(st, key_grads_kernel, key_bytes, s);

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1 nvcc=$2 nvccflags=$3
-bins=("$dir/moetrain" "$dir/gpu_parity" "$dir/nccl_test" "$dir/gemm_bench")
+bins=("$dir/moetrain" "$dir/gpu_parity" "$dir/nccl_test" "$dir/gemm_bench" "$dir/attention_bench")
 runtime='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so'
 cuda='^(libcublasLt|libcublas|libnccl)\.so'
 mkdir -p "$dir/lib" "$dir/runtime"
@@ -48,6 +48,6 @@ newest() { objdump -T "${bins[@]}" "$dir"/lib/*.so* | grep -o "$1_[0-9.]*" | sor
   echo "         libnccl.so.2 for moetrain and nccl_test (the CUDA toolkit's, or PyTorch's nvidia-nccl package);"
   echo "         runtime/ holds glibc $(ldd --version | head -n 1 | grep -o '[0-9.]*$') for hosts with an older one"
   echo "size     $(du -sh "$dir" | cut -f1) in all"
-  (cd "$dir" && du -b moetrain gpu_parity nccl_test gemm_bench lib/* runtime/*)
+  (cd "$dir" && du -b moetrain gpu_parity nccl_test gemm_bench attention_bench lib/* runtime/*)
 } > "$dir/BUILD_INFO"
 cat "$dir/BUILD_INFO"

@@ -6,7 +6,7 @@
 #   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
 #   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
 #       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
-#   (c) benchmarks: gemm_bench, and moetrain's tokens/s and MFU on cuda against the PyTorch reference model (eager,
+#   (c) benchmarks: gemm_bench, attention_bench beside PyTorch's scaled_dot_product_attention, and moetrain's tokens/s and MFU on cuda against the PyTorch reference model (eager,
 #       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
 #       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model, and where a step's time
 #       goes on the 1B model by op kind (train --profile);
@@ -212,6 +212,18 @@ if ((rc == 0)) && grep -q 'gemm cuda' "$work/last"; then
   result "(c) gemm_bench: PASS ($(grep 'gemm cuda bf16' "$work/last" | tail -n 1))"
 elif ((rc == 0)); then result "(c) gemm_bench: SKIP ($(grep 'skipped' "$work/last"))"
 else result "(c) gemm_bench: FAIL (exit $rc: $(tail -n 1 "$work/last"))"; fi
+# Causal attention forward+backward: moetrain's kernels (bf16 on tensor cores, fp32 on CUDA cores) beside
+# PyTorch's scaled_dot_product_attention, the same cases and FLOP counts.
+limited 120 "${launch[@]}" "$bundle/attention_bench"
+rc=$?
+if ((rc == 0)) && grep -q '^attention moetrain' "$work/last"; then
+  while read -r line; do result "(c) $line: INFO"; done < <(grep '^attention moetrain bf16' "$work/last")
+  result "(c) attention_bench: PASS"
+elif ((rc == 0)); then result "(c) attention_bench: SKIP ($(grep 'skipped' "$work/last"))"
+else result "(c) attention_bench: FAIL (exit $rc: $(tail -n 1 "$work/last"))"; fi
+if limited 120 "$python" bench/attention_sdpa.py && grep -q '^attention pytorch' "$work/last"; then
+  while read -r line; do result "(c) $line: INFO"; done < <(grep '^attention pytorch' "$work/last")
+else result "(c) attention_sdpa.py: SKIP ($(tail -n 1 "$work/last"))"; fi
 
 # Median tokens/s and MFU of a log.h5 after its first 5 steps: "TOKENS MFU".
 median_speed() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Proves gpu-bundle/ (make gpu-bundle) needs nothing a GPU machine lacks: runs it in a chroot that holds only
-# the bundle, the dynamic loader, glibc, libstdc++, libgcc_s, the CUDA toolkit's cuBLASLt and NCCL, and bash. There, with
-# no GPU, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain gets here,
-# gpu_parity and nccl_test exit 77 (skipped), gemm_bench times the CPU, and the bundle's mpirun starts two ranks.
+# the bundle, the dynamic loader, glibc, libstdc++, libgcc_s, the CUDA toolkit's cuBLAS(Lt) and NCCL, and bash. There,
+# with no GPU, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain gets here,
+# gpu_parity and nccl_test exit 77 (skipped), gemm_bench times the CPU, attention_bench skips, and the bundle's mpirun
+# starts two ranks.
 # Needs root, or user namespaces.
 # Prints one PASS/FAIL/SKIP line per check; exits non-zero when one fails.
 #   bash scripts/test_gpu_bundle.sh
@@ -46,7 +47,8 @@ text=(src/config src/io src/model src/train)  # some of the repository's files a
 # links where possible: cuBLASLt is half a gigabyte.
 mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/work/text" "$root/tmp"
 provided='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublasLt|libcublas|libnccl)\.so'
-for f in "$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/nccl_test "$bundle"/gemm_bench "$bundle"/lib/*; do ldd "$f"; done |
+for f in "$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/nccl_test "$bundle"/gemm_bench "$bundle"/attention_bench \
+  "$bundle"/lib/*; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 } $1 ~ /^\// { print $1, $1 }' | sort -u |
   while read -r name path; do
     name=${name##*/}
@@ -111,6 +113,9 @@ else fail "chroot: gpu-bundle/mpi/mpirun -np 2 moetrain train (exit $rc)"; echo 
 out=$("${jail[@]}" /work/gpu-bundle/gemm_bench 2>&1); rc=$?
 if [[ $rc -eq 0 ]] && grep -q 'GPU part skipped' <<<"$out"; then pass "chroot: gemm_bench times the CPU, skips the GPU"
 else fail "chroot: gemm_bench (exit $rc)"; echo "$out" | tail -3; fi
+out=$("${jail[@]}" /work/gpu-bundle/attention_bench 2>&1); rc=$?
+if [[ $rc -eq 0 ]] && grep -q 'skipped: no GPU' <<<"$out"; then pass "chroot: attention_bench starts and skips without a GPU"
+else fail "chroot: attention_bench (exit $rc)"; echo "$out" | tail -3; fi
 
 # The fallback scripts/gpu_check.sh uses on hosts with an older glibc: the bundle's own runtime and loader.
 out=$("${jail[@]}" /work/gpu-bundle/runtime/ld-linux-x86-64.so.2 --library-path /work/gpu-bundle/runtime \

@@ -142,6 +142,55 @@ TEST_CASE("causal attention forward (out and lse) and backward, equal and differ
   }
 }
 
+TEST_CASE("attention with bf16 inputs rounds q, k, v and dout where they enter the products") {
+  const int batch = 2, seq = 9, heads = 2, qk = 6, vd = 4;
+  const size_t nq = size_t(batch) * seq * heads * qk, nv = size_t(batch) * seq * heads * vd;
+  const size_t nl = size_t(batch) * heads * seq;
+  const auto q = testing::random_floats(nq, 90), k = testing::random_floats(nq, 91);
+  const auto v = testing::random_floats(nv, 92), dout = testing::random_floats(nv, 93);
+  auto rounded = [](std::vector<float> x) {
+    for (float& e : x) e = mt::round_to_bf16(e);
+    return x;
+  };
+  struct Result { std::vector<float> out, lse, dq, dk, dv; };
+  auto run = [&](const std::vector<float>& qq, const std::vector<float>& kk, const std::vector<float>& vv,
+                 const std::vector<float>& dd, mt::GemmInputs inputs) {
+    Result r{std::vector<float>(nv), std::vector<float>(nl), std::vector<float>(nq), std::vector<float>(nq),
+             std::vector<float>(nv)};
+    mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
+                                         .scale = 0.4f, .q = qq.data(), .k = kk.data(), .v = vv.data(),
+                                         .out = r.out.data(), .lse = r.lse.data(), .inputs = inputs});
+    mt::cpu::attention_backward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
+                                          .scale = 0.4f, .q = qq.data(), .k = kk.data(), .v = vv.data(),
+                                          .out = r.out.data(), .lse = r.lse.data(), .dout = dd.data(),
+                                          .dq = r.dq.data(), .dk = r.dk.data(), .dv = r.dv.data(), .inputs = inputs});
+    return r;
+  };
+  const Result bf = run(q, k, v, dout, mt::GemmInputs::bf16);
+  // Rounded beforehand, the inputs meet the same products: the same bits (D uses the dout given).
+  const Result pre = run(rounded(q), rounded(k), rounded(v), dout, mt::GemmInputs::bf16);
+  CHECK(bf.out == pre.out);
+  CHECK(bf.lse == pre.lse);
+  CHECK(bf.dq == pre.dq);
+  CHECK(bf.dk == pre.dk);
+  CHECK(bf.dv == pre.dv);
+  // FP8 training runs attention in BF16.
+  const Result f8 = run(q, k, v, dout, mt::GemmInputs::fp8);
+  CHECK(f8.out == bf.out);
+  CHECK(f8.dq == bf.dq);
+  // Against fp32: apart by bfloat16's rounding (8 bits), not more.
+  const Result fp = run(q, k, v, dout, mt::GemmInputs::fp32);
+  for (auto [got, want] : {std::pair{&bf.out, &fp.out}, {&bf.dq, &fp.dq}, {&bf.dk, &fp.dk}, {&bf.dv, &fp.dv}}) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < want->size(); ++i) {
+      diff = std::max(diff, std::fabs(double((*got)[i]) - (*want)[i]));
+      scale = std::max(scale, std::fabs(double((*want)[i])));
+    }
+    CHECK(diff / scale > 1e-4);
+    CHECK(diff / scale < 2e-2);
+  }
+}
+
 // The recurrence of src/ops/online_softmax.hpp, run over a row's scores in tiles as the CUDA
 // kernels run it, against a plain float64 softmax of the whole row.
 TEST_CASE("online softmax over tiles gives the plain softmax's average, log-sum-exp and probabilities") {

@@ -60,7 +60,7 @@ void Mha::forward(int slot, Arena& arena, Arena&, const float* x, int batch, flo
   s.v = kv_heads_ == heads_ ? v : expand(arena, v, rows);
   env_.be().attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
-                               .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse});
+                               .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs});
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
 }
 
@@ -79,7 +79,7 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                 .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
                                 .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse, .dout = s.dout,
-                                .dq = s.dq, .dk = dk_heads, .dv = dv_heads});
+                                .dq = s.dq, .dk = dk_heads, .dv = dv_heads, .inputs = env_.gemm_inputs});
   if (kv_heads_ == heads_) {
     s.dk = dk_heads;
     s.dv = dv_heads;

@@ -70,7 +70,7 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch
   s.lse = arena.floats(size_t(batch) * H * seq_);
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
-                        .lse = s.lse});
+                        .lse = s.lse, .inputs = env_.gemm_inputs});
   env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
 }
 
@@ -114,7 +114,7 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   float* dv = arena.floats(size_t(rows) * H * vdim_);
   be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
                          .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
-                         .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv});
+                         .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv, .inputs = env_.gemm_inputs});
   be.rope(query_rope(rows, s.dq, true));
 
   // Keys and values back to the W_kv_b output, and the shared RoPE key summed over heads.

@@ -92,10 +92,15 @@ struct RopeArgs {
 // Row t of a head attends to keys 0..t with probabilities softmax(scale * q_t . k_s). No
 // [seq, seq] matrix survives the op: forward saves lse [batch, heads, seq], the log-sum-exp of
 // each row's scaled scores, from which backward recomputes the probabilities exp(score - lse).
+// `inputs`: fp32 multiplies in fp32 throughout; bf16 and fp8 round what enters each product to
+// bfloat16 (q, k, v, dout, the probabilities, the score gradients) and accumulate in fp32, as
+// tensor cores do (FP8 training keeps attention in BF16, as DeepSeek-V3 does). The statistics
+// (max, sum, lse, D = rowsum(dout * out)) stay fp32.
 struct AttentionForwardArgs {
   int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
   float* out = nullptr; float* lse = nullptr;
+  GemmInputs inputs = GemmInputs::fp32;
 };
 // Takes the forward's out and lse; dq, dk, dv are overwritten.
 struct AttentionBackwardArgs {
@@ -103,6 +108,7 @@ struct AttentionBackwardArgs {
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
   const float* out = nullptr; const float* lse = nullptr; const float* dout = nullptr;
   float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
+  GemmInputs inputs = GemmInputs::fp32;
 };
 
 // h = silu(gate) * up, elementwise over n values.
