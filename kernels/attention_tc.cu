@@ -71,19 +71,21 @@ __device__ void load_bf16(bf16* __restrict__ dst, int ld, const float* __restric
 }
 
 // out[16 rows][16 * n] (+)= A[16][k] B[k][16 * n] over k = kSteps fragments, A and B given by
-// where their fragment (row block, k step) starts; the warp's accumulators stay in registers.
+// where their fragment (row block, k step) starts; the warp's accumulators stay in registers and
+// each A fragment is loaded once.
 template <int N, int KSteps, typename FA, typename FB, typename APtr, typename BPtr>
 __device__ void warp_product(FragC (&acc)[N], APtr a_at, int lda, BPtr b_at, int ldb) {
 #pragma unroll
-  for (int n = 0; n < N; ++n)
+  for (int kk = 0; kk < KSteps; ++kk) {
+    FA a;
+    wmma::load_matrix_sync(a, a_at(kk), lda);
 #pragma unroll
-    for (int kk = 0; kk < KSteps; ++kk) {
-      FA a;
+    for (int n = 0; n < N; ++n) {
       FB b;
-      wmma::load_matrix_sync(a, a_at(kk), lda);
       wmma::load_matrix_sync(b, b_at(kk, n), ldb);
       wmma::mma_sync(acc[n], a, b, acc[n]);
     }
+  }
 }
 
 // The warp's 16 rows of scores against a 64-row tile: dst[w0..][0..64) = A_w B^T, A_w [16][dim]
