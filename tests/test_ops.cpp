@@ -303,3 +303,28 @@ TEST_CASE("arena: after the first use, the same allocations need no new memory")
   arena.reset();
   CHECK(arena.floats(300000) == first);
 }
+
+TEST_CASE("arena: a need that creeps up after the first step reallocates a few times, not every step") {
+  // The first step sizes the arena exactly; then each micro-batch needs 1% more than the last, as
+  // an expert-parallel rank's arriving rows can. Without spare room every one would reallocate.
+  mt::Arena arena(mt::cpu_backend());
+  size_t need = 3000000;  // floats: 12 MB
+  arena.floats(need);
+  arena.reset();
+  CHECK(arena.capacity() == need * sizeof(float));
+  arena.settle();
+  int reallocations = 0;
+  size_t capacity = arena.capacity();
+  for (int mb = 0; mb < 100; ++mb) {
+    need += need / 100;
+    arena.floats(need);
+    CHECK(arena.capacity() >= arena.high_water());
+    arena.reset();
+    reallocations += arena.capacity() != capacity;
+    capacity = arena.capacity();
+    CHECK(capacity <= arena.high_water() + arena.high_water() / 8 + 64);  // at most an eighth to spare
+  }
+  // 1.01^100 = 2.7 times the start: log(2.7) / log(1.125) = 8.5 regrowths of an eighth.
+  CHECK(reallocations <= 10);
+  CHECK(reallocations >= 8);
+}

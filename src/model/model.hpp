@@ -77,6 +77,12 @@ class Model {
   void backward_input(int chunk, int slot, const float* output_grad, bool weights_now = false);
   void backward_weight(int chunk, int slot);
   void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
+  // After the first training step: the activation arenas know a step's need (Arena::settle).
+  void settle_arenas() {
+    for (auto& chunk : arenas_)
+      for (Arena& a : chunk) a.settle();
+    for (Arena& a : scratch_) a.settle();
+  }
   // training.recompute: what the blocks keep between forward and backward.
   //   full       only their inputs; each block's forward runs again right before its backward.
   //   selective  all but the cheap, wide parts (RMSNorm outputs, SwiGLU products, MLA's per-head

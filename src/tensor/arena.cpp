@@ -15,8 +15,8 @@ Arena::Block Arena::make_block(size_t size) const {
 void* Arena::bytes(size_t n) {
   n = (n + kAlign - 1) / kAlign * kAlign;
   if (blocks_.empty() || blocks_.back().used + n > blocks_.back().size) {
-    size_t size = std::max(n, blocks_.empty() ? size_t(1) << 20 : blocks_.back().size * 2);
-    blocks_.push_back(make_block(size));
+    const size_t grow = blocks_.empty() ? size_t(1) << 20 : settled_ ? capacity() / 8 : blocks_.back().size * 2;
+    blocks_.push_back(make_block(std::max(n, grow)));
   }
   Block& b = blocks_.back();
   void* p = reinterpret_cast<std::byte*>(b.data.f32()) + b.used;
@@ -34,8 +34,9 @@ float* Arena::zeros(size_t n) {
 
 void Arena::reset() {
   if (blocks_.size() > 1) {  // coalesce so the next use of this size fits one block
+    const size_t size = settled_ ? high_water_ + high_water_ / 8 : high_water_;
     blocks_.clear();
-    blocks_.push_back(make_block(high_water_));
+    blocks_.push_back(make_block((size + kAlign - 1) / kAlign * kAlign));
   }
   for (auto& b : blocks_) b.used = 0;
   in_use_ = 0;

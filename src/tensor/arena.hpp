@@ -1,9 +1,12 @@
 #pragma once
 // A bump allocator of device memory for one micro-batch's activations. Everything a forward pass
 // saves and everything its backward pass produces lives here until the micro-batch is retired,
-// so layers can keep plain (device) pointers to their inputs. The first step grows the arena as
-// needed; reset() then coalesces it into one block of the high-water size, so later steps
-// allocate nothing.
+// so layers can keep plain (device) pointers to their inputs. The first step grows the arena by
+// doubling; reset() then coalesces it into one block of the high-water size, so later steps
+// allocate nothing when they need the same. Where the need varies (the rows an expert-parallel
+// rank receives follow the routing), a micro-batch after the first step (settle()) that needs more
+// than any before adds a block of an eighth of the arena, and reset() coalesces with an eighth to
+// spare: a need that keeps creeping up reallocates (and zero-fills) a few times, not every step.
 #include <cstddef>
 #include <vector>
 
@@ -21,6 +24,9 @@ class Arena {
   // Zero-filled variant for accumulators.
   float* zeros(size_t n);
   void reset();
+  // The first training step is over: it showed what a micro-batch needs when the need is fixed,
+  // so growth from now on means a need that varies (see above).
+  void settle() { settled_ = true; }
   size_t capacity() const;
   size_t high_water() const { return high_water_; }
   const Backend& backend() const { return backend_; }
@@ -31,6 +37,7 @@ class Arena {
   Backend backend_;
   std::vector<Block> blocks_;
   size_t in_use_ = 0, high_water_ = 0;
+  bool settled_ = false;  // settle() was called
 };
 
 }  // namespace mt

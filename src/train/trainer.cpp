@@ -329,6 +329,7 @@ TrainSummary Trainer::run() {
     rec.aux_loss = totals.aux;
     rec.mtp_loss = totals.mtp;
     UpdateStats update;
+    model_->settle_arenas();
     if (std::isfinite(rec.loss)) update = apply_update(*model_, *optimizer_, cfg_, state.step);
     if (!std::isfinite(rec.loss) || !update.applied)
       throw UserError(non_finite_message(state.step + 1, rec.loss, update.grad_norm, last_checkpoint));
