@@ -2,7 +2,7 @@
 # moetrain's check on a GPU machine, run from the repository root with gpu-bundle/ (make gpu-bundle) in it:
 #   bash scripts/gpu_check.sh
 # Builds nothing. Writes one report, $OUT/gpu_report.txt (OUT defaults to ./gpu-out), and prints its tail: the
-# machine, the bundle's build info, then six sections, each ending in PASS, FAIL or SKIP with the reason:
+# machine, the bundle's build info, then eight sections, each ending in PASS, FAIL or SKIP with the reason:
 #   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
 #   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
 #       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
@@ -15,8 +15,12 @@
 #       (b)'s cuda run again with parallel.comm = "nccl" (every group an NCCL communicator), the same losses;
 #   (f) the multi-rank layout matrix of tests/mpi/run_mpi_tests.sh with every rank on this GPU, payloads staged
 #       through host memory (parallel.share_gpu), under the bundle's OpenMPI (gpu-bundle/mpi/mpirun).
-# GPU_CHECK_SECTIONS picks sections (default abcdef; GPU_CHECK_SECTIONS=f runs only (f), as a second call
-# when the first one's time is spent).
+#   (g) speed targets: a dense model of GPT-2 124M's shape (MFU, beside llm.c's published 46-56%) and DeepSeek-V3's
+#       layer shapes (bench/dsv3-layers.toml), each against the PyTorch reference model as in (c);
+#   (h) the largest micro-batch of configs/moe-1b.toml that trains with recompute none, selective and full, beside
+#       the largest the planner's memory model says fits.
+# GPU_CHECK_SECTIONS picks sections (default abcdefgh; GPU_CHECK_SECTIONS=f runs only (f), as a second call
+# when the first one's time is spent: the default run reaches about (e), so (f), (g) and (h) each want one).
 # A section whose prerequisite fails says which and why, and the next section runs. Everything stops by
 # GPU_CHECK_SECONDS (default 540) so that a run fits in the GPU machine's 10 minutes a command.
 set -uo pipefail
@@ -33,7 +37,7 @@ python=${PYTHON:-python3}
 exp=configs/deepseek-v3-small.toml
 steps=50 half=25 tol=1e-3
 results=() status=0
-sections=${GPU_CHECK_SECTIONS:-abcdef}
+sections=${GPU_CHECK_SECTIONS:-abcdefgh}
 want() { [[ $sections == *$1* ]]; }
 
 say() { echo "$*" >> "$report"; }
@@ -120,12 +124,62 @@ if ! err=$("$bundle/moetrain" keys 2>&1 >/dev/null); then
   say "running them with the bundle's runtime/ (glibc, libstdc++) instead"
 fi
 mt=("${launch[@]}" "$bundle/moetrain")
+no_gpu=""        # why there is no GPU to test, once (a) or nvidia-smi has shown it
+cuda_problem=""  # why moetrain cannot train on cuda here, once the cuda run has shown it
+timeout 20 nvidia-smi -L > /dev/null 2>&1 || no_gpu="no GPU: nvidia-smi lists none"
+runs=$work/runs
+# Token shards from the repository's own text (the GPU machine has no fortunes corpus), made once.
+inputs=(); for d in $(find src -type f -printf '%h\n' | sort -u); do inputs+=(--input "$d"); done
+shards() { [[ -s $work/data/train_000000.bin ]] || limited 60 "${mt[@]}" prepare "${inputs[@]}" --out "$work/data"; }
 
+# Median tokens/s and MFU of a log.h5 after its first 5 steps: "TOKENS MFU".
+median_speed() {
+  "$python" -c 'import sys, h5py, statistics; f = h5py.File(sys.argv[1], "r")
+print(round(statistics.median(f["tokens_per_s"][5:])), "%.4f" % statistics.median(f["mfu"][5:]))' "$1"
+}
+# speed SECTION CONFIG STEPS: moetrain on cuda (bf16 GEMMs) against the PyTorch reference model in eager mode under bf16
+# autocast, same model, weights and batch; MFU against the GPU's dense BF16 peak for both.
+speed() { local section=$1 cfg=$2 n=$3 name ours theirs what mfu=""
+  name=$(basename "$cfg" .toml)
+  what="$cfg, bf16 GEMMs, median tokens/s"
+  if [[ -n $no_gpu ]]; then result "($section) tokens/s $name: SKIP ($no_gpu)"; return; fi
+  if [[ -n $cuda_problem ]]; then result "($section) tokens/s $name: SKIP ($cuda_problem)"; return; fi
+  if ! shards; then result "($section) tokens/s $name: SKIP (no token shards)"; return; fi
+  local data=(--set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
+  if limited 200 "${mt[@]}" train "$cfg" "${data[@]}" --set training.steps="$n" --set run.out_dir="$runs" \
+      --set run.name="speed_$name" --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 \
+      --set checkpoint.every=0 --set checkpoint.resume=never; then
+    read -r ours mfu <<<"$(median_speed "$runs/speed_$name/log.h5")"
+    # The run's memory per rank beside the planner's for moetrain's own storage.
+    local measured planned
+    measured=$(grep '^memory:' "$work/last" | sed 's/^memory: per rank (the most of any rank): //')
+    if limited 60 "${mt[@]}" train "$cfg" "${data[@]}" --set precision.device=cuda --set precision.matmul=bf16 \
+        --dry-run --cluster configs/clusters/h100-superpod.toml; then
+      planned=$(grep '^  memory ' "$work/last" | sed 's/^  memory *//')
+      result "($section) memory $name: INFO (trainer: ${measured:-no memory line}; planner: ${planned:-no prediction})"
+    fi
+  else
+    ours="the run failed: $(tail -n 1 "$work/last")"
+  fi
+  if limited 120 "${mt[@]}" dump-step "$cfg" --start-only --out "$work/start_$name.h5" "${data[@]}" &&
+    limited 200 "$python" bench/torch_train.py "$work/start_$name.h5" 20 "$(nproc)" cuda bf16; then
+    theirs=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
+  else
+    theirs="failed: $(tail -n 1 "$work/last")"
+  fi
+  if [[ $ours =~ ^[0-9]+$ && $theirs =~ ^[0-9]+$ ]]; then
+    # Same FLOPs per token and peak: PyTorch's MFU scales with its tokens/s.
+    result "($section) tokens/s $name: PASS ($what: moetrain $ours (MFU $mfu), PyTorch eager $theirs (MFU $(awk -v t="$theirs" \
+      -v m="$mfu" -v o="$ours" 'BEGIN { printf "%.4f", m * t / o }')), ratio \
+      $(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }'))"
+  else
+    result "($section) tokens/s $name: FAIL ($what: moetrain: $ours; PyTorch: $theirs)"
+  fi
+}
 if want a; then
 say ""; say "== (a) per-op parity: gpu_parity, CUDA ops against the CPU reference"
 limited 120 "${launch[@]}" "$bundle/gpu_parity"
 rc=$?
-no_gpu=""
 ((rc == 77)) && no_gpu=$(tail -n 1 "$work/last")
 case $rc in
   0) result "(a) per-op parity: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
@@ -155,17 +209,13 @@ print(f"max relative difference {rel[worst]:.2e} at step {worst} ({run[worst]:.6
 sys.exit(0 if rel[worst] <= tol else 1)
 PY
 }
-runs=$work/runs
 common=(--set training.steps="$steps" --set log.every=10 --set checkpoint.every=0 --set run.out_dir="$runs"
         --set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
 # train NAME DEVICE SECONDS [ARGS...]
 train() { local name=$1 device=$2 seconds=$3; shift 3
   limited "$seconds" "${mt[@]}" train "$exp" "${common[@]}" --set run.name="$name" --set precision.device="$device" \
     "$@"; }
-cuda_problem=""  # why moetrain cannot train on cuda here, once the cuda run has shown it
-# Token shards from the repository's own text: the GPU machine has no fortunes corpus.
-inputs=(); for d in $(find src -type f -printf '%h\n' | sort -u); do inputs+=(--input "$d"); done
-if ! limited 60 "${mt[@]}" prepare "${inputs[@]}" --out "$work/data"; then
+if ! shards; then
   result "(b) end to end: FAIL (moetrain prepare: $(tail -n 1 "$work/last"))"
 elif ! train cpu cpu 150; then
   result "(b) end to end: FAIL (the cpu run: $(tail -n 1 "$work/last"))"
@@ -225,59 +275,15 @@ if limited 120 "$python" bench/attention_sdpa.py && grep -q '^attention pytorch'
   while read -r line; do result "(c) $line: INFO"; done < <(grep '^attention pytorch' "$work/last")
 else result "(c) attention_sdpa.py: SKIP ($(tail -n 1 "$work/last"))"; fi
 
-# Median tokens/s and MFU of a log.h5 after its first 5 steps: "TOKENS MFU".
-median_speed() {
-  "$python" -c 'import sys, h5py, statistics; f = h5py.File(sys.argv[1], "r")
-print(round(statistics.median(f["tokens_per_s"][5:])), "%.4f" % statistics.median(f["mfu"][5:]))' "$1"
-}
-# speed CONFIG STEPS: moetrain on cuda (bf16 GEMMs) against the PyTorch reference model in eager mode under bf16
-# autocast, same model, weights and batch; MFU against the GPU's dense BF16 peak for both.
-speed() { local cfg=$1 n=$2 name ours theirs what mfu=""
-  name=$(basename "$cfg" .toml)
-  what="$cfg, bf16 GEMMs, median tokens/s"
-  if [[ -n $no_gpu ]]; then result "(c) tokens/s $name: SKIP ($no_gpu)"; return; fi
-  if [[ -n $cuda_problem ]]; then result "(c) tokens/s $name: SKIP ($cuda_problem)"; return; fi
-  if [[ ! -s $work/data/train_000000.bin ]]; then result "(c) tokens/s $name: SKIP (no token shards)"; return; fi
-  local data=(--set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
-  if limited 200 "${mt[@]}" train "$cfg" "${data[@]}" --set training.steps="$n" --set run.out_dir="$runs" \
-      --set run.name="speed_$name" --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 \
-      --set checkpoint.every=0 --set checkpoint.resume=never; then
-    read -r ours mfu <<<"$(median_speed "$runs/speed_$name/log.h5")"
-    # The run's memory per rank beside the planner's for moetrain's own storage.
-    local measured planned
-    measured=$(grep '^memory:' "$work/last" | sed 's/^memory: per rank (the most of any rank): //')
-    if limited 60 "${mt[@]}" train "$cfg" "${data[@]}" --set precision.device=cuda --set precision.matmul=bf16 \
-        --dry-run --cluster configs/clusters/h100-superpod.toml; then
-      planned=$(grep '^  memory ' "$work/last" | sed 's/^  memory *//')
-      result "(c) memory $name: INFO (trainer: ${measured:-no memory line}; planner: ${planned:-no prediction})"
-    fi
-  else
-    ours="the run failed: $(tail -n 1 "$work/last")"
-  fi
-  if limited 120 "${mt[@]}" dump-step "$cfg" --start-only --out "$work/start_$name.h5" "${data[@]}" &&
-    limited 200 "$python" bench/torch_train.py "$work/start_$name.h5" 20 "$(nproc)" cuda bf16; then
-    theirs=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
-  else
-    theirs="failed: $(tail -n 1 "$work/last")"
-  fi
-  if [[ $ours =~ ^[0-9]+$ && $theirs =~ ^[0-9]+$ ]]; then
-    # Same FLOPs per token and peak: PyTorch's MFU scales with its tokens/s.
-    result "(c) tokens/s $name: PASS ($what: moetrain $ours (MFU $mfu), PyTorch eager $theirs (MFU $(awk -v t="$theirs" \
-      -v m="$mfu" -v o="$ours" 'BEGIN { printf "%.4f", m * t / o }')), ratio \
-      $(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }'))"
-  else
-    result "(c) tokens/s $name: FAIL ($what: moetrain: $ours; PyTorch: $theirs)"
-  fi
-}
 # The demo's model and one of about 1B parameters (d_model 2048).
-speed configs/tiny.toml 30
-speed configs/moe-1b.toml 15
+speed c configs/tiny.toml 30
+speed c configs/moe-1b.toml 15
 
 # One-GPU training in FP8 (DeepSeek-V3's recipe) against BF16 GEMMs, the 1B model.
 fp8_speed() { local cfg=$1 n=$2 name tps=() mm
   name=$(basename "$cfg" .toml)
   if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(c) fp8 against bf16 $name: SKIP (${no_gpu:-$cuda_problem})"; return; fi
-  if [[ ! -s $work/data/train_000000.bin ]]; then result "(c) fp8 against bf16 $name: SKIP (no token shards)"; return; fi
+  if ! shards; then result "(c) fp8 against bf16 $name: SKIP (no token shards)"; return; fi
   for mm in fp8 bf16; do
     if [[ $mm == bf16 && -s $runs/speed_$name/log.h5 ]]; then  # the bf16 run of the comparison above
       read -r t _ <<<"$(median_speed "$runs/speed_$name/log.h5")"; tps+=("$t"); continue
@@ -300,7 +306,7 @@ fp8_speed configs/moe-1b.toml 15
 profile() { local cfg=$1 n=$2 name
   name=$(basename "$cfg" .toml)
   if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(c) profile $name: SKIP (${no_gpu:-$cuda_problem})"; return; fi
-  if [[ ! -s $work/data/train_000000.bin ]]; then result "(c) profile $name: SKIP (no token shards)"; return; fi
+  if ! shards; then result "(c) profile $name: SKIP (no token shards)"; return; fi
   if limited 200 "${mt[@]}" train "$cfg" --profile --set data.train="$work/data/train_000000.bin" \
       --set data.val="$work/data/val_000000.bin" --set training.steps="$n" --set run.out_dir="$runs" \
       --set run.name="profile_$name" --set precision.device=cuda --set precision.matmul=bf16 \
@@ -376,6 +382,33 @@ elif ((left > 0)); then result "(f) layouts on one GPU: PASS for $passed cases; 
 else result "(f) layouts on one GPU: PASS (all $passed cases)"
 fi
 
+fi
+if want g; then
+say ""; say "== (g) speed targets: a dense GPT-2-124M shape (MFU), DeepSeek-V3's layer shapes against PyTorch"
+# llm.c trains GPT-2 124M at about 46-56% MFU on an H100; moetrain's dense model of that shape (SwiGLU sized to
+# GPT-2's MLP parameters, RoPE, RMSNorm) is read against it.
+speed g bench/gpt2-124m.toml 20
+speed g bench/dsv3-layers.toml 10
+fi
+if want h; then
+say ""; say "== (h) the largest micro-batch that fits, per recomputation mode, against the planner (configs/moe-1b.toml)"
+# largest_fit MODE: the largest of 1, 2, 4, ... 64 sequences per micro-batch that trains 2 steps on cuda, and the
+# largest the planner (moetrain's fp32 storage on an H100) says fits.
+largest_fit() { local mode=$1 mb ours=0 planned=0 sets
+  if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(h) largest micro-batch, $mode: SKIP (${no_gpu:-$cuda_problem})"; return; fi
+  if ! shards; then result "(h) largest micro-batch, $mode: SKIP (no token shards)"; return; fi
+  for mb in 1 2 4 8 16 32 64; do
+    sets=(--set training.micro_batch=$mb --set training.global_batch=$mb --set training.recompute=$mode
+          --set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
+    if limited 60 "${mt[@]}" train configs/moe-1b.toml "${sets[@]}" --set precision.device=cuda --dry-run \
+        --cluster configs/clusters/h100-superpod.toml && grep -q '^  memory .*: fits' "$work/last"; then planned=$mb; fi
+    if ((ours == mb / 2 || mb == 1)) && limited 120 "${mt[@]}" train configs/moe-1b.toml "${sets[@]}" \
+        --set precision.device=cuda --set training.steps=2 --set training.eval_every=0 --set checkpoint.every=0 \
+        --set checkpoint.resume=never --set run.out_dir="$runs" --set run.name="fit_${mode}_$mb"; then ours=$mb; fi
+  done
+  result "(h) largest micro-batch, recompute=$mode: INFO (trains: $ours sequences of 512; the planner says: $planned)"
+}
+for mode in none selective full; do largest_fit $mode; done
 fi
 say ""; say "== summary ($((SECONDS)) s)"
 for r in "${results[@]}"; do say "$r"; done
