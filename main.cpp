@@ -33,7 +33,9 @@ void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   using namespace mt::plan;
   const Cluster c = load_cluster(cluster_path);
   Layout l = mt::layout_of_config(cfg);
-  l.storage = Storage::fp32;  // what moetrain stores, whatever the GEMMs' inputs
+  // What moetrain stores: fp32, and under bf16 GEMMs what only GEMMs read in bfloat16.
+  l.storage = cfg.precision.matmul == mt::MatmulPrecision::bf16 && cfg.precision.bf16_activations ? Storage::mixed
+                                                                                                   : Storage::fp32;
   if (std::string why = layout_problem(cfg.model, cfg.training.global_batch, c, l); !why.empty())
     throw mt::UserError("train --cluster " + cluster_path + ": the planner cannot model this layout: " + why);
   std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());

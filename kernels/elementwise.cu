@@ -2,6 +2,8 @@
 // backward (per-element math from src/ops/op_math.hpp, shared with the CPU), add and copy_columns.
 // Grid-stride loops over size_t indices, so any size fits the grid. No __restrict__: in-place calls
 // (an output that is also an input) are as valid here as on the CPU.
+#include <cuda_bf16.h>
+
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"
@@ -17,8 +19,13 @@ constexpr int kThreads = 256;
 __device__ size_t first_index() { return size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ size_t grid_stride() { return size_t(gridDim.x) * blockDim.x; }
 
-__global__ void swiglu_forward_kernel(size_t n, const float* gate, const float* up, float* h) {
-  for (size_t i = first_index(); i < n; i += grid_stride()) h[i] = swiglu(gate[i], up[i]);
+// h_bf16 (when set, in place of h): the product rounded to bfloat16 as it is written.
+__global__ void swiglu_forward_kernel(size_t n, const float* gate, const float* up, float* h, __nv_bfloat16* h_bf16) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    const float v = swiglu(gate[i], up[i]);
+    if (h_bf16) h_bf16[i] = __float2bfloat16_rn(v);
+    else h[i] = v;
+  }
 }
 
 __global__ void swiglu_backward_kernel(size_t n, const float* gate, const float* up, const float* dh, float* dgate,
@@ -52,7 +59,8 @@ __global__ void copy_columns_kernel(int rows, int cols, const float* src, int sr
 void swiglu_forward(DeviceState* s, const SwigluForwardArgs& a) {
   if (a.n == 0) return;
   activate(s);
-  swiglu_forward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a.n, a.gate, a.up, a.h);
+  swiglu_forward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(
+      a.n, a.gate, a.up, a.h, reinterpret_cast<__nv_bfloat16*>(a.h_bf16));
   MT_CUDA_CHECK_LAUNCH();
 }
 

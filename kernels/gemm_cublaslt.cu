@@ -13,6 +13,7 @@
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"
 #include "gemm_lt.cuh"
+#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -61,9 +62,12 @@ void gemm(DeviceState* s, const GemmArgs& g) {
     return;
   }
   if (g.inputs == GemmInputs::bf16) {
-    const __nv_bfloat16* a = bf16_copy(s, kScratchGemmA, g.a, size_t(g.m) * g.k);
-    gemm_lt(s, g, a, bf16_copy(s, kScratchGemmB, g.b, size_t(g.k) * g.n), CUDA_R_16BF);
+    // Operands stored in bfloat16 go in as they are; fp32 ones are rounded into scratch copies.
+    const void* a = g.a_bf16 ? static_cast<const void*>(g.a_bf16) : bf16_copy(s, kScratchGemmA, g.a, size_t(g.m) * g.k);
+    const void* b = g.b_bf16 ? static_cast<const void*>(g.b_bf16) : bf16_copy(s, kScratchGemmB, g.b, size_t(g.k) * g.n);
+    gemm_lt(s, g, a, b, CUDA_R_16BF);
   } else {
+    MT_CHECK(!g.a_bf16 && !g.b_bf16);
     gemm_lt(s, g, g.a, g.b, CUDA_R_32F);
   }
 }

@@ -2,6 +2,8 @@
 // Row reductions use one block per row with fp32 partial sums (the CPU sums in double; the
 // difference is far below the parity tolerance). The weight gradient is reduced over rows in a
 // fixed order without atomics, so it is bitwise reproducible run to run.
+#include <cuda_bf16.h>
+
 #include <algorithm>
 
 #include "cuda_check.cuh"
@@ -19,15 +21,20 @@ constexpr int kThreads = 256;  // per block; a multiple of 32, at most 32 warps
 constexpr int kRowsPerChunk = 64;
 constexpr int kMaxGridY = 65535;
 
+// y_bf16 (when set, in place of y): the output rounded to bfloat16 as it is written.
 __global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ weight, float* __restrict__ y,
-                               float* __restrict__ rstd, int dim, float eps) {
+                               __nv_bfloat16* __restrict__ y_bf16, float* __restrict__ rstd, int dim, float eps) {
   const size_t base = size_t(blockIdx.x) * dim;
   float ss = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += x[base + i] * x[base + i];
   ss = block_reduce(ss, SumOp{}, 0.0f);
   const float r = 1.0f / sqrtf(ss / float(dim) + eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) y[base + i] = x[base + i] * r * weight[i];
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float v = x[base + i] * r * weight[i];
+    if (y_bf16) y_bf16[base + i] = __float2bfloat16_rn(v);
+    else y[base + i] = v;
+  }
 }
 
 // dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j))
@@ -76,7 +83,8 @@ __global__ void backward_weight_finish_kernel(const float* __restrict__ partial,
 void rmsnorm_forward(DeviceState* s, const RmsNormForwardArgs& a) {
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
-  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.weight, a.y, a.rstd, a.dim, a.eps);
+  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.weight, a.y, reinterpret_cast<__nv_bfloat16*>(a.y_bf16),
+                                                     a.rstd, a.dim, a.eps);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,4 +1,4 @@
-// The planner's memory model for moetrain's own storage (Storage::fp32) against the memory one
+// The planner's memory model for moetrain's own storage (Storage::fp32, and ::mixed) against the memory one
 // training step really takes: the parameters and the high water of the activation arenas, for
 // every attention kind, MTP and each recomputation. (bench/memory_check.py does the same for
 // multi-rank layouts under mpirun.)
@@ -19,9 +19,9 @@ struct Measured {
   double weights = 0, activations = 0;
 };
 
-Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Recompute recompute) {
+Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Recompute recompute, const mt::MatmulSetup& matmul = {}) {
   testing::StrictDevice dev;
-  mt::Model model(cfg, 7, dev.be, {}, 1);
+  mt::Model model(cfg, 7, dev.be, matmul, 1);
   model.set_recompute(recompute);
   const std::vector<int> tokens = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 5);
   mt::accumulate_gradients(model, batch, batch, [&](int, std::vector<int>& in, std::vector<int>& tg) {
@@ -57,4 +57,29 @@ TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters
         // Within 2%: the arenas round each tensor up to 64 bytes.
         CHECK(e.memory.activations == doctest::Approx(m.activations).epsilon(0.02));
       }
+}
+
+// Storage::mixed: the same trainer under bf16 GEMMs with precision.bf16_activations.
+TEST_CASE("planner memory (mixed storage: bf16 GEMMs, bf16 activations where only GEMMs read) equals one step's") {
+  const mt::plan::Cluster cluster = mt::plan::load_cluster("configs/clusters/h100-superpod.toml");
+  mt::MatmulSetup matmul(mt::GemmInputs::bf16);
+  matmul.bf16_activations = true;
+  for (auto [name, cfg] : testing::attention_variants())
+    for (mt::Recompute recompute : {mt::Recompute::none, mt::Recompute::selective}) {
+      cfg.seq_len = 64;
+      cfg.n_dense_layers = 1;  // a dense block's FFN input and product in bfloat16 too
+      CAPTURE(name);
+      CAPTURE(mt::name_of(recompute));
+      mt::plan::Layout l;
+      l.zero = 0;
+      l.micro_batch = 2;
+      l.recompute = recompute;
+      l.storage = mt::plan::Storage::mixed;
+      const mt::plan::Estimate e = mt::plan::estimate_step(cfg, 2, cluster, l);
+      const Measured m = one_step(cfg, 2, recompute, matmul);
+      CHECK(e.memory.activations == doctest::Approx(m.activations).epsilon(0.02));
+      // Against fp32 storage, less by the bfloat16 halves.
+      l.storage = mt::plan::Storage::fp32;
+      CHECK(mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations > e.memory.activations);
+    }
 }

@@ -1,7 +1,8 @@
 // training.recompute = "full" (every block's forward runs again before its backward) and
 // "selective" (the norms' outputs, SwiGLU products and MLA's per-head q/k/v are computed again):
 // the step computes exactly what it computes without recomputation, the same losses, gradients and
-// expert loads, bit for bit, for every attention kind, every balance loss, MTP and FP8 GEMMs.
+// expert loads, bit for bit, for every attention kind, every balance loss, MTP and FP8 GEMMs. And
+// bfloat16 storage of what only GEMMs read changes nothing under bf16 GEMMs.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -123,4 +124,28 @@ TEST_CASE("a full backward takes each block's weight gradients at once: bitwise 
   for (size_t i = 0; i < now.size(); ++i) differ += now[i] != deferred[i];
   CHECK(differ == 0);
   CHECK(now_bytes < deferred_bytes);
+}
+
+// precision.bf16_activations: with bf16 GEMM inputs, the tensors only GEMMs read (normed block
+// inputs, SwiGLU products) are kept in bfloat16. The GEMMs round them so anyway: the same step,
+// bit for bit, in less memory; under recomputation too.
+TEST_CASE("bf16 activations: bitwise the same step as fp32 ones under bf16 GEMMs, in less memory") {
+  mt::MatmulSetup fp32_kept(mt::GemmInputs::bf16), bf16_kept(mt::GemmInputs::bf16);
+  bf16_kept.bf16_activations = true;
+  for (auto [name, cfg] : testing::attention_variants()) {
+    cfg.n_dense_layers = 1;  // a dense FFN block beside the MoE ones
+    for (Mode mode : {Mode::none, Mode::selective, Mode::full}) {
+      CAPTURE(name);
+      CAPTURE(int(mode));
+      const Result wide = one_step(cfg, fp32_kept, mode), narrow = one_step(cfg, bf16_kept, mode);
+      CHECK(narrow.totals.ce_sum == wide.totals.ce_sum);
+      CHECK(narrow.totals.aux == wide.totals.aux);
+      REQUIRE(narrow.grads.size() == wide.grads.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < wide.grads.size(); ++i) differ += narrow.grads[i] != wide.grads[i];
+      CHECK(differ == 0);
+      CHECK(narrow.loads == wide.loads);
+      CHECK(narrow.activation_bytes < wide.activation_bytes);
+    }
+  }
 }

@@ -176,6 +176,7 @@ struct PrecisionConfig {
   DeviceKind device = DeviceKind::automatic;
   MatmulPrecision matmul = MatmulPrecision::fp32;  // bf16: bf16 inputs, fp32 accumulation
   double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
+  bool bf16_activations = true;  // with matmul = bf16: activations only GEMMs read kept in bfloat16
 };
 
 // precision.matmul = "fp8": DeepSeek-V3's recipe (report section 3.3) and its ablations.

@@ -39,13 +39,13 @@ double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int b
   s.x1 = arena.floats(n);
   s.rstd2 = arena.floats(rows);
   const Backend& be = env_.be();
-  s.n1 = norm(redo, rows, x, norm1, s.rstd1);
+  s.n1 = norm(redo, rows, x, norm1, s.rstd1, true);
   attn_->forward(slot, arena, redo, s.n1, batch, s.x1);
   env_.tp_sum(s.x1, n);
   be.add({.n = n, .x = x, .y = s.x1});
-  s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2);
+  s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2, !moe_);  // the MoE also moves the rows to its experts
   double aux = 0;
-  if (moe_) aux = moe_->forward(slot, arena, redo, s.n2, batch, y, aux_grad_scale, recompute);
+  if (moe_) aux = moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, recompute);
   else {
     swiglu_forward(env_, arena, redo, dense_weights(), s.n2, rows, y, false, s.ffn);
     env_.tp_sum(y, n);
@@ -55,19 +55,22 @@ double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int b
 }
 
 // RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same.
-float* Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd) {
-  float* y = redo.floats(size_t(rows) * d_);
-  env_.be().rmsnorm_forward(
-      {.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight), .y = y, .rstd = rstd});
+GemmInput Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only) {
+  const size_t n = size_t(rows) * d_;
+  RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight), .rstd = rstd};
+  GemmInput y;
+  if (gemms_only && env_.bf16_activations) y = a.y_bf16 = redo.bf16s(n);
+  else y = a.y = redo.floats(n);
+  env_.be().rmsnorm_forward(a);
   return y;
 }
 
 void Block::redo(int slot, Arena& redo) {
   Saved& s = saved_[slot];
-  s.n1 = norm(redo, s.rows, s.x, norm1, s.rstd1);
+  s.n1 = norm(redo, s.rows, s.x, norm1, s.rstd1, true);
   attn_->redo(slot, redo, s.n1);
-  s.n2 = norm(redo, s.rows, s.x1, norm2, s.rstd2);
-  if (moe_) moe_->redo(slot, redo, s.n2);
+  s.n2 = norm(redo, s.rows, s.x1, norm2, s.rstd2, !moe_);
+  if (moe_) moe_->redo(slot, redo, s.n2.f32);
   else swiglu_redo(env_, redo, dense_weights(), s.n2, s.ffn);
 }
 

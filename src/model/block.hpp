@@ -38,13 +38,15 @@ class Block {
   struct Saved {
     int rows = 0;
     const float* x = nullptr;
-    float *n1 = nullptr, *rstd1 = nullptr, *x1 = nullptr, *n2 = nullptr, *rstd2 = nullptr;
+    GemmInput n1, n2;  // the normed inputs of attention and FFN: only GEMMs read them (not the MoE's)
+    float *rstd1 = nullptr, *x1 = nullptr, *rstd2 = nullptr;
     float *dn1 = nullptr, *dn2 = nullptr, *dx1 = nullptr;
     const float* dy = nullptr;
     SwigluSaved ffn;
   };
   SwigluWeights dense_weights() const;
-  float* norm(Arena& redo, int rows, const float* x, int weight, float* rstd);
+  // RMSNorm(x) into `redo`, in bfloat16 when `gemms_only` read it and LayerEnv::bf16_activations.
+  GemmInput norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only);
 
   LayerEnv env_;
   int d_, seq_;

@@ -25,6 +25,7 @@ struct MatmulSetup {
   GemmInputs inputs = GemmInputs::fp32;
   Fp8Recipe fp8;
   bool fp8_head = false, fp8_router = false;
+  bool bf16_activations = false;  // with bf16 inputs: LayerEnv::bf16_activations
   MatmulSetup(GemmInputs i = GemmInputs::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
 };
 
@@ -35,6 +36,8 @@ struct LayerEnv {
   ShardPlace shard;
   const Fp8Recipe* fp8 = nullptr;  // the recipe, when gemm_inputs is fp8
   bool fp8_router = false;
+  // Activations that only GEMMs read are kept in bfloat16 (bf16 GEMM inputs only): see GemmInput.
+  bool bf16_activations = false;
   // A second queue of the same device for work that may overlap the layer's own (the MoE's shared
   // experts beside the routed ones); null: everything on `backend`.
   const Backend* side = nullptr;
@@ -57,11 +60,11 @@ struct LayerEnv {
   }
 
   // y[rows,out] = x[rows,in] W^T  (accumulate: y += ...)
-  void linear_forward(const float* x, const float* w, int rows, int in, int out, float* y,
+  void linear_forward(GemmInput x, const float* w, int rows, int in, int out, float* y,
                       bool accumulate = false) const {
-    backend->gemm({.m = rows, .n = out, .k = in, .a = x, .b = w, .trans_b = true, .c = y,
+    backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w, .trans_b = true, .c = y,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
-                   .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight)});
+                   .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16});
   }
   // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...)
   void linear_backward_input(const float* dy, const float* w, int rows, int in, int out, float* dx,
@@ -71,10 +74,10 @@ struct LayerEnv {
                    .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
   }
   // dW[out,in] += dy[rows,out]^T x[rows,in]
-  void linear_backward_weight(const float* dy, const float* x, int rows, int in, int out, float* dw) const {
-    backend->gemm({.m = out, .n = in, .k = rows, .a = dy, .trans_a = true, .b = x, .c = dw,
+  void linear_backward_weight(const float* dy, GemmInput x, int rows, int in, int out, float* dw) const {
+    backend->gemm({.m = out, .n = in, .k = rows, .a = dy, .trans_a = true, .b = x.f32, .c = dw,
                    .beta = 1.0f, .inputs = gemm_inputs,
-                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::activation)});
+                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::activation), .b_bf16 = x.bf16});
   }
 };
 

@@ -40,7 +40,7 @@ void Mha::reduce(const float* src, int rows, float* dst) {
 }
 
 // The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts.
-void Mha::forward(int slot, Arena& arena, Arena&, const float* x, int batch, float* y) {
+void Mha::forward(int slot, Arena& arena, Arena&, GemmInput x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
@@ -64,7 +64,7 @@ void Mha::forward(int slot, Arena& arena, Arena&, const float* x, int batch, flo
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
 }
 
-void Mha::redo(int slot, Arena&, const float* x) { saved_[slot].x = x; }
+void Mha::redo(int slot, Arena&, GemmInput x) { saved_[slot].x = x; }
 
 void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   Saved& s = saved_[slot];

@@ -12,8 +12,8 @@ namespace mt {
 class Mha : public AttentionLayer {
  public:
   Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y) override;
-  void redo(int slot, Arena& redo, const float* x) override;
+  void forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, float* y) override;
+  void redo(int slot, Arena& redo, GemmInput x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
 
@@ -22,7 +22,7 @@ class Mha : public AttentionLayer {
  private:
   struct Saved {
     int batch = 0;
-    const float* x = nullptr;
+    GemmInput x;
     float *q = nullptr, *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;  // k, v: per query head
     const float* dy = nullptr;
     float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head

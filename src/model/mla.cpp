@@ -41,7 +41,7 @@ RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
           .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv};
 }
 
-void Mla::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y) {
+void Mla::forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
@@ -95,7 +95,7 @@ void Mla::project_heads(Saved& s, Arena& redo, int rows) {
   }
 }
 
-void Mla::redo(int slot, Arena& redo, const float* x) {
+void Mla::redo(int slot, Arena& redo, GemmInput x) {
   Saved& s = saved_[slot];
   s.x = x;
   project_heads(s, redo, s.batch * seq_);

@@ -16,8 +16,8 @@ namespace mt {
 class Mla : public AttentionLayer {
  public:
   Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y) override;
-  void redo(int slot, Arena& redo, const float* x) override;
+  void forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, float* y) override;
+  void redo(int slot, Arena& redo, GemmInput x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
 
@@ -28,7 +28,7 @@ class Mla : public AttentionLayer {
  private:
   struct Saved {
     int batch = 0;
-    const float* x = nullptr;
+    GemmInput x;
     float *cq = nullptr, *cq_rstd = nullptr, *cq_normed = nullptr;   // query latent (q_lora > 0)
     float *q = nullptr, *ckv = nullptr, *c = nullptr, *c_rstd = nullptr, *c_normed = nullptr;
     float *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;

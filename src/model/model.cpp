@@ -7,7 +7,9 @@ namespace mt {
 Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, const MatmulSetup& matmul,
              int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
     : cfg_(cfg), matmul_(matmul),
-      env_{.backend = &backend, .gemm_inputs = matmul.inputs, .params = &params, .shard = shard, .fp8 = &matmul_.fp8, .fp8_router = matmul.fp8_router}, chunks_(std::move(chunks)) {
+      env_{.backend = &backend, .gemm_inputs = matmul.inputs, .params = &params, .shard = shard, .fp8 = &matmul_.fp8,
+           .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations && matmul.inputs == GemmInputs::bf16},
+      chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;

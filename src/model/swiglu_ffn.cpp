@@ -2,7 +2,7 @@
 
 namespace mt {
 
-void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, const float* x, int rows,
+void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, GemmInput x, int rows,
                     float* y, bool accumulate, SwigluSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
@@ -14,11 +14,18 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
   env.linear_forward(s.h, w.down, rows, w.hidden, w.dim, y, accumulate);
 }
 
-void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, const float* x, SwigluSaved& s) {
+void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmInput x, SwigluSaved& s) {
   const size_t n = size_t(s.rows) * w.hidden;
   s.x = x;
-  s.h = redo.floats(n);
-  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
+  if (env.bf16_activations) {
+    Bf16* h = redo.bf16s(n);
+    env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h_bf16 = h});
+    s.h = h;
+  } else {
+    float* h = redo.floats(n);
+    env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = h});
+    s.h = h;
+  }
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,

@@ -23,4 +23,9 @@ inline float bf16_bits_to_float(uint16_t b) {
 
 inline float round_to_bf16(float f) { return bf16_bits_to_float(float_to_bf16_bits(f)); }
 
+// A bfloat16 value in device memory: the bits __nv_bfloat16 holds on the GPU.
+struct Bf16 {
+  uint16_t bits;
+};
+
 }  // namespace mt

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/bf16.hpp"
 #include "ops/fp8_recipe.hpp"
 #include "ops/moe_args.hpp"
 #include "ops/update_args.hpp"
@@ -35,6 +36,21 @@ struct GemmArgs {
   float alpha = 1.0f, beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
   Fp8Gemm fp8 = {};  // read when inputs is fp8
+  // A or B stored in bfloat16 (an activation kept so, see GemmInput), in place of a or b: only
+  // with bf16 inputs, whose rounding leaves such values as they are.
+  const Bf16* a_bf16 = nullptr;
+  const Bf16* b_bf16 = nullptr;
+};
+
+// An activation as GEMMs read it: fp32, or (with bf16 GEMM inputs) already rounded and stored in
+// bfloat16, half the memory for the same products.
+struct GemmInput {
+  const float* f32 = nullptr;
+  const Bf16* bf16 = nullptr;
+  GemmInput() = default;
+  GemmInput(const float* x) : f32(x) {}  // NOLINT: an fp32 activation converts
+  GemmInput(const Bf16* x) : bf16(x) {}  // NOLINT: so does a bfloat16 one
+  bool empty() const { return f32 == nullptr && bf16 == nullptr; }
 };
 
 // One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands,
@@ -61,10 +77,12 @@ struct GroupedGemmArgs {
 };
 
 // y = x * rstd * weight per row, rstd = 1/sqrt(mean(x^2) + eps). rstd is saved for backward.
+// y_bf16 in place of y: y rounded to bfloat16 as it is written (the cast fused into the norm).
 struct RmsNormForwardArgs {
   int rows = 0, dim = 0; float eps = 1e-6f;
   const float* x = nullptr; const float* weight = nullptr;
   float* y = nullptr; float* rstd = nullptr;
+  Bf16* y_bf16 = nullptr;
 };
 // dx = d(RMSNorm)/dx applied to dy (overwrites dx).
 struct RmsNormBackwardInputArgs {
@@ -111,8 +129,11 @@ struct AttentionBackwardArgs {
   GemmInputs inputs = GemmInputs::fp32;
 };
 
-// h = silu(gate) * up, elementwise over n values.
-struct SwigluForwardArgs { size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr; };
+// h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
+struct SwigluForwardArgs {
+  size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr;
+  Bf16* h_bf16 = nullptr;
+};
 struct SwigluBackwardArgs {
   size_t n = 0; const float* gate = nullptr; const float* up = nullptr; const float* dh = nullptr;
   float* dgate = nullptr; float* dup = nullptr;

@@ -69,7 +69,8 @@ Layout parse_layout(const std::string& text, int gpus) {
       if (value != "on" && value != "off") throw bad("fp8 must be on or off");
       l.fp8 = value == "on";
     } else if (key == "storage") {
-      if (!value_of(value, l.storage)) throw bad("storage must be bf16 (the BF16 recipe) or fp32 (moetrain today)");
+      if (!value_of(value, l.storage))
+        throw bad("storage must be bf16 (the BF16 recipe), fp32 (moetrain) or mixed (moetrain under bf16 GEMMs)");
     } else {
       throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, storage");
     }

@@ -19,12 +19,13 @@ namespace mt {
 // FFN inputs under FP8, FP32 master weights, gradients and AdamW moments). fp32: moetrain's own
 // trainer as it allocates today: everything FP32 (the weights are their own master copy), each
 // block's tensors as src/model keeps them, one block's backward work per chunk, logits and their
-// gradient. Time does not depend on it.
-enum class Storage { bf16_recipe, fp32 };
+// gradient. `mixed` is the same trainer under bf16 GEMMs, keeping what only GEMMs read (normed
+// block inputs, SwiGLU products) in bfloat16 (precision.bf16_activations). Time does not depend on it.
+enum class Storage { bf16_recipe, fp32, mixed };
 template <>
 struct Names<Storage> {
-  static constexpr std::array<std::pair<const char*, Storage>, 2> list{
-      {{"bf16", Storage::bf16_recipe}, {"fp32", Storage::fp32}}};
+  static constexpr std::array<std::pair<const char*, Storage>, 3> list{
+      {{"bf16", Storage::bf16_recipe}, {"fp32", Storage::fp32}, {"mixed", Storage::mixed}}};
 };
 
 struct Layout {

@@ -81,11 +81,12 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
 struct BlockValues {
   double kept = 0, work = 0;
 };
-BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep) {
+// `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1.
+BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double half) {
   const auto& a = m.attention;
   const double d = m.d_model, H = double(m.n_heads) / tp;
-  double kept = d + 2;      // x1, rstd1, rstd2
-  double dropped = 2 * d;   // n1, n2: selective recomputation redoes them
+  double kept = d + 2;                   // x1, rstd1, rstd2
+  double dropped = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move): selective recomputation redoes them
   double back = 3 * d;      // dn2, dx1, dn1
   if (a.kind == "mla") {
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
@@ -106,7 +107,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // output and input gradient (and gates' gradient) before they are gathered.
     const double share = 1.0 / tp, gathered = tp > 1 ? 1 : 0;
     kept += E + 2 * K + share * (2 * K + 2 * K * d + 2 * K * hid + 2 * shared + gathered * d);
-    dropped += share * (K * hid + shared);  // SwiGLU products
+    dropped += share * (K * hid + half * shared);  // SwiGLU products
     back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + gathered * (K + d));
     // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
     // average), gathered into expert order, their outputs and those going back; the same again
@@ -115,7 +116,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   } else {
     const double hid = double(m.ffn_hidden) / tp;
     kept += 2 * hid;
-    dropped += hid;
+    dropped += half * hid;
     back += 3 * hid;
   }
   if (recompute == Recompute::full) return {0, kept + dropped + d + back};  // the forward again, its output, the backward
@@ -201,7 +202,7 @@ Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Pl
 // compute order), each grown to the most one micro-batch needs, and one scratch arena.
 double moetrain_activation_values(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement,
                                   int microbatches) {
-  const double d = m.d_model, V = m.vocab_size;
+  const double d = m.d_model, V = m.vocab_size, half = l.storage == Storage::mixed ? 0.5 : 1.0;
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
   const bool mtp_moe = m.n_layers > m.n_dense_layers;
   pipeline::RankOrders order(size_t(placement.ranks));
@@ -219,14 +220,14 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       const int nb = cut[size_t(pos) + 1] - cut[size_t(pos)];
       double slot = 2 + (nb + 1) * d, later = (nb + 1) * d, work = 0;  // tokens, block inputs; input gradients
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
-        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep);
+        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, half);
         slot += b.kept;
         later += b.work;
         work = std::max(work, b.work);
       }
       if (pos == placement.stages - 1) {
         slot += 2 * d + V + 2;  // final norm, logits (their gradient in place)
-        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep);
+        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, half);
         slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work);  // MTP modules keep everything
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
@@ -528,7 +529,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
                                         e.time.imbalance);
   e.time.optimizer = opt_time;
 
-  if (l.storage == Storage::fp32) {
+  if (l.storage != Storage::bf16_recipe) {
     e.memory = moetrain_memory(m, l, placement);
     e.memory.activations = 4 * T * moetrain_activation_values(m, l, placement, m_count);
   } else {

@@ -20,6 +20,7 @@ class Arena {
   float* floats(size_t n) { return static_cast<float*>(bytes(n * sizeof(float))); }
   double* doubles(size_t n) { return static_cast<double*>(bytes(n * sizeof(double))); }
   int* ints(size_t n) { return static_cast<int*>(bytes(n * sizeof(int))); }
+  Bf16* bf16s(size_t n) { return static_cast<Bf16*>(bytes(n * sizeof(Bf16))); }
   void* bytes(size_t n);
   // Zero-filled variant for accumulators.
   float* zeros(size_t n);

@@ -75,6 +75,61 @@ void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int 
   rep.check(name, relative_error(dc.download(), want), 1e-4);
 }
 
+// bf16 activations (precision.bf16_activations): RMSNorm and SwiGLU write their outputs rounded to
+// bfloat16, and a GEMM takes A or B stored so. The stored bits must be the CPU's exactly (both
+// round to nearest even); the GEMM, as check_gemm, within 1e-4.
+void check_bf16_activations(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int dim, int out,
+                            uint64_t seed) {
+  Lcg rng(seed);
+  const std::string shape = " rows=" + std::to_string(rows) + " dim=" + std::to_string(dim);
+  const std::vector<float> x = random_values(size_t(rows) * dim, rng, -2.0f, 2.0f), w = random_values(dim, rng, 0.5f, 1.5f);
+  std::vector<mt::Bf16> y(x.size());
+  std::vector<float> rstd(rows);
+  cpu.rmsnorm_forward({.rows = rows, .dim = dim, .eps = 1e-5f, .x = x.data(), .weight = w.data(), .rstd = rstd.data(),
+                       .y_bf16 = y.data()});
+  DeviceFloats gx(gpu, x), gw(gpu, w), grstd(gpu, nans(rows));
+  DeviceVec<mt::Bf16> gy(gpu, std::vector<mt::Bf16>(y.size(), mt::Bf16{0x7fc1}));
+  gpu.rmsnorm_forward({.rows = rows, .dim = dim, .eps = 1e-5f, .x = gx.get(), .weight = gw.get(), .rstd = grstd.get(),
+                       .y_bf16 = gy.get()});
+  const std::vector<mt::Bf16> got = gy.download();
+  size_t differ = 0;
+  for (size_t i = 0; i < y.size(); ++i) differ += got[i].bits != y[i].bits;
+  // A row's sum of squares differs in the last bits (the GPU sums in fp32), which can move a value
+  // across a rounding boundary: a few in a million may differ by one bfloat16 ulp.
+  rep.check("rmsnorm_forward bf16 output: values off by an ulp, per element" + shape, double(differ) / y.size(), 1e-4);
+
+  const std::vector<float> gate = random_values(x.size(), rng, -6.0f, 6.0f), up = random_values(x.size(), rng);
+  std::vector<mt::Bf16> h(x.size());
+  cpu.swiglu_forward({.n = x.size(), .gate = gate.data(), .up = up.data(), .h_bf16 = h.data()});
+  DeviceFloats ggate(gpu, gate), gup(gpu, up);
+  DeviceVec<mt::Bf16> gh(gpu, std::vector<mt::Bf16>(h.size(), mt::Bf16{0x7fc1}));
+  gpu.swiglu_forward({.n = x.size(), .gate = ggate.get(), .up = gup.get(), .h_bf16 = gh.get()});
+  const std::vector<mt::Bf16> hgot = gh.download();
+  differ = 0;
+  for (size_t i = 0; i < h.size(); ++i) differ += hgot[i].bits != h[i].bits;
+  rep.check("swiglu_forward bf16 output, per element" + shape, double(differ) / h.size(), 1e-4);
+
+  // y [rows, dim] as A of a forward product (x W^T) and as B of a weight gradient (dY^T y).
+  const std::vector<float> wt = random_values(size_t(out) * dim, rng), dyv = random_values(size_t(rows) * out, rng);
+  DeviceFloats gwt(gpu, wt), gdy(gpu, dyv), gc(gpu, nans(size_t(rows) * out)), gdw(gpu, nans(size_t(out) * dim));
+  DeviceVec<mt::Bf16> gyc(gpu, y);  // the CPU's bits on both sides: the check covers the GEMM alone
+  std::vector<float> c(size_t(rows) * out), dwv(size_t(out) * dim);
+  const mt::GemmArgs fwd{.m = rows, .n = out, .k = dim, .b = wt.data(), .trans_b = true, .c = c.data(),
+                         .inputs = GemmInputs::bf16, .a_bf16 = y.data()};
+  cpu.gemm(fwd);
+  mt::GemmArgs g = fwd;
+  g.b = gwt.get(), g.c = gc.get(), g.a_bf16 = gyc.get();
+  gpu.gemm(g);
+  rep.check("gemm bf16 with A stored in bfloat16" + shape, relative_error(gc.download(), c), 1e-4);
+  const mt::GemmArgs wgrad{.m = out, .n = dim, .k = rows, .a = dyv.data(), .trans_a = true, .c = dwv.data(),
+                           .inputs = GemmInputs::bf16, .b_bf16 = y.data()};
+  cpu.gemm(wgrad);
+  g = wgrad;
+  g.a = gdy.get(), g.c = gdw.get(), g.b_bf16 = gyc.get();
+  gpu.gemm(g);
+  rep.check("gemm bf16 with B stored in bfloat16" + shape, relative_error(gdw.download(), dwv), 1e-4);
+}
+
 void check_rmsnorm(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int dim, uint64_t seed) {
   Lcg rng(seed);
   const std::vector<float> x = random_values(size_t(rows) * dim, rng, -2.0f, 2.0f);
@@ -385,6 +440,7 @@ int main(int argc, char** argv) {
 
   for (size_t n : {size_t(1), size_t(1000), size_t(1000003)}) check_swiglu(rep, cpu, gpu, n, 0, seed++);
   check_swiglu(rep, cpu, gpu, 4099, 1, seed++);
+  check_bf16_activations(rep, cpu, gpu, 300, 768, 100, seed++);
   for (size_t n : {size_t(1), size_t(1000003)}) check_add(rep, cpu, gpu, n, 0, seed++);
   check_add(rep, cpu, gpu, 4099, 1, seed++);
   check_device_timer(rep, gpu, seed++);

@@ -1,12 +1,16 @@
 #include <cmath>
 
+#include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
 #include "ops/op_math.hpp"
 
 namespace mt::cpu {
 
 void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
-  for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
+  if (a.h_bf16)
+    for (size_t i = 0; i < a.n; ++i) a.h_bf16[i].bits = float_to_bf16_bits(swiglu(a.gate[i], a.up[i]));
+  else
+    for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
 }
 
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {

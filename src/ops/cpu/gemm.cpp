@@ -1,6 +1,6 @@
-// Reference GEMM: OpenBLAS sgemm. The bf16 variant rounds copies of A and B to bfloat16 first,
-// so it computes exactly the products the GPU's BF16-input, FP32-accumulate GEMM computes. FP8
-// inputs are quantized by the call's recipe (fp8_quant.cpp).
+// Reference GEMM: OpenBLAS sgemm. The bf16 variant rounds copies of A and B to bfloat16 first (or
+// widens operands stored in bfloat16), so it computes exactly the products the GPU's BF16-input,
+// FP32-accumulate GEMM computes. FP8 inputs are quantized by the call's recipe (fp8_quant.cpp).
 #include <cblas.h>
 
 #include <vector>
@@ -8,6 +8,7 @@
 #include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
 #include "ops/cpu/fp8_quant.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
@@ -17,14 +18,15 @@ void gemm(DeviceState*, const GemmArgs& g) {
     gemm_fp8(g);
     return;
   }
+  MT_CHECK((!g.a_bf16 && !g.b_bf16) || g.inputs == GemmInputs::bf16);
   const float* a = g.a;
   const float* b = g.b;
   std::vector<float> a16, b16;
   if (g.inputs == GemmInputs::bf16) {
-    a16.assign(g.a, g.a + size_t(g.m) * g.k);
-    b16.assign(g.b, g.b + size_t(g.k) * g.n);
-    for (float& x : a16) x = round_to_bf16(x);
-    for (float& x : b16) x = round_to_bf16(x);
+    a16.resize(size_t(g.m) * g.k);
+    b16.resize(size_t(g.k) * g.n);
+    for (size_t i = 0; i < a16.size(); ++i) a16[i] = g.a_bf16 ? bf16_bits_to_float(g.a_bf16[i].bits) : round_to_bf16(g.a[i]);
+    for (size_t i = 0; i < b16.size(); ++i) b16[i] = g.b_bf16 ? bf16_bits_to_float(g.b_bf16[i].bits) : round_to_bf16(g.b[i]);
     a = a16.data();
     b = b16.data();
   }

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
 
 namespace mt::cpu {
@@ -7,12 +8,16 @@ namespace mt::cpu {
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs& a) {
   for (int r = 0; r < a.rows; ++r) {
     const float* x = a.x + size_t(r) * a.dim;
-    float* y = a.y + size_t(r) * a.dim;
+    const size_t row = size_t(r) * a.dim;
     double ss = 0;
     for (int i = 0; i < a.dim; ++i) ss += double(x[i]) * x[i];
     float rstd = float(1.0 / std::sqrt(ss / a.dim + a.eps));
     a.rstd[r] = rstd;
-    for (int i = 0; i < a.dim; ++i) y[i] = x[i] * rstd * a.weight[i];
+    for (int i = 0; i < a.dim; ++i) {
+      const float y = x[i] * rstd * a.weight[i];
+      if (a.y_bf16) a.y_bf16[row + i].bits = float_to_bf16_bits(y);
+      else a.y[row + i] = y;
+    }
   }
 }
 
