@@ -11,6 +11,7 @@
 #include "cuda_state.cuh"
 #include "gemm_lt.cuh"
 #include "ops/grouped_gemm_groups.hpp"
+#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -51,7 +52,8 @@ void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
   if (list.empty()) return;
   if (a.inputs == GemmInputs::fp8 || list.size() == 1) return one_by_one(s, list);
   activate(s);
-  // bf16 rounds each operand once for all groups; the groups' operands keep their element offsets.
+  // bf16 rounds each fp32 operand once for all groups (one stored in bfloat16 goes as it is); the
+  // groups' operands keep their element offsets.
   const int rows = a.offsets[a.groups];
   const bool by_rows = a.ragged == Ragged::rows;
   const size_t a_count = size_t(rows) * (by_rows ? a.k : a.m);
@@ -59,10 +61,13 @@ void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
   const bool bf16 = a.inputs == GemmInputs::bf16;
   const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   const size_t elem = bf16 ? 2 : 4;
-  const char* a_base = bf16 ? reinterpret_cast<const char*>(bf16_copy(s, kScratchGemmA, a.a, a_count))
-                            : reinterpret_cast<const char*>(a.a);
-  const char* b_base = bf16 ? reinterpret_cast<const char*>(bf16_copy(s, kScratchGemmB, a.b, b_count))
-                            : reinterpret_cast<const char*>(a.b);
+  MT_CHECK(bf16 || (!a.a_bf16 && !a.b_bf16));
+  const char* a_base = a.a_bf16 ? reinterpret_cast<const char*>(a.a_bf16)
+                       : bf16   ? reinterpret_cast<const char*>(bf16_copy(s, kScratchGemmA, a.a, a_count))
+                                : reinterpret_cast<const char*>(a.a);
+  const char* b_base = a.b_bf16 ? reinterpret_cast<const char*>(a.b_bf16)
+                       : bf16   ? reinterpret_cast<const char*>(bf16_copy(s, kScratchGemmB, a.b, b_count))
+                                : reinterpret_cast<const char*>(a.b);
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in gemm_lt: cuBLAS's first
   // operand is our B, its second our A.
@@ -80,8 +85,8 @@ void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
     ld_second[i] = g.trans_a ? g.m : g.k;
     ld_out[i] = g.n;
     alpha[i] = g.alpha, beta[i] = g.beta;
-    pointers[i] = b_base + size_t(g.b - a.b) * elem;
-    pointers[n + i] = a_base + size_t(g.a - a.a) * elem;
+    pointers[i] = b_base + (g.b_bf16 ? size_t(g.b_bf16 - a.b_bf16) : size_t(g.b - a.b)) * elem;
+    pointers[n + i] = a_base + (g.a_bf16 ? size_t(g.a_bf16 - a.a_bf16) : size_t(g.a - a.a)) * elem;
     pointers[2 * n + i] = g.c;
   }
   const void** dev = device_pointers(s, pointers);

@@ -56,11 +56,9 @@ double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int b
 
 // RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same.
 GemmInput Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only) {
-  const size_t n = size_t(rows) * d_;
   RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight), .rstd = rstd};
-  GemmInput y;
-  if (gemms_only && env_.bf16_activations) y = a.y_bf16 = redo.bf16s(n);
-  else y = a.y = redo.floats(n);
+  if (gemms_only) return env_.rmsnorm_for_gemms(redo, a);
+  float* y = a.y = redo.floats(size_t(rows) * d_);
   env_.be().rmsnorm_forward(a);
   return y;
 }

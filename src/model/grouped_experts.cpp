@@ -5,11 +5,11 @@ namespace mt {
 namespace {
 // out[rows, n_out] (= or +=) x[rows, n_in] W_g^T for each group's rows; W: [groups, n_out, n_in].
 void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
-                            const float* x, const float* weights, int n_in, int n_out, float* out, bool accumulate) {
+                            GemmInput x, const float* weights, int n_in, int n_out, float* out, bool accumulate) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .m = rows, .n = n_out, .k = n_in,
-                         .a = x, .b = weights, .trans_b = true, .c = out, .beta = accumulate ? 1.0f : 0.0f,
+                         .a = x.f32, .b = weights, .trans_b = true, .c = out, .beta = accumulate ? 1.0f : 0.0f,
                          .inputs = env.gemm_inputs,
-                         .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight)});
+                         .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16});
 }
 // dx[rows, n_in] (= or +=) dy[rows, n_out] W_g.
 void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
@@ -21,10 +21,10 @@ void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeigh
 }
 // dW_g[n_out, n_in] += dy_g^T x_g.
 void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
-                                    const float* dy, const float* x, int n_in, int n_out, float* dw) {
+                                    const float* dy, GemmInput x, int n_in, int n_out, float* dw) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::reduce, .m = n_out, .n = n_in, .k = rows,
-                         .a = dy, .b = x, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs,
-                         .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::activation)});
+                         .a = dy, .b = x.f32, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs,
+                         .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::activation), .b_bf16 = x.bf16});
 }
 }  // namespace
 
@@ -43,9 +43,7 @@ void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, con
 }
 
 void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertWeights& w, GroupedExpertsSaved& s) {
-  const size_t n = size_t(s.rows) * w.hidden;
-  s.h = redo.floats(n);
-  env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = s.h});
+  s.h = env.swiglu_for_gemms(redo, size_t(s.rows) * w.hidden, s.a, s.b);
 }
 
 void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w,

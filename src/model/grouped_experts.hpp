@@ -19,7 +19,8 @@ struct GroupedExpertsSaved {
   int rows = 0;
   const int* offsets = nullptr;  // [groups + 1] rows of each expert, host memory
   const float* x = nullptr;
-  float *a = nullptr, *b = nullptr, *h = nullptr;  // gate and up pre-activations, their product
+  float *a = nullptr, *b = nullptr;  // gate and up pre-activations
+  GemmInput h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
   const float* dy = nullptr;
   float *da = nullptr, *db = nullptr;
 };

@@ -59,6 +59,29 @@ struct LayerEnv {
     if (shard.tp_size > 1) shard.tp->all_reduce_sum(device_span(x, n));
   }
 
+  // RMSNorm (a's output left unset) into `arena`, for an output only GEMMs read: bfloat16 under
+  // bf16_activations.
+  GemmInput rmsnorm_for_gemms(Arena& arena, RmsNormForwardArgs a) const {
+    const size_t n = size_t(a.rows) * a.dim;
+    GemmInput y;
+    if (bf16_activations) y = a.y_bf16 = arena.bf16s(n);
+    else y = a.y = arena.floats(n);
+    backend->rmsnorm_forward(a);
+    return y;
+  }
+
+  // SwiGLU's product of n values into `arena`, which only the down projection's GEMMs read.
+  GemmInput swiglu_for_gemms(Arena& arena, size_t n, const float* gate, const float* up) const {
+    if (bf16_activations) {
+      Bf16* h = arena.bf16s(n);
+      backend->swiglu_forward({.n = n, .gate = gate, .up = up, .h_bf16 = h});
+      return h;
+    }
+    float* h = arena.floats(n);
+    backend->swiglu_forward({.n = n, .gate = gate, .up = up, .h = h});
+    return h;
+  }
+
   // y[rows,out] = x[rows,in] W^T  (accumulate: y += ...)
   void linear_forward(GemmInput x, const float* w, int rows, int in, int out, float* y,
                       bool accumulate = false) const {

@@ -51,10 +51,9 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, f
   if (q_lora_ > 0) {
     s.cq = arena.floats(size_t(rows) * q_lora_);
     s.cq_rstd = arena.floats(rows);
-    s.cq_normed = arena.floats(size_t(rows) * q_lora_);
     env_.linear_forward(x, p.value(wq_a), rows, d_, q_lora_, s.cq);
-    be.rmsnorm_forward({.rows = rows, .dim = q_lora_, .eps = eps_, .x = s.cq, .weight = p.value(q_norm),
-                        .y = s.cq_normed, .rstd = s.cq_rstd});
+    s.cq_normed = env_.rmsnorm_for_gemms(
+        arena, {.rows = rows, .dim = q_lora_, .eps = eps_, .x = s.cq, .weight = p.value(q_norm), .rstd = s.cq_rstd});
   }
   s.ckv = arena.floats(size_t(rows) * ckv_w);
   env_.linear_forward(x, p.value(wkv_a), rows, d_, ckv_w, s.ckv);
@@ -62,9 +61,8 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, f
   s.c = arena.floats(size_t(rows) * kv_lora_);
   copy_block(be, rows, kv_lora_, s.ckv, ckv_w, 0, s.c, kv_lora_, 0);
   s.c_rstd = arena.floats(rows);
-  s.c_normed = arena.floats(size_t(rows) * kv_lora_);
-  be.rmsnorm_forward({.rows = rows, .dim = kv_lora_, .eps = eps_, .x = s.c, .weight = p.value(kv_norm),
-                      .y = s.c_normed, .rstd = s.c_rstd});
+  s.c_normed = env_.rmsnorm_for_gemms(
+      arena, {.rows = rows, .dim = kv_lora_, .eps = eps_, .x = s.c, .weight = p.value(kv_norm), .rstd = s.c_rstd});
   project_heads(s, redo, rows);
   s.o = arena.floats(size_t(rows) * H * vdim_);
   s.lse = arena.floats(size_t(batch) * H * seq_);

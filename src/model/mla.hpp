@@ -29,8 +29,9 @@ class Mla : public AttentionLayer {
   struct Saved {
     int batch = 0;
     GemmInput x;
-    float *cq = nullptr, *cq_rstd = nullptr, *cq_normed = nullptr;   // query latent (q_lora > 0)
-    float *q = nullptr, *ckv = nullptr, *c = nullptr, *c_rstd = nullptr, *c_normed = nullptr;
+    float *cq = nullptr, *cq_rstd = nullptr;  // query latent (q_lora > 0)
+    GemmInput cq_normed, c_normed;            // the normed latents: only the up-projections read them
+    float *q = nullptr, *ckv = nullptr, *c = nullptr, *c_rstd = nullptr;
     float *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dcq_normed = nullptr, *dcq = nullptr;

@@ -15,17 +15,8 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
 }
 
 void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmInput x, SwigluSaved& s) {
-  const size_t n = size_t(s.rows) * w.hidden;
   s.x = x;
-  if (env.bf16_activations) {
-    Bf16* h = redo.bf16s(n);
-    env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h_bf16 = h});
-    s.h = h;
-  } else {
-    float* h = redo.floats(n);
-    env.be().swiglu_forward({.n = n, .gate = s.a, .up = s.b, .h = h});
-    s.h = h;
-  }
+  s.h = env.swiglu_for_gemms(redo, size_t(s.rows) * w.hidden, s.a, s.b);
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,

@@ -13,14 +13,19 @@ inline std::vector<GemmArgs> group_gemms(const GroupedGemmArgs& a) {
   for (int g = 0; g < a.groups; ++g) {
     const int begin = a.offsets[g], rows = a.offsets[g + 1] - begin;
     if (rows == 0) continue;
-    if (a.ragged == Ragged::rows)
-      out.push_back({.m = rows, .n = a.n, .k = a.k, .a = a.a + size_t(begin) * a.k, .b = a.b + size_t(g) * a.n * a.k,
-                     .trans_b = a.trans_b, .c = a.c + size_t(begin) * a.n, .beta = a.beta, .inputs = a.inputs,
-                     .fp8 = a.fp8});
-    else
-      out.push_back({.m = a.m, .n = a.n, .k = rows, .a = a.a + size_t(begin) * a.m, .trans_a = true,
-                     .b = a.b + size_t(begin) * a.n, .c = a.c + size_t(g) * a.m * a.n, .beta = 1.0f,
-                     .inputs = a.inputs, .fp8 = a.fp8});
+    // Element offsets of the group's A and B, applied to whichever pointer holds each.
+    const size_t a_at = size_t(begin) * (a.ragged == Ragged::rows ? a.k : a.m);
+    const size_t b_at = a.ragged == Ragged::rows ? size_t(g) * a.n * a.k : size_t(begin) * a.n;
+    GemmArgs one{.a = a.a ? a.a + a_at : nullptr, .b = a.b ? a.b + b_at : nullptr, .inputs = a.inputs, .fp8 = a.fp8,
+                 .a_bf16 = a.a_bf16 ? a.a_bf16 + a_at : nullptr, .b_bf16 = a.b_bf16 ? a.b_bf16 + b_at : nullptr};
+    if (a.ragged == Ragged::rows) {
+      one.m = rows, one.n = a.n, one.k = a.k, one.trans_b = a.trans_b;
+      one.c = a.c + size_t(begin) * a.n, one.beta = a.beta;
+    } else {
+      one.m = a.m, one.n = a.n, one.k = rows, one.trans_a = true;
+      one.c = a.c + size_t(g) * a.m * a.n, one.beta = 1.0f;
+    }
+    out.push_back(one);
   }
   return out;
 }

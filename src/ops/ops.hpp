@@ -74,6 +74,8 @@ struct GroupedGemmArgs {
   float beta = 0.0f;
   GemmInputs inputs = GemmInputs::fp32;
   Fp8Gemm fp8 = {};  // read when inputs is fp8
+  const Bf16* a_bf16 = nullptr;  // as GemmArgs: a or b stored in bfloat16
+  const Bf16* b_bf16 = nullptr;
 };
 
 // y = x * rstd * weight per row, rstd = 1/sqrt(mean(x^2) + eps). rstd is saved for backward.

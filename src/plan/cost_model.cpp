@@ -91,7 +91,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   if (a.kind == "mla") {
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
                  v = a.v_head_dim, qk = nope + rope;
-    kept += (ql > 0 ? 2 * ql + 1 : 0) + (kl + rope) + 2 * kl + 1 + H * v + H;  // c_q, c_kv, o, lse
+    // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
+    kept += (ql > 0 ? (1 + half) * ql + 1 : 0) + (kl + rope) + (1 + half) * kl + 1 + H * v + H;
     dropped += 2 * H * qk + H * (nope + v) + H * v;                              // q, k, [k_nope; v], v
     back += 2 * H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
   } else {
@@ -107,7 +108,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // output and input gradient (and gates' gradient) before they are gathered.
     const double share = 1.0 / tp, gathered = tp > 1 ? 1 : 0;
     kept += E + 2 * K + share * (2 * K + 2 * K * d + 2 * K * hid + 2 * shared + gathered * d);
-    dropped += share * (K * hid + half * shared);  // SwiGLU products
+    dropped += share * half * (K * hid + shared);  // SwiGLU products
     back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + gathered * (K + d));
     // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
     // average), gathered into expert order, their outputs and those going back; the same again
