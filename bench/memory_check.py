@@ -12,10 +12,11 @@ import subprocess
 import sys
 import tempfile
 
+from cpu_layouts import MPIRUN, TWO_RANKS
+
 repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 moetrain = os.path.join(repo, "moetrain")
 cluster = "configs/clusters/h100-superpod.toml"
-mpirun = ["mpirun", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 
 # name, ranks, --set arguments
 layouts = [
@@ -24,15 +25,7 @@ layouts = [
     ("1 rank, full", 1, ["training.recompute=full"]),
     ("1 rank, MLA", 1, ["model.attention.kind=mla"]),
     ("1 rank, MTP 1", 1, ["model.mtp.depth=1"]),
-    ("dp=2", 2, ["parallel.dp=2"]),
-    ("dp=2 zero=1", 2, ["parallel.dp=2", "parallel.zero=1"]),
-    ("tp=2", 2, ["parallel.tp=2"]),
-    ("dp=2 ep=2", 2, ["parallel.dp=2", "parallel.ep=2"]),
-    ("pp=2 1f1b", 2, ["parallel.pp=2", "training.micro_batch=2"]),
-    ("pp=2 gpipe", 2, ["parallel.pp=2", "parallel.schedule=gpipe", "training.micro_batch=2"]),
-    ("pp=2 zb-h1", 2, ["parallel.pp=2", "parallel.schedule=zb-h1", "training.micro_batch=2"]),
-    ("pp=2 dualpipe", 2, ["parallel.pp=2", "parallel.schedule=dualpipe", "training.micro_batch=2"]),
-    ("pp=2 dualpipev", 2, ["parallel.pp=2", "parallel.schedule=dualpipev", "training.micro_batch=2"]),
+    *TWO_RANKS,
     ("pp=1 dualpipev", 1, ["parallel.schedule=dualpipev", "training.micro_batch=2"]),
     ("pp=2 1f1b, full", 2, ["parallel.pp=2", "training.micro_batch=2", "training.recompute=full"]),
 ]
@@ -61,7 +54,7 @@ try:
                 "--set", "training.eval_every=0", "--set", f"run.out_dir={work}", "--set", f"run.name=r{len(name)}{ranks}"]
         for s in sets:
             args += ["--set", s]
-        launch = (mpirun + ["-np", str(ranks)]) if ranks > 1 else []
+        launch = (MPIRUN + ["-np", str(ranks)]) if ranks > 1 else []
         got = measured_re.search(run(launch + [moetrain] + args, repo))
         shutil.rmtree(os.path.join(work, f"r{len(name)}{ranks}"), ignore_errors=True)
         plan = predicted_re.search(run([moetrain] + args + ["--dry-run", "--cluster", cluster], repo))

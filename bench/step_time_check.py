@@ -16,25 +16,15 @@ import tempfile
 
 import h5py
 
+from cpu_layouts import MPIRUN, TWO_RANKS
+
 repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 moetrain = os.path.join(repo, "moetrain")
 cluster = os.path.join(repo, "bench/cpu_ranks.toml")
-mpirun = ["mpirun", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
 env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
 
-# name, ranks, --set arguments; the first two-rank layout is the reference of the ratios
-layouts = [
-    ("1 rank (the fit)", 1, []),
-    ("dp=2", 2, ["parallel.dp=2"]),
-    ("dp=2 zero=1", 2, ["parallel.dp=2", "parallel.zero=1"]),
-    ("tp=2", 2, ["parallel.tp=2"]),
-    ("dp=2 ep=2", 2, ["parallel.dp=2", "parallel.ep=2"]),
-    ("pp=2 1f1b", 2, ["parallel.pp=2", "training.micro_batch=2"]),
-    ("pp=2 gpipe", 2, ["parallel.pp=2", "parallel.schedule=gpipe", "training.micro_batch=2"]),
-    ("pp=2 zb-h1", 2, ["parallel.pp=2", "parallel.schedule=zb-h1", "training.micro_batch=2"]),
-    ("pp=2 dualpipe", 2, ["parallel.pp=2", "parallel.schedule=dualpipe", "training.micro_batch=2"]),
-    ("pp=2 dualpipev", 2, ["parallel.pp=2", "parallel.schedule=dualpipev", "training.micro_batch=2"]),
-]
+# The one-rank fit, then the two-rank layouts; dp=2 is the reference of the ratios.
+layouts = [("1 rank (the fit)", 1, []), *TWO_RANKS]
 predicted_re = re.compile(r"^  step +[0-9.]+ s predicted: MFU [0-9.]+%, ([0-9.]+) tokens/s per accelerator", re.M)
 
 
@@ -53,7 +43,7 @@ try:
                 "--set", "checkpoint.every=0", "--set", f"run.out_dir={work}", "--set", f"run.name=l{i}"]
         for s in sets:
             args += ["--set", s]
-        run((mpirun + ["-np", str(ranks)] if ranks > 1 else []) + [moetrain] + args)
+        run((MPIRUN + ["-np", str(ranks)] if ranks > 1 else []) + [moetrain] + args)
         with h5py.File(os.path.join(work, f"l{i}", "log.h5"), "r") as f:
             measured = statistics.median(f["tokens_per_s"][2:])
         predicted = float(predicted_re.search(run([moetrain] + args + ["--dry-run", "--cluster", cluster])).group(1))

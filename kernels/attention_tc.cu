@@ -60,6 +60,16 @@ struct Dims {
   static_assert(QK % kF == 0 && V % kF == 0, "head dims are whole fragments");
 };
 
+// Where one (sequence, head) starts in the [rows, heads, dim] tensors of q/k and v/out, and
+// their row strides.
+template <typename D>
+struct HeadView {
+  size_t ldq, ldv, hq, hv;
+  __device__ HeadView(const AttentionShape& s, int bh)
+      : ldq(size_t(s.heads) * D::qk), ldv(size_t(s.heads) * D::v), hq(head_offset(s, bh, D::qk)),
+        hv(head_offset(s, bh, D::v)) {}
+};
+
 // Rows row0 .. row0 + kRows - 1 of one head (global row stride gld) rounded into a bf16 tile;
 // rows past the sequence end are zero.
 __device__ void load_bf16(bf16* __restrict__ dst, int ld, const float* __restrict__ head, size_t gld, int row0, int seq,
@@ -145,6 +155,26 @@ struct BackwardSmem {
   }
 };
 
+// The backward kernels' tiles, where BackwardSmem puts them. The key kernel holds its keys and
+// values and streams queries and output gradients; the query kernel the other way round.
+struct BackwardTiles {
+  bf16 *k, *v, *q, *dout;  // [64][lq] or [64][lv]
+  float *s, *dp;           // [64][kLdS] scores and dP, [query][key]
+  bf16 *p, *ds;            // [64][kLdP] probabilities and score gradients, [query][key]
+  float *lse, *delta;      // [64] of the query rows
+  float* stage;            // [warps][16 * 16] for writing accumulators out
+  template <typename D>
+  __device__ static BackwardTiles in(unsigned char* smem) {
+    const BackwardSmem<D> at;
+    return {reinterpret_cast<bf16*>(smem + at.k),      reinterpret_cast<bf16*>(smem + at.v),
+            reinterpret_cast<bf16*>(smem + at.q),      reinterpret_cast<bf16*>(smem + at.dout),
+            reinterpret_cast<float*>(smem + at.s),     reinterpret_cast<float*>(smem + at.dp),
+            reinterpret_cast<bf16*>(smem + at.p),      reinterpret_cast<bf16*>(smem + at.ds),
+            reinterpret_cast<float*>(smem + at.lse),   reinterpret_cast<float*>(smem + at.delta),
+            reinterpret_cast<float*>(smem + at.stage)};
+  }
+};
+
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(AttentionShape s, const float* __restrict__ q, const float* __restrict__ k,
@@ -161,8 +191,8 @@ __global__ void __launch_bounds__(kThreads)
   const TilePlace pl = tile_place(s, true);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q0 = pl.tile * kRows;
   const int w0 = warp * kF, r = w0 + lane / 2, half = lane % 2, i = q0 + r;
-  const size_t ldq = size_t(s.heads) * D::qk, ldv = size_t(s.heads) * D::v;
-  const size_t hq = head_offset(s, pl.bh, D::qk), hv = head_offset(s, pl.bh, D::v);
+  const HeadView<D> hd(s, pl.bh);
+  const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
   load_bf16(sq, D::lq, q + hq, ldq, q0, s.seq, D::qk);
   for (int e = threadIdx.x; e < kRows * D::lo; e += kThreads) so[e] = 0.0f;
 
@@ -245,23 +275,14 @@ __global__ void __launch_bounds__(kThreads)
                      const float* __restrict__ v, const float* __restrict__ dout, const float* __restrict__ lse,
                      const float* __restrict__ delta, float* __restrict__ dk, float* __restrict__ dv) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const BackwardSmem<D> at;
-  bf16* sk = reinterpret_cast<bf16*>(smem + at.k);      // [64][lq] this block's keys
-  bf16* sv = reinterpret_cast<bf16*>(smem + at.v);      // [64][lv] this block's values
-  bf16* sq = reinterpret_cast<bf16*>(smem + at.q);      // [64][lq] current query tile
-  bf16* sdo = reinterpret_cast<bf16*>(smem + at.dout);  // [64][lv] current output-gradient tile
-  float* ss = reinterpret_cast<float*>(smem + at.s);
-  float* sdp = reinterpret_cast<float*>(smem + at.dp);
-  bf16* sp = reinterpret_cast<bf16*>(smem + at.p);      // [64][kLdP] probabilities, [query][key]
-  bf16* sds = reinterpret_cast<bf16*>(smem + at.ds);    // [64][kLdP] score gradients, [query][key]
-  float* slse = reinterpret_cast<float*>(smem + at.lse);
-  float* sdelta = reinterpret_cast<float*>(smem + at.delta);
-  float* stage = reinterpret_cast<float*>(smem + at.stage);
+  const BackwardTiles t = BackwardTiles::in<D>(smem);
+  bf16 *sk = t.k, *sv = t.v, *sq = t.q, *sdo = t.dout, *sp = t.p, *sds = t.ds;
+  float *ss = t.s, *sdp = t.dp, *slse = t.lse, *sdelta = t.delta, *stage = t.stage;
 
   const TilePlace pl = tile_place(s, false);
   const int warp = threadIdx.x / 32, w0 = warp * kF, k0 = pl.tile * kRows;
-  const size_t ldq = size_t(s.heads) * D::qk, ldv = size_t(s.heads) * D::v;
-  const size_t hq = head_offset(s, pl.bh, D::qk), hv = head_offset(s, pl.bh, D::v);
+  const HeadView<D> hd(s, pl.bh);
+  const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
   load_bf16(sk, D::lq, k + hq, ldq, k0, s.seq, D::qk);
   load_bf16(sv, D::lv, v + hv, ldv, k0, s.seq, D::v);
   FragC adv[D::v / kF], adk[D::qk / kF];
@@ -301,22 +322,14 @@ __global__ void __launch_bounds__(kThreads)
                        const float* __restrict__ v, const float* __restrict__ dout, const float* __restrict__ lse,
                        const float* __restrict__ delta, float* __restrict__ dq) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const BackwardSmem<D> at;  // the key kernel's regions; the probability tile goes unused
-  bf16* sk = reinterpret_cast<bf16*>(smem + at.k);      // [64][lq] current key tile
-  bf16* sv = reinterpret_cast<bf16*>(smem + at.v);      // [64][lv] current value tile
-  bf16* sq = reinterpret_cast<bf16*>(smem + at.q);      // [64][lq] this block's queries
-  bf16* sdo = reinterpret_cast<bf16*>(smem + at.dout);  // [64][lv] this block's output gradients
-  float* ss = reinterpret_cast<float*>(smem + at.s);
-  float* sdp = reinterpret_cast<float*>(smem + at.dp);
-  bf16* sds = reinterpret_cast<bf16*>(smem + at.ds);
-  float* slse = reinterpret_cast<float*>(smem + at.lse);
-  float* sdelta = reinterpret_cast<float*>(smem + at.delta);
-  float* stage = reinterpret_cast<float*>(smem + at.stage);
+  const BackwardTiles t = BackwardTiles::in<D>(smem);  // the probability tile goes unused here
+  bf16 *sk = t.k, *sv = t.v, *sq = t.q, *sdo = t.dout, *sds = t.ds;
+  float *ss = t.s, *sdp = t.dp, *slse = t.lse, *sdelta = t.delta, *stage = t.stage;
 
   const TilePlace pl = tile_place(s, true);
   const int warp = threadIdx.x / 32, w0 = warp * kF, q0 = pl.tile * kRows;
-  const size_t ldq = size_t(s.heads) * D::qk, ldv = size_t(s.heads) * D::v;
-  const size_t hq = head_offset(s, pl.bh, D::qk), hv = head_offset(s, pl.bh, D::v);
+  const HeadView<D> hd(s, pl.bh);
+  const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
   load_bf16(sq, D::lq, q + hq, ldq, q0, s.seq, D::qk);
   load_bf16(sdo, D::lv, dout + hv, ldv, q0, s.seq, D::v);
   load_row_values(slse, lse, s, pl.bh, q0, kRows);

@@ -45,20 +45,24 @@ Result one_step(const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul, Mode 
   return r;
 }
 
+// The same losses, gradients and expert loads, bit for bit.
+void check_bitwise(const Result& got, const Result& want) {
+  CHECK(got.totals.ce_sum == want.totals.ce_sum);
+  CHECK(got.totals.aux == want.totals.aux);
+  CHECK(got.totals.mtp == want.totals.mtp);
+  REQUIRE(got.grads.size() == want.grads.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < want.grads.size(); ++i) differ += got.grads[i] != want.grads[i];
+  CHECK(differ == 0);
+  CHECK(got.loads == want.loads);
+}
+
 void check_same(const std::string& name, const mt::ModelConfig& cfg, const mt::MatmulSetup& matmul = {}) {
   CAPTURE(name);
   const Result plain = one_step(cfg, matmul, Mode::none);
   for (Mode mode : {Mode::selective, Mode::full}) {
     CAPTURE(mode == Mode::full ? "full" : "selective");
-    const Result again = one_step(cfg, matmul, mode);
-    CHECK(again.totals.ce_sum == plain.totals.ce_sum);
-    CHECK(again.totals.aux == plain.totals.aux);
-    CHECK(again.totals.mtp == plain.totals.mtp);
-    REQUIRE(again.grads.size() == plain.grads.size());
-    size_t differ = 0;
-    for (size_t i = 0; i < plain.grads.size(); ++i) differ += again.grads[i] != plain.grads[i];
-    CHECK(differ == 0);
-    CHECK(again.loads == plain.loads);  // the recomputed forwards count no load
+    check_bitwise(one_step(cfg, matmul, mode), plain);  // the recomputed forwards count no load either
   }
 }
 
@@ -138,13 +142,7 @@ TEST_CASE("bf16 activations: bitwise the same step as fp32 ones under bf16 GEMMs
       CAPTURE(name);
       CAPTURE(int(mode));
       const Result wide = one_step(cfg, fp32_kept, mode), narrow = one_step(cfg, bf16_kept, mode);
-      CHECK(narrow.totals.ce_sum == wide.totals.ce_sum);
-      CHECK(narrow.totals.aux == wide.totals.aux);
-      REQUIRE(narrow.grads.size() == wide.grads.size());
-      size_t differ = 0;
-      for (size_t i = 0; i < wide.grads.size(); ++i) differ += narrow.grads[i] != wide.grads[i];
-      CHECK(differ == 0);
-      CHECK(narrow.loads == wide.loads);
+      check_bitwise(narrow, wide);
       CHECK(narrow.activation_bytes < wide.activation_bytes);
     }
   }
