@@ -2,12 +2,15 @@
 // gathers, the gated combine and its backward pass, and multi-token prediction's shifted tokens.
 // The grouping is deterministic: each expert's block scans the pairs in order, so every row lands
 // where the CPU reference's counting sort puts it.
+#include <cuda_bf16.h>
+
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "launch.cuh"
+#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -58,9 +61,12 @@ __global__ void place_kernel(MoePermuteArgs a, int pairs) {
 }
 
 __global__ void gather_kernel(GatherRowsArgs a) {
-  const size_t r = blockIdx.x;
-  const float* src = a.src + size_t(a.index[r]) * a.cols;
-  for (int c = threadIdx.x; c < a.cols; c += blockDim.x) a.dst[r * a.cols + c] = src[c];
+  const size_t r = blockIdx.x, from = size_t(a.index[r]) * a.cols, to = r * a.cols;
+  for (int c = threadIdx.x; c < a.cols; c += blockDim.x) {
+    if (a.src_bf16) a.dst_bf16[to + c] = a.src_bf16[from + c];
+    else if (a.dst_bf16) a.dst_bf16[to + c].bits = __bfloat16_as_ushort(__float2bfloat16_rn(a.src[from + c]));
+    else a.dst[to + c] = a.src[from + c];
+  }
 }
 
 // Block t: y[t] += gates * rows, k by k in the CPU's order for each element.
@@ -117,6 +123,7 @@ void moe_permute(DeviceState* s, const MoePermuteArgs& a) {
 
 void gather_rows(DeviceState* s, const GatherRowsArgs& a) {
   if (a.rows == 0) return;
+  MT_CHECK(!a.src_bf16 || a.dst_bf16);
   activate(s);
   gather_kernel<<<a.rows, kBlock, 0, s->stream>>>(a);
   MT_CUDA_CHECK_LAUNCH();

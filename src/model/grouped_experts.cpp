@@ -29,7 +29,7 @@ void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeig
 }  // namespace
 
 void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, const GroupedExpertWeights& w,
-                             const int* offsets, const float* x, int rows, float* y, GroupedExpertsSaved& s) {
+                             const int* offsets, GemmInput x, int rows, float* y, GroupedExpertsSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
   s.offsets = offsets;

@@ -52,7 +52,7 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
   const float* xs = x + size_t(first) * d_;
   float* ys = tp_ > 1 ? arena.floats(size_t(n) * d_) : y;
   double* load = recompute ? nullptr : router_.step_load().f64();
-  const float* xe = dispatcher_.permute(arena, s.routing.chosen + size_t(first) * top_k_, n, xs, load, s.dispatch);
+  const GemmInput xe = dispatcher_.permute(arena, s.routing.chosen + size_t(first) * top_k_, n, xs, load, s.dispatch);
   s.ye = arena.floats(size_t(n) * top_k_ * d_);
   const GroupedExpertWeights w = expert_weights();
   beside_shared(
@@ -63,7 +63,7 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, xe, s.ye,
-            [&](const float* in, const int* offsets, int n, float* out) {
+            [&](GemmInput in, const int* offsets, int n, float* out) {
               grouped_experts_forward(env_, arena, redo, w, offsets, in, n, out, s.experts);
             },
             meanwhile, env_.gemm_inputs == GemmInputs::fp8);
@@ -106,8 +106,8 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, dye, dxe,
-            [&](const float* in, const int*, int, float* out) {
-              grouped_experts_backward_input(env_, arena, w, in, out, s.experts);
+            [&](GemmInput in, const int*, int, float* out) {
+              grouped_experts_backward_input(env_, arena, w, in.f32, out, s.experts);
             },
             meanwhile);
       });

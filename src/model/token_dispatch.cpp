@@ -7,8 +7,8 @@ namespace mt {
 TokenDispatcher::TokenDispatcher(const LayerEnv& env, int d_model, int experts, int top_k)
     : env_(env), d_(d_model), experts_(experts), top_k_(top_k) {}
 
-float* TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load,
-                                DispatchSaved& s) {
+GemmInput TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load,
+                                   DispatchSaved& s) {
   const Backend& be = env_.be();
   s.pairs = tokens * top_k_;
   s.expert_begin = arena.ints(size_t(experts_) + 1);
@@ -16,8 +16,17 @@ float* TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, con
   s.slot_row = arena.ints(size_t(s.pairs));
   be.moe_permute({.tokens = tokens, .top_k = top_k_, .experts = experts_, .chosen = chosen,
                   .expert_begin = s.expert_begin, .perm_token = s.perm_token, .slot_row = s.slot_row, .load = load});
-  float* xe = arena.floats(size_t(s.pairs) * d_);
-  be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst = xe});
+  const size_t n = size_t(s.pairs) * d_;
+  GemmInput xe;
+  if (env_.bf16_activations) {
+    Bf16* rows = arena.bf16s(n);
+    be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst_bf16 = rows});
+    xe = rows;
+  } else {
+    float* rows = arena.floats(n);
+    be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst = rows});
+    xe = rows;
+  }
   if (env_.shard.ep_size > 1) {
     plan(arena, s);
   } else {
@@ -61,7 +70,7 @@ void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
   be.upload(s.arrival_of, arrival_of.data(), arrival_of.size() * sizeof(int));
 }
 
-void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float* in, float* out,
+void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmInput in, float* out,
                                const ExpertsFn& experts, const std::function<void()>& meanwhile, bool fp8_rows) const {
   if (env_.shard.ep_size == 1) {
     meanwhile();
@@ -71,33 +80,50 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, const float
   const Backend& be = env_.be();
   const size_t n_out = size_t(std::accumulate(s.send_values.begin(), s.send_values.end(), 0));
   const size_t n_in = size_t(s.rows_in) * d_;
-  float* arrival = arena.floats(n_in);
-  if (fp8_rows) {
-    const Fp8Recipe& r = *env_.fp8;
-    const int row_floats = fp8_packed_row_floats(d_, r.tile);
-    std::vector<int> send(s.send_values.size()), recv(s.recv_values.size());
-    for (size_t q = 0; q < send.size(); ++q) {
-      send[q] = s.send_values[q] / d_ * row_floats;
-      recv[q] = s.recv_values[q] / d_ * row_floats;
-    }
-    float* leaving = arena.floats(size_t(s.pairs) * row_floats);
-    float* packed = arena.floats(size_t(s.rows_in) * row_floats);
-    be.fp8_pack_rows({.rows = s.pairs, .cols = d_, .tile = r.tile, .format = r.forward, .pow2_scales = r.pow2_scales,
-                      .x = in, .packed = leaving});
-    auto request = env_.shard.ep->iall_to_all_v(device_span(leaving, size_t(s.pairs) * row_floats), send,
-                                                device_span(packed, size_t(s.rows_in) * row_floats), recv);
+  // The rows as they arrive, then in local expert order: fp32, or bfloat16 when they left so.
+  GemmInput local_in;
+  if (in.bf16) {
+    Bf16* arrival = arena.bf16s(n_in);
+    std::vector<int> send(s.send_values.size()), recv(s.recv_values.size());  // in bytes
+    for (size_t q = 0; q < send.size(); ++q) send[q] = s.send_values[q] * int(sizeof(Bf16));
+    for (size_t q = 0; q < recv.size(); ++q) recv[q] = s.recv_values[q] * int(sizeof(Bf16));
+    auto request = env_.shard.ep->iall_to_all_v(DeviceSpan{const_cast<Bf16*>(in.bf16), n_out * sizeof(Bf16), DType::u8},
+                                                send, DeviceSpan{arrival, n_in * sizeof(Bf16), DType::u8}, recv);
     meanwhile();
     request->wait();
-    be.fp8_unpack_rows({.rows = s.rows_in, .cols = d_, .tile = r.tile, .format = r.forward, .packed = packed,
-                        .x = arrival});
+    Bf16* rows = arena.bf16s(n_in);
+    be.gather_rows({.rows = s.rows_in, .cols = d_, .index = s.arrival_of, .src_bf16 = arrival, .dst_bf16 = rows});
+    local_in = rows;
   } else {
-    auto request = env_.shard.ep->iall_to_all_v(device_span(in, n_out), s.send_values,
-                                                device_span(arrival, n_in), s.recv_values);
-    meanwhile();
-    request->wait();
+    float* arrival = arena.floats(n_in);
+    if (fp8_rows) {
+      const Fp8Recipe& r = *env_.fp8;
+      const int row_floats = fp8_packed_row_floats(d_, r.tile);
+      std::vector<int> send(s.send_values.size()), recv(s.recv_values.size());
+      for (size_t q = 0; q < send.size(); ++q) {
+        send[q] = s.send_values[q] / d_ * row_floats;
+        recv[q] = s.recv_values[q] / d_ * row_floats;
+      }
+      float* leaving = arena.floats(size_t(s.pairs) * row_floats);
+      float* packed = arena.floats(size_t(s.rows_in) * row_floats);
+      be.fp8_pack_rows({.rows = s.pairs, .cols = d_, .tile = r.tile, .format = r.forward,
+                        .pow2_scales = r.pow2_scales, .x = in.f32, .packed = leaving});
+      auto request = env_.shard.ep->iall_to_all_v(device_span(leaving, size_t(s.pairs) * row_floats), send,
+                                                  device_span(packed, size_t(s.rows_in) * row_floats), recv);
+      meanwhile();
+      request->wait();
+      be.fp8_unpack_rows({.rows = s.rows_in, .cols = d_, .tile = r.tile, .format = r.forward, .packed = packed,
+                          .x = arrival});
+    } else {
+      auto request = env_.shard.ep->iall_to_all_v(device_span(in.f32, n_out), s.send_values,
+                                                  device_span(arrival, n_in), s.recv_values);
+      meanwhile();
+      request->wait();
+    }
+    float* rows = arena.floats(n_in);
+    be.gather_rows({.rows = s.rows_in, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = rows});
+    local_in = rows;
   }
-  float* local_in = arena.floats(n_in);
-  be.gather_rows({.rows = s.rows_in, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = local_in});
   float* local_out = arena.floats(n_in);
   experts(local_in, s.group_begin.data(), s.rows_in, local_out);
   float* leaving = arena.floats(n_in);

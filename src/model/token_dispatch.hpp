@@ -32,17 +32,18 @@ struct DispatchSaved {
 
 // The experts' computation on rows grouped by local expert: out[rows] from in[rows]; `offsets`
 // (host memory, [local experts + 1]) delimit each expert's rows.
-using ExpertsFn = std::function<void(const float* in, const int* offsets, int rows, float* out)>;
+using ExpertsFn = std::function<void(GemmInput in, const int* offsets, int rows, float* out)>;
 
 class TokenDispatcher {
  public:
   TokenDispatcher(const LayerEnv& env, int d_model, int experts, int top_k);
   // Groups the routed pairs by expert (adding the counts to load) and returns x's rows in that
-  // order [tokens * top_k, d_model].
-  float* permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load, DispatchSaved& s);
+  // order [tokens * top_k, d_model]: only the experts' GEMMs read them, so in bfloat16 under
+  // LayerEnv::bf16_activations (and they travel so under expert parallelism, half the bytes).
+  GemmInput permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load, DispatchSaved& s);
   // out (permuted order) = experts(in) wherever each row's expert lives; `meanwhile` runs while
   // the rows travel; `fp8_rows`: they travel in FP8 (the forward dispatch under FP8 GEMMs).
-  void exchange(Arena& arena, const DispatchSaved& s, const float* in, float* out, const ExpertsFn& experts,
+  void exchange(Arena& arena, const DispatchSaved& s, GemmInput in, float* out, const ExpertsFn& experts,
                 const std::function<void()>& meanwhile, bool fp8_rows = false) const;
   int local_experts() const { return experts_ / env_.shard.ep_size; }
 

@@ -34,10 +34,14 @@ struct MoePermuteArgs {
 };
 
 // dst[r, :] = src[index[r], :] for r < rows, `cols` values a row.
+// Rows in bfloat16 (bf16 activations): src_bf16 in place of src, dst_bf16 in place of dst; an
+// fp32 source into a bfloat16 destination is rounded.
 struct GatherRowsArgs {
   int rows = 0, cols = 0;
   const float* src = nullptr; const int* index = nullptr;
   float* dst = nullptr;
+  const Bf16* src_bf16 = nullptr;
+  Bf16* dst_bf16 = nullptr;
 };
 
 // y[t] += sum over k of gate[t,k] * rows[slot_row[t,k]], added in k order (gate 1 when gates is

@@ -107,13 +107,14 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // gradients); the rest is this rank's 1/tp share of the tokens, with under tp > 1 its own
     // output and input gradient (and gates' gradient) before they are gathered.
     const double share = 1.0 / tp, gathered = tp > 1 ? 1 : 0;
-    kept += E + 2 * K + share * (2 * K + 2 * K * d + 2 * K * hid + 2 * shared + gathered * d);
+    // The rows to the experts (bfloat16 under mixed storage) and back.
+    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * K * hid + 2 * shared + gathered * d);
     dropped += share * half * (K * hid + shared);  // SwiGLU products
     back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + gathered * (K + d));
     // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
     // average), gathered into expert order, their outputs and those going back; the same again
     // for the gradients.
-    if (ep > 1) kept += share * (4 * K * d + 2 * K), back += share * 4 * K * d;
+    if (ep > 1) kept += share * ((2 + 2 * half) * K * d + 2 * K), back += share * 4 * K * d;
   } else {
     const double hid = double(m.ffn_hidden) / tp;
     kept += 2 * hid;

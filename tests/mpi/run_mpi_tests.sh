@@ -128,6 +128,12 @@ same "fp8: tp=2 x dp=2, tiles straddling the shards" tp=2,dp=2 -- precision.matm
 # The dispatch to the experts travels as FP8 codes and scales; the experts quantize what arrives
 # exactly as one rank quantizes its rows.
 same "fp8: ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.matmul=\"fp8\" model.moe.aux_loss=\"sequence\"
+# BF16 GEMMs keep what only GEMMs read in bfloat16 (precision.bf16_activations): the rows leave
+# for their experts so, and the experts' products take them as one rank's do. (Under tp the
+# partial sums meet in another order, and BF16 rounding then makes the runs drift apart, with
+# bfloat16 activations or without: tp has its own cases above.)
+same "bf16: ep=2 x dp=2, MLA, rows dispatched in bfloat16" dp=2,ep=2 -- precision.matmul=\"bf16\" \
+  model.attention.kind=\"mla\" model.attention.q_lora_rank=16
 [[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
@@ -24,9 +26,13 @@ void moe_permute(DeviceState*, const MoePermuteArgs& a) {
 }
 
 void gather_rows(DeviceState*, const GatherRowsArgs& a) {
+  MT_CHECK(!a.src_bf16 || a.dst_bf16);
   for (int r = 0; r < a.rows; ++r) {
-    const float* src = a.src + size_t(a.index[r]) * a.cols;
-    std::copy(src, src + a.cols, a.dst + size_t(r) * a.cols);
+    const size_t from = size_t(a.index[r]) * a.cols, to = size_t(r) * a.cols;
+    if (a.src_bf16) std::copy(a.src_bf16 + from, a.src_bf16 + from + a.cols, a.dst_bf16 + to);
+    else if (a.dst_bf16)
+      for (int c = 0; c < a.cols; ++c) a.dst_bf16[to + c].bits = float_to_bf16_bits(a.src[from + c]);
+    else std::copy(a.src + from, a.src + from + a.cols, a.dst + to);
   }
 }
 
