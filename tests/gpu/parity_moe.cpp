@@ -132,6 +132,18 @@ void check_rows(Report& rep, const Backend& cpu, const Backend& gpu, int tokens,
   DeviceVec<float> g_gathered(gpu, poison<float>(gathered.size()));
   gpu.gather_rows({.rows = pairs, .cols = dim, .src = d_rows.get(), .index = d_slot.get(), .dst = g_gathered.get()});
   rep.check("gather_rows" + name, relative_error(g_gathered.download(), gathered), 0);
+  // Into bfloat16 (rounded, to nearest even on both sides), then bfloat16 rows again (copied).
+  std::vector<mt::Bf16> g16(gathered.size()), again16(gathered.size());
+  cpu.gather_rows({.rows = pairs, .cols = dim, .src = rows.data(), .index = slot.data(), .dst_bf16 = g16.data()});
+  cpu.gather_rows({.rows = pairs, .cols = dim, .index = slot.data(), .src_bf16 = g16.data(), .dst_bf16 = again16.data()});
+  DeviceVec<mt::Bf16> d_g16(gpu, std::vector<mt::Bf16>(g16.size(), mt::Bf16{0x7fc1}));
+  DeviceVec<mt::Bf16> d_again16(gpu, std::vector<mt::Bf16>(g16.size(), mt::Bf16{0x7fc1}));
+  gpu.gather_rows({.rows = pairs, .cols = dim, .src = d_rows.get(), .index = d_slot.get(), .dst_bf16 = d_g16.get()});
+  gpu.gather_rows({.rows = pairs, .cols = dim, .index = d_slot.get(), .src_bf16 = d_g16.get(), .dst_bf16 = d_again16.get()});
+  const std::vector<mt::Bf16> got16 = d_g16.download(), got_again = d_again16.download();
+  size_t differ = 0;
+  for (size_t i = 0; i < g16.size(); ++i) differ += (got16[i].bits != g16[i].bits) + (got_again[i].bits != again16[i].bits);
+  rep.check("gather_rows into bfloat16 and of bfloat16 rows, elements that differ" + name, double(differ), 0);
 
   for (bool gated : {true, false}) {
     std::vector<float> y = y0;
