@@ -3,6 +3,8 @@
 // dims) and attention_tc.cu (tensor cores, bf16 products, the head dims it is built for). Both lay
 // their blocks out the same way: one per (tile, sequence and head), numbered along grid.x only
 // (limit 2^31 - 1) so that any number of sequences and heads fits.
+#include <cuda_bf16.h>
+
 #include <climits>
 #include <string>
 
@@ -19,6 +21,17 @@ struct AttentionShape {
   float scale;
   bool bf16;
 };
+
+// A [batch*seq, heads, dim] input of the products: fp32, or kept in bfloat16 (a k or v under bf16
+// activations). Kernels read element i through value(), offsets added to the index.
+struct HeadInput {
+  const float* f32 = nullptr;
+  const __nv_bfloat16* bf16 = nullptr;
+  __device__ float value(size_t i) const { return bf16 ? __bfloat162float(bf16[i]) : f32[i]; }
+};
+inline HeadInput head_input(const float* x, const Bf16* x16) {
+  return {x16 ? nullptr : x, reinterpret_cast<const __nv_bfloat16*>(x16)};
+}
 
 struct TilePlace {
   int bh;    // b * heads + h

@@ -70,13 +70,14 @@ struct HeadView {
         hv(head_offset(s, bh, D::v)) {}
 };
 
-// Rows row0 .. row0 + kRows - 1 of one head (global row stride gld) rounded into a bf16 tile;
-// rows past the sequence end are zero.
-__device__ void load_bf16(bf16* __restrict__ dst, int ld, const float* __restrict__ head, size_t gld, int row0, int seq,
-                          int dim) {
+// Rows row0 .. row0 + kRows - 1 of one head (from element `at`, global row stride gld) into a bf16
+// tile, rounded unless kept in bfloat16 already; rows past the sequence end are zero.
+__device__ void load_bf16(bf16* __restrict__ dst, int ld, const HeadInput& src, size_t at, size_t gld, int row0,
+                          int seq, int dim) {
   for (int e = threadIdx.x; e < kRows * dim; e += kThreads) {
     const int r = e / dim, c = e - r * dim;
-    dst[r * ld + c] = __float2bfloat16_rn(row0 + r < seq ? head[size_t(row0 + r) * gld + c] : 0.0f);
+    const size_t i = at + size_t(row0 + r) * gld + c;
+    dst[r * ld + c] = row0 + r >= seq ? __float2bfloat16_rn(0.0f) : src.bf16 ? src.bf16[i] : __float2bfloat16_rn(src.f32[i]);
   }
 }
 
@@ -177,8 +178,8 @@ struct BackwardTiles {
 
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(AttentionShape s, const float* __restrict__ q, const float* __restrict__ k,
-                   const float* __restrict__ v, float* __restrict__ out, float* __restrict__ lse) {
+    forward_kernel(AttentionShape s, const float* __restrict__ q, HeadInput k, HeadInput v, float* __restrict__ out,
+                   float* __restrict__ lse) {
   extern __shared__ __align__(128) unsigned char smem[];
   const ForwardSmem<D> at;
   bf16* sq = reinterpret_cast<bf16*>(smem + at.q);   // [64][lq] this block's queries
@@ -193,15 +194,15 @@ __global__ void __launch_bounds__(kThreads)
   const int w0 = warp * kF, r = w0 + lane / 2, half = lane % 2, i = q0 + r;
   const HeadView<D> hd(s, pl.bh);
   const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sq, D::lq, q + hq, ldq, q0, s.seq, D::qk);
+  load_bf16(sq, D::lq, {q, nullptr}, hq, ldq, q0, s.seq, D::qk);
   for (int e = threadIdx.x; e < kRows * D::lo; e += kThreads) so[e] = 0.0f;
 
   OnlineSoftmax row;  // row r's state; the two lanes of a row hold the same copy
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kRows;
     __syncthreads();  // the previous key tile is no longer read
-    load_bf16(sk, D::lq, k + hq, ldq, k0, s.seq, D::qk);
-    load_bf16(sv, D::lv, v + hv, ldv, k0, s.seq, D::v);
+    load_bf16(sk, D::lq, k, hq, ldq, k0, s.seq, D::qk);
+    load_bf16(sv, D::lv, v, hv, ldv, k0, s.seq, D::v);
     __syncthreads();
     warp_scores<D::qk>(ss + w0 * kLdS, sq + w0 * D::lq, D::lq, sk, D::lq);
     __syncwarp();
@@ -271,8 +272,8 @@ __device__ void score_grads(const AttentionShape& s, int q0, int k0, const bf16*
 // w owns keys w0.. of the tile; its accumulators stay in registers.
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    key_grads_kernel(AttentionShape s, const float* __restrict__ q, const float* __restrict__ k,
-                     const float* __restrict__ v, const float* __restrict__ dout, const float* __restrict__ lse,
+    key_grads_kernel(AttentionShape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+                     const float* __restrict__ dout, const float* __restrict__ lse,
                      const float* __restrict__ delta, float* __restrict__ dk, float* __restrict__ dv) {
   extern __shared__ __align__(128) unsigned char smem[];
   const BackwardTiles t = BackwardTiles::in<D>(smem);
@@ -283,8 +284,8 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, w0 = warp * kF, k0 = pl.tile * kRows;
   const HeadView<D> hd(s, pl.bh);
   const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sk, D::lq, k + hq, ldq, k0, s.seq, D::qk);
-  load_bf16(sv, D::lv, v + hv, ldv, k0, s.seq, D::v);
+  load_bf16(sk, D::lq, k, hq, ldq, k0, s.seq, D::qk);
+  load_bf16(sv, D::lv, v, hv, ldv, k0, s.seq, D::v);
   FragC adv[D::v / kF], adk[D::qk / kF];
 #pragma unroll
   for (int n = 0; n < D::v / kF; ++n) wmma::fill_fragment(adv[n], 0.0f);
@@ -294,8 +295,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int qt = pl.tile; qt < s.tiles; ++qt) {
     const int q0 = qt * kRows;
     __syncthreads();  // the previous query tile is no longer read
-    load_bf16(sq, D::lq, q + hq, ldq, q0, s.seq, D::qk);
-    load_bf16(sdo, D::lv, dout + hv, ldv, q0, s.seq, D::v);
+    load_bf16(sq, D::lq, {q, nullptr}, hq, ldq, q0, s.seq, D::qk);
+    load_bf16(sdo, D::lv, {dout, nullptr}, hv, ldv, q0, s.seq, D::v);
     load_row_values(slse, lse, s, pl.bh, q0, kRows);
     load_row_values(sdelta, delta, s, pl.bh, q0, kRows);
     __syncthreads();
@@ -318,8 +319,8 @@ __global__ void __launch_bounds__(kThreads)
 // of the tile and needs only its own rows of dS.
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    query_grads_kernel(AttentionShape s, const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, const float* __restrict__ dout, const float* __restrict__ lse,
+    query_grads_kernel(AttentionShape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+                       const float* __restrict__ dout, const float* __restrict__ lse,
                        const float* __restrict__ delta, float* __restrict__ dq) {
   extern __shared__ __align__(128) unsigned char smem[];
   const BackwardTiles t = BackwardTiles::in<D>(smem);  // the probability tile goes unused here
@@ -330,8 +331,8 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, w0 = warp * kF, q0 = pl.tile * kRows;
   const HeadView<D> hd(s, pl.bh);
   const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sq, D::lq, q + hq, ldq, q0, s.seq, D::qk);
-  load_bf16(sdo, D::lv, dout + hv, ldv, q0, s.seq, D::v);
+  load_bf16(sq, D::lq, {q, nullptr}, hq, ldq, q0, s.seq, D::qk);
+  load_bf16(sdo, D::lv, {dout, nullptr}, hv, ldv, q0, s.seq, D::v);
   load_row_values(slse, lse, s, pl.bh, q0, kRows);
   load_row_values(sdelta, delta, s, pl.bh, q0, kRows);
   FragC adq[D::qk / kF];
@@ -341,8 +342,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kRows;
     __syncthreads();  // the previous key tile is no longer read
-    load_bf16(sk, D::lq, k + hq, ldq, k0, s.seq, D::qk);
-    load_bf16(sv, D::lv, v + hv, ldv, k0, s.seq, D::v);
+    load_bf16(sk, D::lq, k, hq, ldq, k0, s.seq, D::qk);
+    load_bf16(sv, D::lv, v, hv, ldv, k0, s.seq, D::v);
     __syncthreads();
     score_grads<D>(s, q0, k0, sq, sdo, sk, sv, ss, sdp, slse, sdelta, nullptr, sds);
     __syncwarp();
@@ -376,7 +377,8 @@ bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a) {
     using D = decltype(d);
     const size_t bytes = ForwardSmem<D>().bytes;
     allow_shared(st, forward_kernel<D>, bytes, s);
-    forward_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, a.k, a.v, a.out, a.lse);
+    forward_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, head_input(a.k, a.k_bf16),
+                                                                      head_input(a.v, a.v_bf16), a.out, a.lse);
     MT_CUDA_CHECK_LAUNCH();
   });
 }
@@ -386,12 +388,13 @@ bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, cons
   return with_dims(a.qk_dim, a.v_dim, [&](auto d) {
     using D = decltype(d);
     const size_t bytes = BackwardSmem<D>().bytes;
+    const HeadInput k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
     allow_shared(st, key_grads_kernel<D>, bytes, s);
     allow_shared(st, query_grads_kernel<D>, bytes, s);
-    key_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, a.k, a.v, a.dout, a.lse, delta, a.dk,
+    key_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, k, v, a.dout, a.lse, delta, a.dk,
                                                                         a.dv);
     MT_CUDA_CHECK_LAUNCH();
-    query_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, a.k, a.v, a.dout, a.lse, delta,
+    query_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, k, v, a.dout, a.lse, delta,
                                                                           a.dq);
     MT_CUDA_CHECK_LAUNCH();
   });

@@ -44,11 +44,15 @@ __global__ void add_kernel(size_t n, const float* x, float* y) {
 
 // One item per (row, column) of the window; consecutive threads take consecutive columns of a row.
 __global__ void copy_columns_kernel(int rows, int cols, const float* src, int src_stride, float* dst, int dst_stride,
-                                    bool accumulate) {
+                                    bool accumulate, __nv_bfloat16* dst_bf16) {
   const size_t n = size_t(rows) * cols;
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     const size_t r = i / cols, c = i % cols;
     const float v = src[r * src_stride + c];
+    if (dst_bf16) {
+      dst_bf16[r * dst_stride + c] = __float2bfloat16_rn(v);
+      continue;
+    }
     float* d = dst + r * dst_stride + c;
     *d = accumulate ? *d + v : v;
   }
@@ -83,8 +87,8 @@ void copy_columns(DeviceState* s, const CopyColumnsArgs& a) {
   if (a.rows <= 0 || a.cols <= 0) return;
   activate(s);
   const size_t n = size_t(a.rows) * a.cols;
-  copy_columns_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(a.rows, a.cols, a.src, a.src_stride,
-                                                                                a.dst, a.dst_stride, a.accumulate);
+  copy_columns_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(
+      a.rows, a.cols, a.src, a.src_stride, a.dst, a.dst_stride, a.accumulate, reinterpret_cast<__nv_bfloat16*>(a.dst_bf16));
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,4 +17,10 @@ void copy_block(const Backend& be, int rows, int width, const float* src, int sr
                    .dst = dst + dst_col, .dst_stride = dst_stride, .accumulate = accumulate});
 }
 
+void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, Bf16* dst,
+                int dst_stride, int dst_col) {
+  be.copy_columns({.rows = rows, .cols = width, .src = src + src_col, .src_stride = src_stride,
+                   .dst_stride = dst_stride, .dst_bf16 = dst + dst_col});
+}
+
 }  // namespace mt

@@ -30,5 +30,8 @@ std::unique_ptr<AttentionLayer> make_attention(const LayerEnv& env, const ModelC
 // dst at `dst_col` (row stride dst_stride); accumulate adds instead.
 void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, float* dst,
                 int dst_stride, int dst_col, bool accumulate = false);
+// The same into a bfloat16 destination, rounding.
+void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, Bf16* dst,
+                int dst_stride, int dst_col);
 
 }  // namespace mt

@@ -67,8 +67,8 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, f
   s.o = arena.floats(size_t(rows) * H * vdim_);
   s.lse = arena.floats(size_t(batch) * H * seq_);
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                        .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
-                        .lse = s.lse, .inputs = env_.gemm_inputs});
+                        .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k.f32, .v = s.v.f32,
+                        .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
 }
 
@@ -84,13 +84,17 @@ void Mla::project_heads(Saved& s, Arena& redo, int rows) {
   be.rope(query_rope(rows, s.q, false));
   float* kv = redo.floats(size_t(rows) * H * kv_w);
   env_.linear_forward(s.c_normed, p.value(wkv_b), rows, kv_lora_, H * kv_w, kv);
-  s.k = redo.floats(size_t(rows) * H * qk_);
-  s.v = redo.floats(size_t(rows) * H * vdim_);
-  for (int h = 0; h < H; ++h) {
-    copy_block(be, rows, nope_, kv, H * kv_w, h * kv_w, s.k, H * qk_, h * qk_);
-    copy_block(be, rows, rope_, s.ckv, ckv_w, kv_lora_, s.k, H * qk_, h * qk_ + nope_);
-    copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, s.v, H * vdim_, h * vdim_);
-  }
+  // Keys and values per head: only attention's products read them (in bfloat16 under bf16_activations).
+  auto assemble = [&](auto* k, auto* v) {
+    for (int h = 0; h < H; ++h) {
+      copy_block(be, rows, nope_, kv, H * kv_w, h * kv_w, k, H * qk_, h * qk_);
+      copy_block(be, rows, rope_, s.ckv, ckv_w, kv_lora_, k, H * qk_, h * qk_ + nope_);
+      copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, v, H * vdim_, h * vdim_);
+    }
+    s.k = k, s.v = v;
+  };
+  if (env_.bf16_activations) assemble(redo.bf16s(size_t(rows) * H * qk_), redo.bf16s(size_t(rows) * H * vdim_));
+  else assemble(redo.floats(size_t(rows) * H * qk_), redo.floats(size_t(rows) * H * vdim_));
 }
 
 void Mla::redo(int slot, Arena& redo, GemmInput x) {
@@ -111,8 +115,9 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   float* dk = arena.floats(size_t(rows) * H * qk_);
   float* dv = arena.floats(size_t(rows) * H * vdim_);
   be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k, .v = s.v, .out = s.o,
-                         .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv, .inputs = env_.gemm_inputs});
+                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k.f32, .v = s.v.f32, .out = s.o,
+                         .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv, .inputs = env_.gemm_inputs,
+                         .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   be.rope(query_rope(rows, s.dq, true));
 
   // Keys and values back to the W_kv_b output, and the shared RoPE key summed over heads.

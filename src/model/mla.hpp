@@ -32,7 +32,8 @@ class Mla : public AttentionLayer {
     float *cq = nullptr, *cq_rstd = nullptr;  // query latent (q_lora > 0)
     GemmInput cq_normed, c_normed;            // the normed latents: only the up-projections read them
     float *q = nullptr, *ckv = nullptr, *c = nullptr, *c_rstd = nullptr;
-    float *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;
+    GemmInput k, v;  // per head, read only by attention's products
+    float *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dcq_normed = nullptr, *dcq = nullptr;
     float *dkv = nullptr, *dc_normed = nullptr, *dckv = nullptr;

@@ -121,6 +121,9 @@ struct AttentionForwardArgs {
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
   float* out = nullptr; float* lse = nullptr;
   GemmInputs inputs = GemmInputs::fp32;
+  // k or v stored in bfloat16 (bf16 inputs only, whose rounding leaves them as they are), in
+  // place of k or v.
+  const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;
 };
 // Takes the forward's out and lse; dq, dk, dv are overwritten.
 struct AttentionBackwardArgs {
@@ -129,6 +132,7 @@ struct AttentionBackwardArgs {
   const float* out = nullptr; const float* lse = nullptr; const float* dout = nullptr;
   float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
   GemmInputs inputs = GemmInputs::fp32;
+  const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in AttentionForwardArgs
 };
 
 // h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
@@ -155,11 +159,13 @@ struct EmbeddingBackwardArgs { int rows = 0, dim = 0; const int* tokens = nullpt
 // dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major
 // matrices with the given row strides. Splits and joins per-head slices (MLA's [nope; rope]
 // keys, grouped-query heads) without a device-specific loop in the layers.
+// dst_bf16 in place of dst: the columns rounded to bfloat16 as they are written (not accumulated).
 struct CopyColumnsArgs {
   int rows = 0, cols = 0;
   const float* src = nullptr; int src_stride = 0;
   float* dst = nullptr; int dst_stride = 0;
   bool accumulate = false;
+  Bf16* dst_bf16 = nullptr;
 };
 
 // y += x (n values)

@@ -93,7 +93,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
                  v = a.v_head_dim, qk = nope + rope;
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
     kept += (ql > 0 ? (1 + half) * ql + 1 : 0) + (kl + rope) + (1 + half) * kl + 1 + H * v + H;
-    dropped += 2 * H * qk + H * (nope + v) + H * v;                              // q, k, [k_nope; v], v
+    dropped += H * qk + half * H * qk + H * (nope + v) + half * H * v;  // q, k, [k_nope; v], v (k, v for attention only)
     back += 2 * H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
   } else {
     const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;

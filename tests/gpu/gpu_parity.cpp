@@ -109,6 +109,18 @@ void check_bf16_activations(Report& rep, const Backend& cpu, const Backend& gpu,
   for (size_t i = 0; i < h.size(); ++i) differ += hgot[i].bits != h[i].bits;
   rep.check("swiglu_forward bf16 output, per element" + shape, double(differ) / h.size(), 1e-4);
 
+  // Columns copied into bfloat16 (MLA's keys and values per head): rounded, bit for bit.
+  std::vector<mt::Bf16> cols(size_t(rows) * 16);
+  cpu.copy_columns({.rows = rows, .cols = 16, .src = x.data() + 5, .src_stride = dim, .dst_stride = 16,
+                    .dst_bf16 = cols.data()});
+  DeviceVec<mt::Bf16> gcols(gpu, std::vector<mt::Bf16>(cols.size(), mt::Bf16{0x7fc1}));
+  gpu.copy_columns({.rows = rows, .cols = 16, .src = gx.get() + 5, .src_stride = dim, .dst_stride = 16,
+                    .dst_bf16 = gcols.get()});
+  const std::vector<mt::Bf16> cgot = gcols.download();
+  differ = 0;
+  for (size_t i = 0; i < cols.size(); ++i) differ += cgot[i].bits != cols[i].bits;
+  rep.check("copy_columns into bfloat16, elements that differ" + shape, double(differ), 0);
+
   // y [rows, dim] as A of a forward product (x W^T) and as B of a weight gradient (dY^T y).
   const std::vector<float> wt = random_values(size_t(out) * dim, rng), dyv = random_values(size_t(rows) * out, rng);
   DeviceFloats gwt(gpu, wt), gdy(gpu, dyv), gc(gpu, nans(size_t(rows) * out)), gdw(gpu, nans(size_t(out) * dim));
@@ -388,6 +400,29 @@ void check_attention(Report& rep, const Backend& cpu, const Backend& gpu, int ba
   rep.check(std::string("attention_backward dq") + shape, relative_error(first_dq, dq), tol);
   rep.check(std::string("attention_backward dk") + shape, relative_error(first_dk, dk), tol);
   rep.check(std::string("attention_backward dv") + shape, relative_error(first_dv, dv), tol);
+
+  if (bf16) {
+    // Keys and values kept in bfloat16 (MLA under bf16 activations): the same products.
+    std::vector<mt::Bf16> k16(nq), v16(nv);
+    for (size_t i = 0; i < nq; ++i) k16[i].bits = mt::float_to_bf16_bits(k[i]);
+    for (size_t i = 0; i < nv; ++i) v16[i].bits = mt::float_to_bf16_bits(v[i]);
+    DeviceVec<mt::Bf16> gk16(gpu, k16), gv16(gpu, v16);
+    DeviceFloats gout16(gpu, std::vector<float>(nv, NAN)), glse16(gpu, std::vector<float>(nrow, NAN));
+    gpu.attention_forward({.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk_dim, .v_dim = v_dim,
+                           .scale = scale, .q = gq.get(), .out = gout16.get(), .lse = glse16.get(), .inputs = inputs,
+                           .k_bf16 = gk16.get(), .v_bf16 = gv16.get()});
+    rep.check(std::string("attention_forward, k and v stored in bfloat16") + shape,
+              std::max(relative_error(gout16.download(), out), relative_error(glse16.download(), lse)), tol);
+    DeviceFloats gdq16(gpu, std::vector<float>(nq, NAN)), gdk16(gpu, std::vector<float>(nq, NAN));
+    DeviceFloats gdv16(gpu, std::vector<float>(nv, NAN));
+    gpu.attention_backward({.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk_dim, .v_dim = v_dim,
+                            .scale = scale, .q = gq.get(), .out = cpu_out.get(), .lse = cpu_lse.get(),
+                            .dout = gdout.get(), .dq = gdq16.get(), .dk = gdk16.get(), .dv = gdv16.get(),
+                            .inputs = inputs, .k_bf16 = gk16.get(), .v_bf16 = gv16.get()});
+    rep.check(std::string("attention_backward, k and v stored in bfloat16") + shape,
+              std::max({relative_error(gdq16.download(), dq), relative_error(gdk16.download(), dk),
+                        relative_error(gdv16.download(), dv)}), tol);
+  }
 
   // Same inputs again must give bitwise the same gradients (no atomics, fixed order).
   DeviceFloats gdq2(gpu, std::vector<float>(nq, NAN)), gdk2(gpu, std::vector<float>(nq, NAN));

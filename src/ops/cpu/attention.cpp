@@ -10,6 +10,7 @@
 
 #include "ops/bf16.hpp"
 #include "ops/cpu/cpu_ops.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
@@ -24,6 +25,13 @@ class Operand {
     if (!bf16) return;
     copy_.assign(x, x + n);
     round(copy_.data(), n, true);
+    p_ = copy_.data();
+  }
+  // An operand stored in bfloat16 (x16 set) or fp32.
+  Operand(const float* x, const Bf16* x16, size_t n, bool bf16) : Operand(x16 ? nullptr : x, x16 ? 0 : n, bf16 && !x16) {
+    if (!x16) return;
+    copy_.resize(n);
+    for (size_t i = 0; i < n; ++i) copy_[i] = bf16_bits_to_float(x16[i].bits);
     p_ = copy_.data();
   }
   const float* get() const { return p_; }
@@ -41,8 +49,9 @@ class Operand {
 void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
   const int T = a.seq, H = a.heads, ldq = H * a.qk_dim, ldv = H * a.v_dim;
   const bool bf16 = a.inputs != GemmInputs::fp32;
+  MT_CHECK((!a.k_bf16 && !a.v_bf16) || bf16);
   const size_t rows = size_t(a.batch) * T;
-  const Operand Q(a.q, rows * ldq, bf16), K(a.k, rows * ldq, bf16), V(a.v, rows * ldv, bf16);
+  const Operand Q(a.q, rows * ldq, bf16), K(a.k, a.k_bf16, rows * ldq, bf16), V(a.v, a.v_bf16, rows * ldv, bf16);
   std::vector<float> P(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
@@ -74,8 +83,9 @@ void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
 void attention_backward(DeviceState*, const AttentionBackwardArgs& a) {
   const int T = a.seq, H = a.heads, ldq = H * a.qk_dim, ldv = H * a.v_dim;
   const bool bf16 = a.inputs != GemmInputs::fp32;
+  MT_CHECK((!a.k_bf16 && !a.v_bf16) || bf16);
   const size_t rows = size_t(a.batch) * T;
-  const Operand Q(a.q, rows * ldq, bf16), K(a.k, rows * ldq, bf16), V(a.v, rows * ldv, bf16);
+  const Operand Q(a.q, rows * ldq, bf16), K(a.k, a.k_bf16, rows * ldq, bf16), V(a.v, a.v_bf16, rows * ldv, bf16);
   const Operand dO(a.dout, rows * ldv, bf16);
   std::vector<float> P(size_t(T) * T), Pr(bf16 ? P.size() : 0), dS(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)

@@ -24,6 +24,11 @@ void add(DeviceState*, const AddArgs& a) {
 void copy_columns(DeviceState*, const CopyColumnsArgs& a) {
   for (int r = 0; r < a.rows; ++r) {
     const float* src = a.src + size_t(r) * a.src_stride;
+    if (a.dst_bf16) {
+      Bf16* dst = a.dst_bf16 + size_t(r) * a.dst_stride;
+      for (int c = 0; c < a.cols; ++c) dst[c].bits = float_to_bf16_bits(src[c]);
+      continue;
+    }
     float* dst = a.dst + size_t(r) * a.dst_stride;
     if (a.accumulate)
       for (int c = 0; c < a.cols; ++c) dst[c] += src[c];
