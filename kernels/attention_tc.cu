@@ -130,6 +130,17 @@ __device__ void store_rows(FragC (&acc)[N], float* stage, float* __restrict__ he
   }
 }
 
+// The key and value tile from row k0, once every warp is done with the previous one; visible to
+// all warps on return.
+template <typename D>
+__device__ void next_key_tile(bf16* sk, bf16* sv, const HeadInput& k, const HeadInput& v, const HeadView<D>& hd, int k0,
+                              int seq) {
+  __syncthreads();
+  load_bf16(sk, D::lq, k, hd.hq, hd.ldq, k0, seq, D::qk);
+  load_bf16(sv, D::lv, v, hd.hv, hd.ldv, k0, seq, D::v);
+  __syncthreads();
+}
+
 // The shared regions of each kernel, in the order the kernel takes them.
 template <typename D>
 struct ForwardSmem {
@@ -200,10 +211,7 @@ __global__ void __launch_bounds__(kThreads)
   OnlineSoftmax row;  // row r's state; the two lanes of a row hold the same copy
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kRows;
-    __syncthreads();  // the previous key tile is no longer read
-    load_bf16(sk, D::lq, k, hq, ldq, k0, s.seq, D::qk);
-    load_bf16(sv, D::lv, v, hv, ldv, k0, s.seq, D::v);
-    __syncthreads();
+    next_key_tile<D>(sk, sv, k, v, HeadView<D>(s, pl.bh), k0, s.seq);
     warp_scores<D::qk>(ss + w0 * kLdS, sq + w0 * D::lq, D::lq, sk, D::lq);
     __syncwarp();
     float score[kHalf];
@@ -341,10 +349,7 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kRows;
-    __syncthreads();  // the previous key tile is no longer read
-    load_bf16(sk, D::lq, k, hq, ldq, k0, s.seq, D::qk);
-    load_bf16(sv, D::lv, v, hv, ldv, k0, s.seq, D::v);
-    __syncthreads();
+    next_key_tile<D>(sk, sv, k, v, HeadView<D>(s, pl.bh), k0, s.seq);
     score_grads<D>(s, q0, k0, sq, sdo, sk, sv, ss, sdp, slse, sdelta, nullptr, sds);
     __syncwarp();
     warp_product<D::qk / kF, kRows / kF, FragA, FragB>(
