@@ -5,8 +5,8 @@
 namespace mt {
 
 MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
-    : env_(env), shared_env_(env), tp_(env.shard.tp_size), d_(cfg.d_model), seq_(cfg.seq_len), n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
-      hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
+    : env_(env), shared_env_(env), tp_(env.shard.tp_size), d_(cfg.d_model), seq_(cfg.seq_len),
+      n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k), hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
       shared_hidden_(cfg.moe.n_shared_experts * cfg.moe.expert_hidden), router_(env, cfg, prefix),
       dispatcher_(env, cfg.d_model, cfg.moe.n_routed_experts, cfg.moe.top_k), saved_(max_in_flight) {
   using I = ParamStore::Init;
@@ -16,7 +16,8 @@ MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
   // Several shared experts are one SwiGLU with their hidden units side by side: the sum of
   // their outputs is exactly that wider FFN's output.
   shared_gate = shared_up = shared_down = -1;
-  // Each tensor-parallel rank runs the shared experts on its share of the tokens: a part of their gradient.
+  // Each tensor-parallel rank runs the shared experts on its share of the tokens: a part of
+  // their gradient.
   if (n_shared_ > 0) {
     const Spread part = Spread::tensor_partial;
     shared_gate = p.add(prefix + ".shared.w_gate", {shared_hidden_, D}, I::normal, true, part);
@@ -63,8 +64,8 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, xe, s.ye,
-            [&](GemmInput in, const int* offsets, int n, float* out) {
-              grouped_experts_forward(env_, arena, redo, w, offsets, in, n, out, s.experts);
+            [&](GemmInput in, const int* offsets, int expert_rows, float* out) {
+              grouped_experts_forward(env_, arena, redo, w, offsets, in, expert_rows, out, s.experts);
             },
             meanwhile, env_.gemm_inputs == GemmInputs::fp8);
       });
