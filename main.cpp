@@ -20,6 +20,7 @@
 #include "plan/search.hpp"
 #include "plot/plot.hpp"
 #include "sweep/sweep.hpp"
+#include "train/device.hpp"
 #include "train/dump_step.hpp"
 #include "train/progress.hpp"
 #include "model/flops.hpp"
@@ -34,8 +35,7 @@ void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   const Cluster c = load_cluster(cluster_path);
   Layout l = mt::layout_of_config(cfg);
   // What moetrain stores: fp32, and under bf16 GEMMs what only GEMMs read in bfloat16.
-  l.storage = cfg.precision.matmul == mt::MatmulPrecision::bf16 && cfg.precision.bf16_activations ? Storage::mixed
-                                                                                                   : Storage::fp32;
+  l.storage = mt::bf16_activations(cfg.precision) ? Storage::mixed : Storage::fp32;
   if (std::string why = layout_problem(cfg.model, cfg.training.global_batch, c, l); !why.empty())
     throw mt::UserError("train --cluster " + cluster_path + ": the planner cannot model this layout: " + why);
   std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());

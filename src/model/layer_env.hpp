@@ -25,7 +25,7 @@ struct MatmulSetup {
   GemmInputs inputs = GemmInputs::fp32;
   Fp8Recipe fp8;
   bool fp8_head = false, fp8_router = false;
-  bool bf16_activations = false;  // with bf16 inputs: LayerEnv::bf16_activations
+  bool bf16_activations = false;  // LayerEnv::bf16_activations; only with bf16 inputs
   MatmulSetup(GemmInputs i = GemmInputs::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
 };
 
@@ -72,13 +72,11 @@ struct LayerEnv {
 
   // SwiGLU's product of n values into `arena`, which only the down projection's GEMMs read.
   GemmInput swiglu_for_gemms(Arena& arena, size_t n, const float* gate, const float* up) const {
-    if (bf16_activations) {
-      Bf16* h = arena.bf16s(n);
-      backend->swiglu_forward({.n = n, .gate = gate, .up = up, .h_bf16 = h});
-      return h;
-    }
-    float* h = arena.floats(n);
-    backend->swiglu_forward({.n = n, .gate = gate, .up = up, .h = h});
+    SwigluForwardArgs a{.n = n, .gate = gate, .up = up};
+    GemmInput h;
+    if (bf16_activations) h = a.h_bf16 = arena.bf16s(n);
+    else h = a.h = arena.floats(n);
+    backend->swiglu_forward(a);
     return h;
   }
 

@@ -2,15 +2,18 @@
 
 #include <algorithm>
 
+#include "util/error.hpp"
+
 namespace mt {
 
 Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, const MatmulSetup& matmul,
              int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
     : cfg_(cfg), matmul_(matmul),
       env_{.backend = &backend, .gemm_inputs = matmul.inputs, .params = &params, .shard = shard, .fp8 = &matmul_.fp8,
-           .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations && matmul.inputs == GemmInputs::bf16},
+           .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations},
       chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
+  MT_CHECK(!matmul.bf16_activations || matmul.inputs == GemmInputs::bf16);  // bfloat16 storage needs bf16 GEMMs
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   arenas_.resize(chunks_.size());

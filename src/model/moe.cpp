@@ -6,7 +6,8 @@ namespace mt {
 
 MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
     : env_(env), shared_env_(env), tp_(env.shard.tp_size), d_(cfg.d_model), seq_(cfg.seq_len),
-      n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k), hidden_(cfg.moe.expert_hidden), n_shared_(cfg.moe.n_shared_experts),
+      n_experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k), hidden_(cfg.moe.expert_hidden),
+      n_shared_(cfg.moe.n_shared_experts),
       shared_hidden_(cfg.moe.n_shared_experts * cfg.moe.expert_hidden), router_(env, cfg, prefix),
       dispatcher_(env, cfg.d_model, cfg.moe.n_routed_experts, cfg.moe.top_k), saved_(max_in_flight) {
   using I = ParamStore::Init;

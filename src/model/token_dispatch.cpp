@@ -17,16 +17,11 @@ GemmInput TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, 
   be.moe_permute({.tokens = tokens, .top_k = top_k_, .experts = experts_, .chosen = chosen,
                   .expert_begin = s.expert_begin, .perm_token = s.perm_token, .slot_row = s.slot_row, .load = load});
   const size_t n = size_t(s.pairs) * d_;
+  GatherRowsArgs gather{.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token};
   GemmInput xe;
-  if (env_.bf16_activations) {
-    Bf16* rows = arena.bf16s(n);
-    be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst_bf16 = rows});
-    xe = rows;
-  } else {
-    float* rows = arena.floats(n);
-    be.gather_rows({.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token, .dst = rows});
-    xe = rows;
-  }
+  if (env_.bf16_activations) xe = gather.dst_bf16 = arena.bf16s(n);
+  else xe = gather.dst = arena.floats(n);
+  be.gather_rows(gather);
   if (env_.shard.ep_size > 1) {
     plan(arena, s);
   } else {

@@ -50,7 +50,6 @@ struct GemmInput {
   GemmInput() = default;
   GemmInput(const float* x) : f32(x) {}  // NOLINT: an fp32 activation converts
   GemmInput(const Bf16* x) : bf16(x) {}  // NOLINT: so does a bfloat16 one
-  bool empty() const { return f32 == nullptr && bf16 == nullptr; }
 };
 
 // One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands,

@@ -29,28 +29,27 @@ void add_forward_result(StepTotals& totals, const ForwardResult& r, const ModelC
     totals.mtp += r.mtp_ce_sums[k] / (double(m.mtp.depth) * global_batch * (m.seq_len - int(k) - 1));
 }
 
+namespace {
+// A few numbers per expert: they cross as host copies.
+void sum_over(const Buffer& b, Comm& group) {
+  std::vector<double> v = b.to_host_f64();
+  group.all_reduce_sum(v);
+  b.from_host(v);
+}
+}  // namespace
+
 void sum_moe_statistics(Model& model, Comm& group) {
   if (group.size() == 1) return;
   const bool global = global_balance(model.config());
-  // A few numbers per expert: they cross as host copies.
-  auto sum = [&](const Buffer& b) {
-    std::vector<double> v = b.to_host_f64();
-    group.all_reduce_sum(v);
-    b.from_host(v);
-  };
   for (MoE* moe : model.moe_layers()) {
-    sum(moe->router().step_load());
-    if (global) sum(moe->router().step_prob_sums());
+    sum_over(moe->router().step_load(), group);
+    if (global) sum_over(moe->router().step_prob_sums(), group);
   }
 }
 
 void sum_token_shares(Model& model, Comm& tp) {
   if (tp.size() == 1) return;
-  for (MoE* moe : model.moe_layers()) {
-    std::vector<double> load = moe->router().step_load().to_host_f64();
-    tp.all_reduce_sum(load);
-    moe->router().step_load().from_host(load);
-  }
+  for (MoE* moe : model.moe_layers()) sum_over(moe->router().step_load(), tp);
 }
 
 void start_step(Model& model) {

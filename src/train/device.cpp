@@ -75,7 +75,7 @@ MatmulSetup matmul_setup(const Config& cfg) {
   m.fp8 = fp8_recipe(cfg.fp8);
   m.fp8_head = cfg.fp8.head;
   m.fp8_router = cfg.fp8.router;
-  m.bf16_activations = cfg.precision.bf16_activations && m.inputs == GemmInputs::bf16;
+  m.bf16_activations = bf16_activations(cfg.precision);
   return m;
 }
 

@@ -39,6 +39,10 @@ inline GemmInputs gemm_inputs(const PrecisionConfig& p) {
   }
   return GemmInputs::fp32;
 }
+// Whether the run keeps what only GEMMs read in bfloat16: precision.bf16_activations, under bf16 GEMMs.
+inline bool bf16_activations(const PrecisionConfig& p) {
+  return p.bf16_activations && p.matmul == MatmulPrecision::bf16;
+}
 // The op-level FP8 recipe of the [fp8] section.
 Fp8Recipe fp8_recipe(const Fp8Config& c);
 // The model's GEMM precision from precision.matmul and [fp8].

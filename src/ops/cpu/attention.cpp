@@ -18,20 +18,20 @@ namespace {
 // Offset of (sequence b, position 0, head h) in a [batch*seq, heads, dim] tensor.
 inline size_t head_offset(int b, int h, int seq, int heads, int dim) { return (size_t(b) * seq * heads + h) * dim; }
 
-// A product's operand as the products see it: itself in fp32, else a bfloat16-rounded copy.
+// A product's operand as the products see it: itself in fp32; else a bfloat16-rounded copy, or
+// the widened values of one stored in bfloat16 (x16).
 class Operand {
  public:
-  Operand(const float* x, size_t n, bool bf16) : p_(x) {
-    if (!bf16) return;
-    copy_.assign(x, x + n);
-    round(copy_.data(), n, true);
-    p_ = copy_.data();
-  }
-  // An operand stored in bfloat16 (x16 set) or fp32.
-  Operand(const float* x, const Bf16* x16, size_t n, bool bf16) : Operand(x16 ? nullptr : x, x16 ? 0 : n, bf16 && !x16) {
-    if (!x16) return;
-    copy_.resize(n);
-    for (size_t i = 0; i < n; ++i) copy_[i] = bf16_bits_to_float(x16[i].bits);
+  Operand(const float* x, size_t n, bool bf16, const Bf16* x16 = nullptr) : p_(x) {
+    if (x16) {
+      copy_.resize(n);
+      for (size_t i = 0; i < n; ++i) copy_[i] = bf16_bits_to_float(x16[i].bits);
+    } else if (bf16) {
+      copy_.assign(x, x + n);
+      round(copy_.data(), n, true);
+    } else {
+      return;
+    }
     p_ = copy_.data();
   }
   const float* get() const { return p_; }
@@ -51,7 +51,7 @@ void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
   const bool bf16 = a.inputs != GemmInputs::fp32;
   MT_CHECK((!a.k_bf16 && !a.v_bf16) || bf16);
   const size_t rows = size_t(a.batch) * T;
-  const Operand Q(a.q, rows * ldq, bf16), K(a.k, a.k_bf16, rows * ldq, bf16), V(a.v, a.v_bf16, rows * ldv, bf16);
+  const Operand Q(a.q, rows * ldq, bf16), K(a.k, rows * ldq, bf16, a.k_bf16), V(a.v, rows * ldv, bf16, a.v_bf16);
   std::vector<float> P(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
@@ -85,7 +85,7 @@ void attention_backward(DeviceState*, const AttentionBackwardArgs& a) {
   const bool bf16 = a.inputs != GemmInputs::fp32;
   MT_CHECK((!a.k_bf16 && !a.v_bf16) || bf16);
   const size_t rows = size_t(a.batch) * T;
-  const Operand Q(a.q, rows * ldq, bf16), K(a.k, a.k_bf16, rows * ldq, bf16), V(a.v, a.v_bf16, rows * ldv, bf16);
+  const Operand Q(a.q, rows * ldq, bf16), K(a.k, rows * ldq, bf16, a.k_bf16), V(a.v, rows * ldv, bf16, a.v_bf16);
   const Operand dO(a.dout, rows * ldv, bf16);
   std::vector<float> P(size_t(T) * T), Pr(bf16 ? P.size() : 0), dS(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
