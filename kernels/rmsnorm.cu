@@ -22,32 +22,44 @@ constexpr int kRowsPerChunk = 64;
 constexpr int kMaxGridY = 65535;
 
 // y_bf16 (when set, in place of y): the output rounded to bfloat16 as it is written.
-__global__ void forward_kernel(const float* __restrict__ x, const float* __restrict__ weight, float* __restrict__ y,
+// residual (when set): the row normed is x + residual, written to sum (which may alias x: each
+// thread reads and writes only its own elements, and reads its sum back in the second loop).
+__global__ void forward_kernel(const float* x, const float* __restrict__ residual, float* sum,
+                               const float* __restrict__ weight, float* __restrict__ y,
                                __nv_bfloat16* __restrict__ y_bf16, float* __restrict__ rstd, int dim, float eps) {
   const size_t base = size_t(blockIdx.x) * dim;
   float ss = 0.0f;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += x[base + i] * x[base + i];
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    float v = x[base + i];
+    if (residual) sum[base + i] = v = v + residual[base + i];
+    ss += v * v;
+  }
   ss = block_reduce(ss, SumOp{}, 0.0f);
   const float r = 1.0f / sqrtf(ss / float(dim) + eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
+  const float* normed = residual ? sum : x;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    const float v = x[base + i] * r * weight[i];
+    const float v = normed[base + i] * r * weight[i];
     if (y_bf16) y_bf16[base + i] = __float2bfloat16_rn(v);
     else y[base + i] = v;
   }
 }
 
-// dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j))
+// dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j)) [+ residual_grad_i]
 __global__ void backward_input_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                                       const float* __restrict__ weight, const float* __restrict__ rstd,
-                                      float* __restrict__ dx, int dim) {
+                                      const float* __restrict__ residual_grad, float* __restrict__ dx, int dim) {
   const size_t base = size_t(blockIdx.x) * dim;
   float dot = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += weight[i] * dy[base + i] * x[base + i];
   dot = block_reduce(dot, SumOp{}, 0.0f);
   const float r = rstd[blockIdx.x];
   const float c = dot / float(dim) * r * r;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) dx[base + i] = r * (weight[i] * dy[base + i] - x[base + i] * c);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    float g = r * (weight[i] * dy[base + i] - x[base + i] * c);
+    if (residual_grad) g += residual_grad[base + i];
+    dx[base + i] = g;
+  }
 }
 
 // One thread per column sums its column over one chunk of rows (coalesced across the warp); blockIdx.x is
@@ -83,15 +95,16 @@ __global__ void backward_weight_finish_kernel(const float* __restrict__ partial,
 void rmsnorm_forward(DeviceState* s, const RmsNormForwardArgs& a) {
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
-  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.weight, a.y, reinterpret_cast<__nv_bfloat16*>(a.y_bf16),
-                                                     a.rstd, a.dim, a.eps);
+  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.residual, a.sum, a.weight, a.y,
+                                                     reinterpret_cast<__nv_bfloat16*>(a.y_bf16), a.rstd, a.dim, a.eps);
   MT_CUDA_CHECK_LAUNCH();
 }
 
 void rmsnorm_backward_input(DeviceState* s, const RmsNormBackwardInputArgs& a) {
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
-  backward_input_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.dy, a.x, a.weight, a.rstd, a.dx, a.dim);
+  backward_input_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.dy, a.x, a.weight, a.rstd, a.residual_grad, a.dx,
+                                                            a.dim);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -99,6 +99,33 @@ TEST_CASE("rmsnorm forward, backward_input and backward_weight") {
   check_close(dw.data(), want_dw, 1e-5);
 }
 
+// The fused residual add must be the unfused add followed by the norm, bit for bit: the block's
+// step is claimed unchanged by the fusion.
+TEST_CASE("rmsnorm with a fused residual equals add then rmsnorm, bitwise, in place") {
+  const int rows = 4, dim = 10;
+  const size_t n = size_t(rows) * dim;
+  auto x = testing::random_floats(n, 40), res = testing::random_floats(n, 41), w = testing::random_floats(dim, 42);
+  auto dy = testing::random_floats(n, 43), around = testing::random_floats(n, 44);
+  std::vector<float> sum = x, y(n), rstd(rows), fused_y(n), fused_rstd(rows);
+  for (size_t i = 0; i < n; ++i) sum[i] += res[i];
+  mt::cpu::rmsnorm_forward(nullptr, {.rows = rows, .dim = dim, .x = sum.data(), .weight = w.data(), .y = y.data(),
+                                     .rstd = rstd.data()});
+  std::vector<float> inout = x;  // x + residual lands where x was
+  mt::cpu::rmsnorm_forward(nullptr, {.rows = rows, .dim = dim, .x = inout.data(), .weight = w.data(), .y = fused_y.data(),
+                                     .rstd = fused_rstd.data(), .residual = res.data(), .sum = inout.data()});
+  CHECK(inout == sum);
+  CHECK(fused_y == y);
+  CHECK(fused_rstd == rstd);
+
+  std::vector<float> dx(n), fused_dx(n);
+  mt::cpu::rmsnorm_backward_input(nullptr, {.rows = rows, .dim = dim, .dy = dy.data(), .x = sum.data(), .weight = w.data(),
+                                            .rstd = rstd.data(), .dx = dx.data()});
+  for (size_t i = 0; i < n; ++i) dx[i] += around[i];
+  mt::cpu::rmsnorm_backward_input(nullptr, {.rows = rows, .dim = dim, .dy = dy.data(), .x = sum.data(), .weight = w.data(),
+                                            .rstd = rstd.data(), .dx = fused_dx.data(), .residual_grad = around.data()});
+  CHECK(fused_dx == dx);
+}
+
 TEST_CASE("rope matches the reference rotation and its inverse undoes it") {
   const int rows = 6, heads = 2, hd = 4, seq = 3;
   auto x = testing::random_floats(size_t(rows) * heads * hd, 7);

@@ -42,8 +42,8 @@ double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int b
   s.n1 = norm(redo, rows, x, norm1, s.rstd1, true);
   attn_->forward(slot, arena, redo, s.n1, batch, s.x1);
   env_.tp_sum(s.x1, n);
-  be.add({.n = n, .x = x, .y = s.x1});
-  s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2, !moe_);  // the MoE also moves the rows to its experts
+  // The residual add happens in the norm, in place: x1 = attention's output + x.
+  s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1);  // the MoE also moves the rows to its experts
   double aux = 0;
   if (moe_) aux = moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, recompute);
   else {
@@ -54,9 +54,12 @@ double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int b
   return aux;
 }
 
-// RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same.
-GemmInput Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only) {
-  RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight), .rstd = rstd};
+// RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same. With a
+// residual, the rows normed are x + residual, written to `sum`.
+GemmInput Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
+                      const float* residual, float* sum) {
+  RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight),
+                       .rstd = rstd, .residual = residual, .sum = sum};
   if (gemms_only) return env_.rmsnorm_for_gemms(redo, a);
   float* y = a.y = redo.floats(size_t(rows) * d_);
   env_.be().rmsnorm_forward(a);
@@ -88,13 +91,11 @@ void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
     env_.tp_sum(s.dn2, n);
   }
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn2, .x = s.x1, .weight = p.value(norm2),
-                             .rstd = s.rstd2, .dx = s.dx1});
-  be.add({.n = n, .x = dy, .y = s.dx1});
+                             .rstd = s.rstd2, .dx = s.dx1, .residual_grad = dy});
   attn_->backward_input(slot, arena, s.dx1, s.dn1);
   env_.tp_sum(s.dn1, n);
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn1, .x = s.x, .weight = p.value(norm1),
-                             .rstd = s.rstd1, .dx = dx});
-  be.add({.n = n, .x = s.dx1, .y = dx});
+                             .rstd = s.rstd1, .dx = dx, .residual_grad = s.dx1});
 }
 
 void Block::backward_weight(int slot) {

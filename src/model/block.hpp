@@ -46,7 +46,8 @@ class Block {
   };
   SwigluWeights dense_weights() const;
   // RMSNorm(x) into `redo`, in bfloat16 when `gemms_only` read it and LayerEnv::bf16_activations.
-  GemmInput norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only);
+  GemmInput norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
+                 const float* residual = nullptr, float* sum = nullptr);
 
   LayerEnv env_;
   int d_, seq_;

@@ -40,8 +40,10 @@ double flops_of(const AttentionBackwardArgs& a) {
 template <class A>
 double bytes_of(const A&) { return 0; }
 constexpr double kF = sizeof(float);
-double bytes_of(const RmsNormForwardArgs& a) { return kF * a.rows * (2.0 * a.dim + 1); }
-double bytes_of(const RmsNormBackwardInputArgs& a) { return kF * a.rows * (3.0 * a.dim + 1); }
+double bytes_of(const RmsNormForwardArgs& a) { return kF * a.rows * ((a.residual ? 4.0 : 2.0) * a.dim + 1); }
+double bytes_of(const RmsNormBackwardInputArgs& a) {
+  return kF * a.rows * ((a.residual_grad ? 4.0 : 3.0) * a.dim + 1);
+}
 double bytes_of(const RmsNormBackwardWeightArgs& a) { return kF * a.rows * (2.0 * a.dim + 1); }
 double bytes_of(const RopeArgs& a) { return kF * 2.0 * a.rows * a.heads * a.rot_dim; }
 double bytes_of(const SwigluForwardArgs& a) { return kF * 3.0 * double(a.n); }

@@ -180,6 +180,33 @@ void check_rmsnorm(Report& rep, const Backend& cpu, const Backend& gpu, int rows
   rep.check("rmsnorm_backward_weight reproducible" + shape, relative_error(gdw2.download(), first), kExact);
 }
 
+// The residual add fused into the norm (forward, in place) and around its backward.
+void check_rmsnorm_residual(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int dim, uint64_t seed) {
+  Lcg rng(seed);
+  const size_t n = size_t(rows) * dim;
+  const std::vector<float> x = random_values(n, rng, -2.0f, 2.0f), res = random_values(n, rng, -2.0f, 2.0f);
+  const std::vector<float> w = random_values(dim, rng, 0.5f, 1.5f);
+  const std::vector<float> dy = random_values(n, rng), around = random_values(n, rng);
+  const std::string shape = " rows=" + std::to_string(rows) + " dim=" + std::to_string(dim);
+  std::vector<float> sum = x, y(n), rstd(rows);
+  cpu.rmsnorm_forward({.rows = rows, .dim = dim, .eps = 1e-5f, .x = sum.data(), .weight = w.data(), .y = y.data(),
+                       .rstd = rstd.data(), .residual = res.data(), .sum = sum.data()});
+  DeviceFloats gsum(gpu, x), gres(gpu, res), gw(gpu, w), gy(gpu, nans(n)), grstd(gpu, nans(rows));
+  gpu.rmsnorm_forward({.rows = rows, .dim = dim, .eps = 1e-5f, .x = gsum.get(), .weight = gw.get(), .y = gy.get(),
+                       .rstd = grstd.get(), .residual = gres.get(), .sum = gsum.get()});
+  rep.check("rmsnorm_forward residual sum, in place" + shape, relative_error(gsum.download(), sum), kExact);
+  rep.check("rmsnorm_forward after the residual" + shape,
+            std::max(relative_error(gy.download(), y), relative_error(grstd.download(), rstd)), kTol);
+
+  std::vector<float> dx(n);
+  cpu.rmsnorm_backward_input({.rows = rows, .dim = dim, .dy = dy.data(), .x = sum.data(), .weight = w.data(),
+                              .rstd = rstd.data(), .dx = dx.data(), .residual_grad = around.data()});
+  DeviceFloats gdy(gpu, dy), gx(gpu, sum), drstd(gpu, rstd), garound(gpu, around), gdx(gpu, nans(n));
+  gpu.rmsnorm_backward_input({.rows = rows, .dim = dim, .dy = gdy.get(), .x = gx.get(), .weight = gw.get(),
+                              .rstd = drstd.get(), .dx = gdx.get(), .residual_grad = garound.get()});
+  rep.check("rmsnorm_backward_input with the residual's gradient" + shape, relative_error(gdx.download(), dx), kTol);
+}
+
 // More rows than 65535 chunks of the weight gradient (the grid's y limit). Products of dy, x in {-1, 0, 1}
 // and rstd = 1 are integers, so every sum is exact on both sides and a lost or doubled row shows.
 void check_rmsnorm_weight_many_rows(Report& rep, const Backend& cpu, const Backend& gpu, int rows, int dim,
@@ -464,6 +491,7 @@ int main(int argc, char** argv) {
   // dim >= 2: with one feature, backward_input's dx is the difference of two nearly equal terms (ill-conditioned).
   const int norm_shapes[][2] = {{1, 2}, {3, 7}, {64, 256}, {257, 1000}, {1000, 300}, {16, 7168}, {70001, 3}};
   for (const auto& s : norm_shapes) check_rmsnorm(rep, cpu, gpu, s[0], s[1], seed++);
+  for (const auto& s : norm_shapes) check_rmsnorm_residual(rep, cpu, gpu, s[0], s[1], seed++);
   check_rmsnorm_weight_many_rows(rep, cpu, gpu, 4200001, 3, seed++);
 
   // rows, heads, head_dim, rot_offset, rot_dim, seq_len: partial and full rotation, MLA's query and shared key.

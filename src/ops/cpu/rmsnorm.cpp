@@ -7,8 +7,12 @@ namespace mt::cpu {
 
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs& a) {
   for (int r = 0; r < a.rows; ++r) {
-    const float* x = a.x + size_t(r) * a.dim;
     const size_t row = size_t(r) * a.dim;
+    const float* x = a.x + row;
+    if (a.residual) {
+      for (int i = 0; i < a.dim; ++i) a.sum[row + i] = x[i] + a.residual[row + i];
+      x = a.sum + row;
+    }
     double ss = 0;
     for (int i = 0; i < a.dim; ++i) ss += double(x[i]) * x[i];
     float rstd = float(1.0 / std::sqrt(ss / a.dim + a.eps));
@@ -32,6 +36,8 @@ void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs& a) {
     for (int i = 0; i < a.dim; ++i) dot += double(a.weight[i]) * dy[i] * x[i];
     const float c = float(dot / a.dim) * rstd * rstd;
     for (int i = 0; i < a.dim; ++i) dx[i] = rstd * (a.weight[i] * dy[i] - x[i] * c);
+    if (a.residual_grad)
+      for (int i = 0; i < a.dim; ++i) dx[i] += a.residual_grad[size_t(r) * a.dim + i];
   }
 }
 
