@@ -66,7 +66,7 @@ __device__ void load_tile(const Shape& s, float* __restrict__ dst, const HeadInp
 }
 
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(Shape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+    forward_kernel(Shape s, HeadInput q, HeadInput k, HeadInput v,
                    float* __restrict__ out, float* __restrict__ lse) {
   extern __shared__ float smem[];
   const int lq = padded(s.qk_dim), lv = padded(s.v_dim);
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q0 = pl.tile * kTile;
   const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
   const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(s, sq, {q, nullptr}, hq, ldq, q0, s.qk_dim);
+  load_tile(s, sq, q, hq, ldq, q0, s.qk_dim);
   for (int e = threadIdx.x; e < kTile * lv; e += kThreads) acc[e] = 0.0f;
 
   // Warp w owns rows w, w + kWarps, ...; every lane holds the same copy of its rows' state.
@@ -187,7 +187,7 @@ __device__ void score_grads(const Shape& s, int q0, int k0, const float* sq, con
 
 // dV = P^T dO and dK = dS^T Q for one key tile, summed over the query tiles at or after it.
 __global__ void __launch_bounds__(kThreads)
-    key_grads_kernel(Shape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+    key_grads_kernel(Shape s, HeadInput q, HeadInput k, HeadInput v,
                      const float* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                      float* __restrict__ dk, float* __restrict__ dv) {
   extern __shared__ float smem[];
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int qt = pl.tile; qt < s.tiles; ++qt) {
     const int q0 = qt * kTile;
     __syncthreads();  // the previous query tile is no longer read
-    load_tile(s, sq, {q, nullptr}, hq, ldq, q0, s.qk_dim);
+    load_tile(s, sq, q, hq, ldq, q0, s.qk_dim);
     load_tile(s, sdo, {dout, nullptr}, hv, ldv, q0, s.v_dim);
     load_row_values(slse, lse, s, pl.bh, q0, kTile);
     load_row_values(sdelta, delta, s, pl.bh, q0, kTile);
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // dQ = dS K for one query tile, summed over the key tiles at or before it.
 __global__ void __launch_bounds__(kThreads)
-    query_grads_kernel(Shape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+    query_grads_kernel(Shape s, HeadInput q, HeadInput k, HeadInput v,
                        const float* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                        float* __restrict__ dq) {
   extern __shared__ float smem[];
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = pl.tile * kTile;
   const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
   const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(s, sq, {q, nullptr}, hq, ldq, q0, s.qk_dim);
+  load_tile(s, sq, q, hq, ldq, q0, s.qk_dim);
   load_tile(s, sdo, {dout, nullptr}, hv, ldv, q0, s.v_dim);
   load_row_values(slse, lse, s, pl.bh, q0, kTile);
   load_row_values(sdelta, delta, s, pl.bh, q0, kTile);
@@ -288,12 +288,12 @@ size_t query_grads_bytes(const Shape& s) {
 void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
-  MT_CHECK((!a.k_bf16 && !a.v_bf16) || a.inputs != GemmInputs::fp32);
+  MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmInputs::fp32);
   if (a.inputs != GemmInputs::fp32 && attention_tc_forward(st, a)) return;
   const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
   const size_t bytes = forward_bytes(s);
   allow_shared(st, forward_kernel, bytes, s);
-  forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, head_input(a.k, a.k_bf16),
+  forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16),
                                                                    head_input(a.v, a.v_bf16), a.out, a.lse);
   MT_CUDA_CHECK_LAUNCH();
 }
@@ -301,7 +301,7 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
 void attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
-  MT_CHECK((!a.k_bf16 && !a.v_bf16) || a.inputs != GemmInputs::fp32);
+  MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmInputs::fp32);
   const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
   const size_t rows = size_t(a.batch) * a.seq * a.heads;
   auto* delta = static_cast<float*>(scratch(st, kScratchAttention, rows * sizeof(float)));
@@ -311,14 +311,14 @@ void attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
   MT_CUDA_CHECK_LAUNCH();
   if (a.inputs != GemmInputs::fp32 && attention_tc_backward(st, a, delta)) return;
 
-  const HeadInput k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
+  const HeadInput q = head_input(a.q, a.q_bf16), k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
   const size_t key_bytes = key_grads_bytes(s), query_bytes = query_grads_bytes(s);
   allow_shared(st, key_grads_kernel, key_bytes, s);
   allow_shared(st, query_grads_kernel, query_bytes, s);
-  key_grads_kernel<<<tile_blocks(s), kThreads, key_bytes, st->stream>>>(s, a.q, k, v, a.dout, a.lse, delta, a.dk,
+  key_grads_kernel<<<tile_blocks(s), kThreads, key_bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta, a.dk,
                                                                         a.dv);
   MT_CUDA_CHECK_LAUNCH();
-  query_grads_kernel<<<tile_blocks(s), kThreads, query_bytes, st->stream>>>(s, a.q, k, v, a.dout, a.lse, delta,
+  query_grads_kernel<<<tile_blocks(s), kThreads, query_bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta,
                                                                             a.dq);
   MT_CUDA_CHECK_LAUNCH();
 }

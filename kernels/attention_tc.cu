@@ -189,7 +189,7 @@ struct BackwardTiles {
 
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(AttentionShape s, const float* __restrict__ q, HeadInput k, HeadInput v, float* __restrict__ out,
+    forward_kernel(AttentionShape s, HeadInput q, HeadInput k, HeadInput v, float* __restrict__ out,
                    float* __restrict__ lse) {
   extern __shared__ __align__(128) unsigned char smem[];
   const ForwardSmem<D> at;
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kThreads)
   const int w0 = warp * kF, r = w0 + lane / 2, half = lane % 2, i = q0 + r;
   const HeadView<D> hd(s, pl.bh);
   const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sq, D::lq, {q, nullptr}, hq, ldq, q0, s.seq, D::qk);
+  load_bf16(sq, D::lq, q, hq, ldq, q0, s.seq, D::qk);
   for (int e = threadIdx.x; e < kRows * D::lo; e += kThreads) so[e] = 0.0f;
 
   OnlineSoftmax row;  // row r's state; the two lanes of a row hold the same copy
@@ -280,7 +280,7 @@ __device__ void score_grads(const AttentionShape& s, int q0, int k0, const bf16*
 // w owns keys w0.. of the tile; its accumulators stay in registers.
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    key_grads_kernel(AttentionShape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+    key_grads_kernel(AttentionShape s, HeadInput q, HeadInput k, HeadInput v,
                      const float* __restrict__ dout, const float* __restrict__ lse,
                      const float* __restrict__ delta, float* __restrict__ dk, float* __restrict__ dv) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int qt = pl.tile; qt < s.tiles; ++qt) {
     const int q0 = qt * kRows;
     __syncthreads();  // the previous query tile is no longer read
-    load_bf16(sq, D::lq, {q, nullptr}, hq, ldq, q0, s.seq, D::qk);
+    load_bf16(sq, D::lq, q, hq, ldq, q0, s.seq, D::qk);
     load_bf16(sdo, D::lv, {dout, nullptr}, hv, ldv, q0, s.seq, D::v);
     load_row_values(slse, lse, s, pl.bh, q0, kRows);
     load_row_values(sdelta, delta, s, pl.bh, q0, kRows);
@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(kThreads)
 // of the tile and needs only its own rows of dS.
 template <typename D>
 __global__ void __launch_bounds__(kThreads)
-    query_grads_kernel(AttentionShape s, const float* __restrict__ q, HeadInput k, HeadInput v,
+    query_grads_kernel(AttentionShape s, HeadInput q, HeadInput k, HeadInput v,
                        const float* __restrict__ dout, const float* __restrict__ lse,
                        const float* __restrict__ delta, float* __restrict__ dq) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -339,7 +339,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, w0 = warp * kF, q0 = pl.tile * kRows;
   const HeadView<D> hd(s, pl.bh);
   const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sq, D::lq, {q, nullptr}, hq, ldq, q0, s.seq, D::qk);
+  load_bf16(sq, D::lq, q, hq, ldq, q0, s.seq, D::qk);
   load_bf16(sdo, D::lv, {dout, nullptr}, hv, ldv, q0, s.seq, D::v);
   load_row_values(slse, lse, s, pl.bh, q0, kRows);
   load_row_values(sdelta, delta, s, pl.bh, q0, kRows);
@@ -382,7 +382,7 @@ bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a) {
     using D = decltype(d);
     const size_t bytes = ForwardSmem<D>().bytes;
     allow_shared(st, forward_kernel<D>, bytes, s);
-    forward_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, head_input(a.k, a.k_bf16),
+    forward_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16),
                                                                       head_input(a.v, a.v_bf16), a.out, a.lse);
     MT_CUDA_CHECK_LAUNCH();
   });
@@ -393,13 +393,13 @@ bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, cons
   return with_dims(a.qk_dim, a.v_dim, [&](auto d) {
     using D = decltype(d);
     const size_t bytes = BackwardSmem<D>().bytes;
-    const HeadInput k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
+    const HeadInput q = head_input(a.q, a.q_bf16), k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
     allow_shared(st, key_grads_kernel<D>, bytes, s);
     allow_shared(st, query_grads_kernel<D>, bytes, s);
-    key_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, k, v, a.dout, a.lse, delta, a.dk,
+    key_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta, a.dk,
                                                                         a.dv);
     MT_CUDA_CHECK_LAUNCH();
-    query_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, a.q, k, v, a.dout, a.lse, delta,
+    query_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta,
                                                                           a.dq);
     MT_CUDA_CHECK_LAUNCH();
   });

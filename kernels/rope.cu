@@ -1,6 +1,8 @@
 // Rotary position embedding on the GPU, the same semantics as src/ops/cpu/rope.cpp: interleaved pairs of
-// the rot_dim features from rot_offset in each head, pos = row % seq_len, in place. The angle and the
-// rotation are src/ops/op_math.hpp's, shared with the CPU.
+// the rot_dim features from rot_offset in each head, pos = row % seq_len, in place or into a bfloat16
+// copy. The angle and the rotation are src/ops/op_math.hpp's, shared with the CPU.
+#include <cuda_bf16.h>
+
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "cuda_state.cuh"
@@ -28,11 +30,40 @@ __global__ void rope_kernel(float* x, int rows, int heads, int head_dim, int rot
   }
 }
 
+// The rotation with a bfloat16 output: one item per output feature (x is only read). A rotated
+// feature computes its pair's rotation and keeps its own half; the others are copied, rounded.
+__global__ void rope_bf16_kernel(const float* __restrict__ x, __nv_bfloat16* __restrict__ out, int rows, int heads,
+                                 int head_dim, int rot_offset, int rot_dim, int seq_len, float theta, bool inverse) {
+  const size_t n = size_t(rows) * heads * head_dim;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const int f = int(i % head_dim) - rot_offset;
+    float v = x[i];
+    if (f >= 0 && f < rot_dim / 2 * 2) {
+      const int r = int(i / (size_t(heads) * head_dim)), odd = f & 1;
+      float pair[2] = {x[i - odd], x[i - odd + 1]};
+      float c, s;
+      rope_cos_sin(r % seq_len, f / 2, rot_dim, theta, inverse, &c, &s);
+      rope_rotate(pair, c, s);
+      v = pair[odd];
+    }
+    out[i] = __float2bfloat16_rn(v);
+  }
+}
+
 }  // namespace
 
 void rope(DeviceState* s, const RopeArgs& a) {
-  if (a.rows <= 0 || a.heads <= 0 || a.rot_dim < 2) return;
+  if (a.rows <= 0 || a.heads <= 0) return;
   activate(s);
+  if (a.out_bf16) {
+    const size_t n = size_t(a.rows) * a.heads * a.head_dim;
+    rope_bf16_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(
+        a.x, reinterpret_cast<__nv_bfloat16*>(a.out_bf16), a.rows, a.heads, a.head_dim, a.rot_offset, a.rot_dim,
+        a.seq_len, a.theta, a.inverse);
+    MT_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  if (a.rot_dim < 2) return;
   const size_t n = size_t(a.rows) * (a.rot_dim / 2);
   rope_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(a.x, a.rows, a.heads, a.head_dim, a.rot_offset,
                                                                        a.rot_dim, a.seq_len, a.theta, a.inverse);

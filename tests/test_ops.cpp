@@ -138,6 +138,30 @@ TEST_CASE("rope matches the reference rotation and its inverse undoes it") {
   check_close(y.data(), to_vec(x), 1e-6);
 }
 
+// The rotation into a bfloat16 copy is the in-place rotation, rounded, with the features outside
+// the rotated range (MLA's nope part) rounded as they are; the input is left alone.
+TEST_CASE("rope into a bfloat16 copy: the in-place rotation rounded, input untouched") {
+  const int rows = 5, heads = 3, hd = 10, seq = 4;
+  for (int offset : {0, 4}) {
+    CAPTURE(offset);
+    const mt::RopeArgs base{.rows = rows, .heads = heads, .head_dim = hd, .rot_offset = offset, .rot_dim = hd - offset,
+                            .seq_len = seq, .theta = 50.0f};
+    auto x = testing::random_floats(size_t(rows) * heads * hd, 70 + offset);
+    const auto before = x;
+    auto rotated = x;
+    mt::RopeArgs in_place = base;
+    in_place.x = rotated.data();
+    mt::cpu::rope(nullptr, in_place);
+    std::vector<mt::Bf16> out(x.size());
+    mt::RopeArgs to_bf16 = base;
+    to_bf16.x = x.data();
+    to_bf16.out_bf16 = out.data();
+    mt::cpu::rope(nullptr, to_bf16);
+    CHECK(x == before);
+    for (size_t i = 0; i < x.size(); ++i) REQUIRE(out[i].bits == mt::float_to_bf16_bits(rotated[i]));
+  }
+}
+
 TEST_CASE("causal attention forward (out and lse) and backward, equal and different qk/v dims") {
   struct Shape { int batch, seq, heads, qk, vd; };
   for (const Shape sh : {Shape{2, 4, 2, 3, 3}, Shape{1, 6, 3, 5, 2}}) {

@@ -42,7 +42,8 @@ TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters
         cfg.seq_len = 64;  // enough rows that the arenas' 64-byte rounding of each tensor is noise
         CAPTURE(name);
         CAPTURE(depth);
-        CAPTURE(mt::name_of(recompute));
+        const std::string mode = mt::name_of(recompute);
+      CAPTURE(mode);
         const int batch = 2;
         mt::plan::Layout l;
         l.zero = 0;
@@ -69,7 +70,8 @@ TEST_CASE("planner memory (mixed storage: bf16 GEMMs, bf16 activations where onl
       cfg.seq_len = 64;
       cfg.n_dense_layers = 1;  // a dense block's FFN input and product in bfloat16 too
       CAPTURE(name);
-      CAPTURE(mt::name_of(recompute));
+      const std::string mode = mt::name_of(recompute);
+      CAPTURE(mode);
       mt::plan::Layout l;
       l.zero = 0;
       l.micro_batch = 2;

@@ -28,8 +28,8 @@ SwigluWeights Block::dense_weights() const {
   return {p.value(ffn_gate), p.value(ffn_up), p.value(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
 }
 
-double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_grad_scale,
-                      bool recompute) {
+double Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
+                      float aux_grad_scale, bool recompute) {
   Saved& s = saved_[slot];
   const int rows = batch * seq_;
   const size_t n = size_t(rows) * d_;
@@ -40,7 +40,7 @@ double Block::forward(int slot, Arena& arena, Arena& redo, const float* x, int b
   s.rstd2 = arena.floats(rows);
   const Backend& be = env_.be();
   s.n1 = norm(redo, rows, x, norm1, s.rstd1, true);
-  attn_->forward(slot, arena, redo, s.n1, batch, s.x1);
+  attn_->forward(slot, arena, redo, temp, s.n1, batch, s.x1);
   env_.tp_sum(s.x1, n);
   // The residual add happens in the norm, in place: x1 = attention's output + x.
   s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1);  // the MoE also moves the rows to its experts

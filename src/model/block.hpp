@@ -22,9 +22,10 @@ class Block {
   // forward again before the backward (training.recompute = "full"): the step's statistics
   // (expert load) are not counted twice. What selective recomputation drops (the RMSNorm outputs,
   // the SwiGLU products, MLA's per-head queries, keys and values) goes to `redo`; without it,
-  // pass `arena` twice.
-  double forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_grad_scale,
-                 bool recompute = false);
+  // pass `arena` twice. `temp`: what only this forward reads (AttentionLayer::forward), free once
+  // it returns.
+  double forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
+                 float aux_grad_scale, bool recompute = false);
   // training.recompute = "selective": what forward put in `redo`, computed again there (after it
   // was reset) from what the block kept, bit for bit.
   void redo(int slot, Arena& redo);

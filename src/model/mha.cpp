@@ -20,14 +20,14 @@ Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
   wo = env.params->add(prefix + ".wo", {d_, hd}, I::normal, true, split, sh.tp_split(1));
 }
 
-RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse) const {
+RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16) const {
   return {.rows = rows, .heads = heads, .head_dim = head_dim_, .rot_offset = 0, .rot_dim = head_dim_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x, .out_bf16 = out_bf16};
 }
 
-float* Mha::expand(Arena& arena, const float* src, int rows) {
+template <class T>
+T* Mha::expand(const float* src, int rows, T* dst) {
   const int group = heads_ / kv_heads_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
-  float* dst = arena.floats(size_t(rows) * hd);
   for (int h = 0; h < heads_; ++h)
     copy_block(env_.be(), rows, head_dim_, src, kvd, (h / group) * head_dim_, dst, hd, h * head_dim_);
   return dst;
@@ -39,28 +39,51 @@ void Mha::reduce(const float* src, int rows, float* dst) {
     copy_block(env_.be(), rows, head_dim_, src, hd, h * head_dim_, dst, kvd, (h / group) * head_dim_, h % group != 0);
 }
 
-// The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts.
-void Mha::forward(int slot, Arena& arena, Arena&, GemmInput x, int batch, float* y) {
+// The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts. What
+// attention reads is kept; an fp32 projection it reads only through a copy (bfloat16 under
+// bf16_activations, RoPE rounding as it writes; grouped keys and values expanded) is temporary.
+void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmInput x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
+  const Backend& be = env_.be();
   const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  const bool half = env_.bf16_activations, grouped = kv_heads_ != heads_;
   s.batch = batch;
   s.x = x;
-  s.q = arena.floats(size_t(rows) * hd);
-  float* k = arena.floats(size_t(rows) * kvd);
-  float* v = arena.floats(size_t(rows) * kvd);
+  float* q = (half ? temp : arena).floats(size_t(rows) * hd);
+  float* k = (half || grouped ? temp : arena).floats(size_t(rows) * kvd);
+  float* v = (half || grouped ? temp : arena).floats(size_t(rows) * kvd);
   s.o = arena.floats(size_t(rows) * hd);
   s.lse = arena.floats(size_t(batch) * heads_ * seq_);
-  env_.linear_forward(x, p.value(wq), rows, d_, hd, s.q);
+  env_.linear_forward(x, p.value(wq), rows, d_, hd, q);
   env_.linear_forward(x, p.value(wk), rows, d_, kvd, k);
   env_.linear_forward(x, p.value(wv), rows, d_, kvd, v);
-  env_.be().rope(rope_args(rows, heads_, s.q, false));
-  env_.be().rope(rope_args(rows, kv_heads_, k, false));
-  s.k = kv_heads_ == heads_ ? k : expand(arena, k, rows);
-  s.v = kv_heads_ == heads_ ? v : expand(arena, v, rows);
-  env_.be().attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
-                               .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
-                               .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs});
+  if (half) {
+    Bf16* q16 = arena.bf16s(size_t(rows) * hd);
+    be.rope(rope_args(rows, heads_, q, false, q16));
+    s.q = q16;
+    if (grouped) {
+      be.rope(rope_args(rows, kv_heads_, k, false));
+      s.k = expand(k, rows, arena.bf16s(size_t(rows) * hd));
+      s.v = expand(v, rows, arena.bf16s(size_t(rows) * hd));
+    } else {
+      Bf16* k16 = arena.bf16s(size_t(rows) * kvd);
+      Bf16* v16 = arena.bf16s(size_t(rows) * kvd);
+      be.rope(rope_args(rows, kv_heads_, k, false, k16));
+      copy_block(be, rows, kvd, v, kvd, 0, v16, kvd, 0);
+      s.k = k16, s.v = v16;
+    }
+  } else {
+    be.rope(rope_args(rows, heads_, q, false));
+    be.rope(rope_args(rows, kv_heads_, k, false));
+    s.q = q;
+    s.k = grouped ? expand(k, rows, arena.floats(size_t(rows) * hd)) : k;
+    s.v = grouped ? expand(v, rows, arena.floats(size_t(rows) * hd)) : v;
+  }
+  be.attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_, .v_dim = head_dim_,
+                        .scale = 1.0f / std::sqrt(float(head_dim_)), .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                        .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
 }
 
@@ -78,8 +101,9 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   env_.linear_backward_input(dy, p.value(wo), rows, hd, d_, s.dout);
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                 .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
-                                .q = s.q, .k = s.k, .v = s.v, .out = s.o, .lse = s.lse, .dout = s.dout,
-                                .dq = s.dq, .dk = dk_heads, .dv = dv_heads, .inputs = env_.gemm_inputs});
+                                .q = s.q.f32, .k = s.k.f32, .v = s.v.f32, .out = s.o, .lse = s.lse, .dout = s.dout,
+                                .dq = s.dq, .dk = dk_heads, .dv = dv_heads, .inputs = env_.gemm_inputs,
+                                .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   if (kv_heads_ == heads_) {
     s.dk = dk_heads;
     s.dv = dv_heads;

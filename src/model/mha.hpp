@@ -12,7 +12,7 @@ namespace mt {
 class Mha : public AttentionLayer {
  public:
   Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, float* y) override;
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) override;
   void redo(int slot, Arena& redo, GemmInput x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
@@ -23,15 +23,17 @@ class Mha : public AttentionLayer {
   struct Saved {
     int batch = 0;
     GemmInput x;
-    float *q = nullptr, *k = nullptr, *v = nullptr, *lse = nullptr, *o = nullptr;  // k, v: per query head
+    GemmInput q, k, v;  // k, v per query head; bfloat16 under bf16_activations (attention's inputs only)
+    float *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head
   };
-  // [rows, kv_heads*hd] -> [rows, heads*hd], each key/value head repeated for its group.
-  float* expand(Arena& arena, const float* src, int rows);
+  // [rows, kv_heads*hd] -> [rows, heads*hd] (fp32 or bfloat16), each key/value head repeated for its group.
+  template <class T>
+  T* expand(const float* src, int rows, T* dst);
   // The reverse: sums the gradients of a group into its key/value head.
   void reduce(const float* src, int rows, float* dst);
-  RopeArgs rope_args(int rows, int heads, float* x, bool inverse) const;
+  RopeArgs rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16 = nullptr) const;
 
   LayerEnv env_;
   int d_, heads_, kv_heads_, head_dim_, seq_;

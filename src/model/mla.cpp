@@ -31,9 +31,9 @@ Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
 }
 
 // The last rope_ features of each head of q rotate.
-RopeArgs Mla::query_rope(int rows, float* q, bool inverse) const {
+RopeArgs Mla::query_rope(int rows, float* q, bool inverse, Bf16* out_bf16) const {
   return {.rows = rows, .heads = heads_, .head_dim = qk_, .rot_offset = nope_, .rot_dim = rope_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q, .out_bf16 = out_bf16};
 }
 // The shared key part is the last rope_ features of each row of [c_kv; k_rope].
 RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
@@ -41,7 +41,7 @@ RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
           .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv};
 }
 
-void Mla::forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, float* y) {
+void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
@@ -63,26 +63,36 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, f
   s.c_rstd = arena.floats(rows);
   s.c_normed = env_.rmsnorm_for_gemms(
       arena, {.rows = rows, .dim = kv_lora_, .eps = eps_, .x = s.c, .weight = p.value(kv_norm), .rstd = s.c_rstd});
-  project_heads(s, redo, rows);
+  project_heads(s, redo, temp, rows);
   s.o = arena.floats(size_t(rows) * H * vdim_);
   s.lse = arena.floats(size_t(batch) * H * seq_);
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                        .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k.f32, .v = s.v.f32,
-                        .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
+                        .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                        .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
 }
 
 // DeepSeek-V3 recomputes these up-projections in backward (report §3.2.3): per head they are
-// wider than the latents they come from.
-void Mla::project_heads(Saved& s, Arena& redo, int rows) {
+// wider than the latents they come from. The fp32 [k_nope; v] projection (and under
+// bf16_activations the queries' fp32 projection) only feed the per-head copies: temporary.
+void Mla::project_heads(Saved& s, Arena& redo, Arena& temp, int rows) {
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
   const int H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
-  s.q = redo.floats(size_t(rows) * H * qk_);
-  if (q_lora_ > 0) env_.linear_forward(s.cq_normed, p.value(wq_b), rows, q_lora_, H * qk_, s.q);
-  else env_.linear_forward(s.x, p.value(wq), rows, d_, H * qk_, s.q);
-  be.rope(query_rope(rows, s.q, false));
-  float* kv = redo.floats(size_t(rows) * H * kv_w);
+  const bool half = env_.bf16_activations;
+  float* q = (half ? temp : redo).floats(size_t(rows) * H * qk_);
+  if (q_lora_ > 0) env_.linear_forward(s.cq_normed, p.value(wq_b), rows, q_lora_, H * qk_, q);
+  else env_.linear_forward(s.x, p.value(wq), rows, d_, H * qk_, q);
+  if (half) {
+    Bf16* q16 = redo.bf16s(size_t(rows) * H * qk_);
+    be.rope(query_rope(rows, q, false, q16));
+    s.q = q16;
+  } else {
+    be.rope(query_rope(rows, q, false));
+    s.q = q;
+  }
+  float* kv = temp.floats(size_t(rows) * H * kv_w);
   env_.linear_forward(s.c_normed, p.value(wkv_b), rows, kv_lora_, H * kv_w, kv);
   // Keys and values per head: only attention's products read them (in bfloat16 under bf16_activations).
   auto assemble = [&](auto* k, auto* v) {
@@ -93,14 +103,16 @@ void Mla::project_heads(Saved& s, Arena& redo, int rows) {
     }
     s.k = k, s.v = v;
   };
-  if (env_.bf16_activations) assemble(redo.bf16s(size_t(rows) * H * qk_), redo.bf16s(size_t(rows) * H * vdim_));
+  if (half) assemble(redo.bf16s(size_t(rows) * H * qk_), redo.bf16s(size_t(rows) * H * vdim_));
   else assemble(redo.floats(size_t(rows) * H * qk_), redo.floats(size_t(rows) * H * vdim_));
 }
 
+// Recomputation runs in the chunk's scratch arena, which holds the temporaries too until the
+// block's backward is done.
 void Mla::redo(int slot, Arena& redo, GemmInput x) {
   Saved& s = saved_[slot];
   s.x = x;
-  project_heads(s, redo, s.batch * seq_);
+  project_heads(s, redo, redo, s.batch * seq_);
 }
 
 void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
@@ -115,9 +127,9 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   float* dk = arena.floats(size_t(rows) * H * qk_);
   float* dv = arena.floats(size_t(rows) * H * vdim_);
   be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q, .k = s.k.f32, .v = s.v.f32, .out = s.o,
-                         .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv, .inputs = env_.gemm_inputs,
-                         .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
+                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                         .out = s.o, .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv,
+                         .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   be.rope(query_rope(rows, s.dq, true));
 
   // Keys and values back to the W_kv_b output, and the shared RoPE key summed over heads.

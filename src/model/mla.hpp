@@ -16,7 +16,7 @@ namespace mt {
 class Mla : public AttentionLayer {
  public:
   Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, GemmInput x, int batch, float* y) override;
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) override;
   void redo(int slot, Arena& redo, GemmInput x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
@@ -31,16 +31,16 @@ class Mla : public AttentionLayer {
     GemmInput x;
     float *cq = nullptr, *cq_rstd = nullptr;  // query latent (q_lora > 0)
     GemmInput cq_normed, c_normed;            // the normed latents: only the up-projections read them
-    float *q = nullptr, *ckv = nullptr, *c = nullptr, *c_rstd = nullptr;
-    GemmInput k, v;  // per head, read only by attention's products
+    float *ckv = nullptr, *c = nullptr, *c_rstd = nullptr;
+    GemmInput q, k, v;  // per head, read only by attention's products
     float *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dcq_normed = nullptr, *dcq = nullptr;
     float *dkv = nullptr, *dc_normed = nullptr, *dckv = nullptr;
   };
   // Each head's queries, keys and values from the latents (the up-projections), into `redo`.
-  void project_heads(Saved& s, Arena& redo, int rows);
-  RopeArgs query_rope(int rows, float* q, bool inverse) const;
+  void project_heads(Saved& s, Arena& redo, Arena& temp, int rows);
+  RopeArgs query_rope(int rows, float* q, bool inverse, Bf16* out_bf16 = nullptr) const;
   RopeArgs key_rope(int rows, float* ckv, bool inverse) const;
 
   LayerEnv env_;

@@ -134,12 +134,13 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.aux_scale = scales.aux;
   for (int i = 0; i < nb; ++i) {
     s.acts[i + 1] = arena.floats(n);
-    // Under recomputation what the block drops lives only until the next block starts.
+    // A block's temporaries, and under recomputation what it drops, live only until the next block starts.
     Arena& scratch = scratch_[chunk];
-    if (recompute_ != Recompute::none) scratch.reset();
+    scratch.reset();
     Arena& kept = recompute_ == Recompute::full ? scratch : arena;
     Arena& redo = recompute_ == Recompute::none ? arena : scratch;
-    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, kept, redo, s.acts[i], mb.batch, s.acts[i + 1], scales.aux);
+    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, kept, redo, scratch, s.acts[i], mb.batch, s.acts[i + 1],
+                                                         scales.aux);
   }
   if (!stage.last) return r;
   s.normed = arena.floats(n);
@@ -190,7 +191,9 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   m.hp = arena.floats(n);
   env.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
   m.h = arena.floats(n);
-  *aux += mod.block->forward(slot, arena, arena, m.hp, s.rows / T, m.h, scales.aux);
+  Arena& temp = scratch_[chunk];
+  temp.reset();
+  *aux += mod.block->forward(slot, arena, arena, temp, m.hp, s.rows / T, m.h, scales.aux);
   m.n = arena.floats(n);
   m.n_rstd = arena.floats(rows);
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
@@ -289,7 +292,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
     Arena& work = scratch_[chunk];
     work.reset();
     if (recompute_ == Recompute::full)
-      block.forward(slot, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
+      block.forward(slot, work, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
     else if (recompute_ == Recompute::selective)
       block.redo(slot, work);
     block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);

@@ -45,7 +45,10 @@ double bytes_of(const RmsNormBackwardInputArgs& a) {
   return kF * a.rows * ((a.residual_grad ? 4.0 : 3.0) * a.dim + 1);
 }
 double bytes_of(const RmsNormBackwardWeightArgs& a) { return kF * a.rows * (2.0 * a.dim + 1); }
-double bytes_of(const RopeArgs& a) { return kF * 2.0 * a.rows * a.heads * a.rot_dim; }
+double bytes_of(const RopeArgs& a) {
+  if (a.out_bf16) return (kF + 2.0) * a.rows * a.heads * a.head_dim;  // every feature read, written in bfloat16
+  return kF * 2.0 * a.rows * a.heads * a.rot_dim;
+}
 double bytes_of(const SwigluForwardArgs& a) { return kF * 3.0 * double(a.n); }
 double bytes_of(const SwigluBackwardArgs& a) { return kF * 5.0 * double(a.n); }
 double bytes_of(const CrossEntropyArgs& a) { return kF * 2.0 * a.rows * a.vocab; }

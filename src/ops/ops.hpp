@@ -106,10 +106,13 @@ struct RmsNormBackwardWeightArgs {
 // Rotary position embedding on interleaved pairs (2i, 2i+1) of the last `rot_dim` features of
 // each head, angle = pos * theta^(-2i/rot_dim), pos = row % seq_len. In place.
 // inverse = true rotates by the negative angle, which is the backward pass.
+// out_bf16 (the cast fused into the rotation): x is only read, and every feature of each head,
+// rotated where the rotation applies, is written there rounded to bfloat16 (same layout).
 struct RopeArgs {
   int rows = 0, heads = 0, head_dim = 0, rot_offset = 0, rot_dim = 0, seq_len = 0;
   float theta = 10000.0f; bool inverse = false;
   float* x = nullptr;  // [rows, heads, head_dim]
+  Bf16* out_bf16 = nullptr;
 };
 
 // Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v and out: [batch*seq, heads, v_dim].
@@ -125,9 +128,9 @@ struct AttentionForwardArgs {
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
   float* out = nullptr; float* lse = nullptr;
   GemmInputs inputs = GemmInputs::fp32;
-  // k or v stored in bfloat16 (bf16 inputs only, whose rounding leaves them as they are), in
-  // place of k or v.
-  const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;
+  // q, k or v stored in bfloat16 (bf16 inputs only, whose rounding leaves them as they are), in
+  // place of q, k or v.
+  const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;
 };
 // Takes the forward's out and lse; dq, dk, dv are overwritten.
 struct AttentionBackwardArgs {
@@ -136,7 +139,7 @@ struct AttentionBackwardArgs {
   const float* out = nullptr; const float* lse = nullptr; const float* dout = nullptr;
   float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
   GemmInputs inputs = GemmInputs::fp32;
-  const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in AttentionForwardArgs
+  const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in forward
 };
 
 // h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.

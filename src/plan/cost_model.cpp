@@ -76,10 +76,12 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
 }
 
 // moetrain's Model (Storage::fp32), values per token on one tensor-parallel rank, as src/model
-// allocates them: what a block keeps from forward to backward in its micro-batch's arena, and the
-// most its chunk's scratch arena holds while the block's backward runs.
+// allocates them: what a block keeps from forward to backward in its micro-batch's arena, the
+// most its chunk's scratch arena holds while the block's backward runs, and the most it holds in
+// the block's forward (temporaries: fp32 projections attention reads through a copy; under
+// recomputation also what the block drops).
 struct BlockValues {
-  double kept = 0, work = 0;
+  double kept = 0, work = 0, temp = 0;
 };
 // `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1.
 BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double half) {
@@ -88,17 +90,22 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   double kept = d + 2;                   // x1, rstd1, rstd2
   double dropped = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move): selective recomputation redoes them
   double back = 3 * d;      // dn2, dx1, dn1
+  double temp = 0, redone = 0;  // the forward's temporaries; those selective recomputation makes again
   if (a.kind == "mla") {
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
                  v = a.v_head_dim, qk = nope + rope;
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
     kept += (ql > 0 ? (1 + half) * ql + 1 : 0) + (kl + rope) + (1 + half) * kl + 1 + H * v + H;
-    dropped += H * qk + half * H * qk + H * (nope + v) + half * H * v;  // q, k, [k_nope; v], v (k, v for attention only)
+    dropped += half * (2 * H * qk + H * v);  // q, k, v per head: attention's inputs only
+    temp += H * (nope + v) + (half < 1 ? H * qk : 0);  // [k_nope; v], and q before RoPE rounds it
+    redone = temp;  // selective recomputation makes them again
     back += 2 * H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
   } else {
     const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;
-    kept += 2 * H * hd + 2 * kv * hd + H + (kv < H ? 2 * H * hd : 0);  // q, o, k, v, lse; k, v per query head
-    back += 4 * H * hd + (kv < H ? 2 * kv * hd : 0);
+    const bool grouped = kv < H;
+    kept += (1 + half) * H * hd + H + 2 * half * (grouped ? H : kv) * hd;  // q, o, lse, k and v (per query head)
+    temp += (half < 1 ? H * hd : 0) + (half < 1 || grouped ? 2 * kv * hd : 0);  // projections read through a copy
+    back += 4 * H * hd + (grouped ? 2 * kv * hd : 0);
   }
   if (moe) {
     const double K = m.moe.top_k, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,
@@ -121,9 +128,11 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     dropped += half * hid;
     back += 3 * hid;
   }
-  if (recompute == Recompute::full) return {0, kept + dropped + d + back};  // the forward again, its output, the backward
-  if (recompute == Recompute::selective) return {kept, dropped + back};
-  return {kept + dropped, back};
+  // Under recomputation the forward's scratch holds what it drops beside its temporaries; the
+  // forward again (full, with its output) or its dropped part (selective) stays for the backward.
+  if (recompute == Recompute::full) return {0, kept + dropped + temp + d + back, kept + dropped + temp};
+  if (recompute == Recompute::selective) return {kept, dropped + redone + back, dropped + temp};
+  return {kept + dropped, back, temp};
 }
 
 // moetrain's parameters on one rank of a pipeline position (stage): whole where the trainer keeps
@@ -220,17 +229,20 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
     for (int c = 0; c < placement.chunks_per_rank; ++c) {
       const int pos = placement.locate(r, c)->position;
       const int nb = cut[size_t(pos) + 1] - cut[size_t(pos)];
-      double slot = 2 + (nb + 1) * d, later = (nb + 1) * d, work = 0;  // tokens, block inputs; input gradients
+      // tokens, block inputs; input gradients
+      double slot = 2 + (nb + 1) * d, later = (nb + 1) * d, work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
         const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, half);
         slot += b.kept;
         later += b.work;
         work = std::max(work, b.work);
+        temp = std::max(temp, b.temp);
       }
       if (pos == placement.stages - 1) {
         slot += 2 * d + V + 2;  // final norm, logits (their gradient in place)
         const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, half);
         slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work);  // MTP modules keep everything
+        if (m.mtp.depth > 0) temp = std::max(temp, b.temp);
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
       // after its backward (B) or weight pass (W); each grows to the most a micro-batch needed.
@@ -256,7 +268,7 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
           if (t.pass == pipeline::Pass::backward || t.pass == pipeline::Pass::weight_grad) free_arenas.push_back(a);
         }
       for (double bytes : arena) values += bytes;
-      if (scratch) values += work;
+      values += std::max(scratch ? work : 0.0, temp);  // the scratch arena: backward work, forward temporaries
     }
     busiest = std::max(busiest, values);
   }

@@ -251,6 +251,35 @@ void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeS
   rep.check(name, relative_error(gx.download(), want), kTol);
 }
 
+// RoPE writing a bfloat16 copy (bf16 activations: MHA's queries and keys, MLA's queries): the
+// input stays, and the copy's bits are the CPU's, but for an angle's last-bit difference (device
+// against host libm) that moves a rare value across a rounding boundary by one ulp.
+void check_rope_bf16(Report& rep, const Backend& cpu, const Backend& gpu, const RopeShape& sh, uint64_t seed) {
+  Lcg rng(seed);
+  const size_t n = size_t(sh.rows) * sh.heads * sh.head_dim;
+  std::vector<float> x = random_values(n, rng, -2.0f, 2.0f);
+  std::vector<mt::Bf16> want(n);
+  cpu.rope({.rows = sh.rows, .heads = sh.heads, .head_dim = sh.head_dim, .rot_offset = sh.rot_offset,
+            .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .x = x.data(), .out_bf16 = want.data()});
+  DeviceFloats gx(gpu, x);
+  DeviceVec<mt::Bf16> gout(gpu, std::vector<mt::Bf16>(n, mt::Bf16{0x7fc1}));
+  gpu.rope({.rows = sh.rows, .heads = sh.heads, .head_dim = sh.head_dim, .rot_offset = sh.rot_offset,
+            .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .x = gx.get(), .out_bf16 = gout.get()});
+  const std::vector<mt::Bf16> got = gout.download();
+  size_t differ = 0, beyond_ulp = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float a = mt::bf16_bits_to_float(got[i].bits), b = mt::bf16_bits_to_float(want[i].bits);
+    differ += got[i].bits != want[i].bits;
+    beyond_ulp += !(std::fabs(a - b) <= std::fabs(b) / 128);
+  }
+  char name[160];
+  std::snprintf(name, sizeof name, "rope bf16 output rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d",
+                sh.rows, sh.heads, sh.head_dim, sh.rot_offset, sh.rot_dim);
+  rep.check(std::string(name) + ": values off by an ulp, per element", double(differ) / n, 1e-3);
+  rep.check(std::string(name) + ": values off by more than an ulp", double(beyond_ulp), kExact);
+  rep.check(std::string(name) + ": input unchanged", relative_error(gx.download(), x), kExact);
+}
+
 void check_swiglu(Report& rep, const Backend& cpu, const Backend& gpu, size_t n, size_t offset, uint64_t seed) {
   Lcg rng(seed);
   const std::vector<float> g = random_values(n, rng, -6.0f, 6.0f), u = random_values(n, rng),
@@ -429,24 +458,25 @@ void check_attention(Report& rep, const Backend& cpu, const Backend& gpu, int ba
   rep.check(std::string("attention_backward dv") + shape, relative_error(first_dv, dv), tol);
 
   if (bf16) {
-    // Keys and values kept in bfloat16 (MLA under bf16 activations): the same products.
-    std::vector<mt::Bf16> k16(nq), v16(nv);
+    // Queries, keys and values kept in bfloat16 (bf16 activations): the same products.
+    std::vector<mt::Bf16> q16(nq), k16(nq), v16(nv);
+    for (size_t i = 0; i < nq; ++i) q16[i].bits = mt::float_to_bf16_bits(q[i]);
     for (size_t i = 0; i < nq; ++i) k16[i].bits = mt::float_to_bf16_bits(k[i]);
     for (size_t i = 0; i < nv; ++i) v16[i].bits = mt::float_to_bf16_bits(v[i]);
-    DeviceVec<mt::Bf16> gk16(gpu, k16), gv16(gpu, v16);
+    DeviceVec<mt::Bf16> gq16(gpu, q16), gk16(gpu, k16), gv16(gpu, v16);
     DeviceFloats gout16(gpu, std::vector<float>(nv, NAN)), glse16(gpu, std::vector<float>(nrow, NAN));
     gpu.attention_forward({.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk_dim, .v_dim = v_dim,
-                           .scale = scale, .q = gq.get(), .out = gout16.get(), .lse = glse16.get(), .inputs = inputs,
-                           .k_bf16 = gk16.get(), .v_bf16 = gv16.get()});
-    rep.check(std::string("attention_forward, k and v stored in bfloat16") + shape,
+                           .scale = scale, .out = gout16.get(), .lse = glse16.get(), .inputs = inputs,
+                           .q_bf16 = gq16.get(), .k_bf16 = gk16.get(), .v_bf16 = gv16.get()});
+    rep.check(std::string("attention_forward, q, k and v stored in bfloat16") + shape,
               std::max(relative_error(gout16.download(), out), relative_error(glse16.download(), lse)), tol);
     DeviceFloats gdq16(gpu, std::vector<float>(nq, NAN)), gdk16(gpu, std::vector<float>(nq, NAN));
     DeviceFloats gdv16(gpu, std::vector<float>(nv, NAN));
     gpu.attention_backward({.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk_dim, .v_dim = v_dim,
-                            .scale = scale, .q = gq.get(), .out = cpu_out.get(), .lse = cpu_lse.get(),
-                            .dout = gdout.get(), .dq = gdq16.get(), .dk = gdk16.get(), .dv = gdv16.get(),
-                            .inputs = inputs, .k_bf16 = gk16.get(), .v_bf16 = gv16.get()});
-    rep.check(std::string("attention_backward, k and v stored in bfloat16") + shape,
+                            .scale = scale, .out = cpu_out.get(), .lse = cpu_lse.get(), .dout = gdout.get(),
+                            .dq = gdq16.get(), .dk = gdk16.get(), .dv = gdv16.get(), .inputs = inputs,
+                            .q_bf16 = gq16.get(), .k_bf16 = gk16.get(), .v_bf16 = gv16.get()});
+    rep.check(std::string("attention_backward, q, k and v stored in bfloat16") + shape,
               std::max({relative_error(gdq16.download(), dq), relative_error(gdk16.download(), dk),
                         relative_error(gdv16.download(), dv)}), tol);
   }
@@ -500,6 +530,9 @@ int main(int argc, char** argv) {
   for (const RopeShape& sh : rope_shapes)
     for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, sh, inverse, 0, seed++);
   check_rope(rep, cpu, gpu, {33, 3, 40, 8, 32, 11}, false, 1, seed++);
+  check_rope_bf16(rep, cpu, gpu, {4096, 8, 64, 0, 64, 1024}, seed++);    // MHA's queries
+  check_rope_bf16(rep, cpu, gpu, {1024, 16, 192, 128, 64, 512}, seed++);  // MLA's: [nope; rope]
+  check_rope_bf16(rep, cpu, gpu, {33, 3, 40, 8, 31, 11}, seed++);         // an odd rot_dim: last feature copied
 
   for (size_t n : {size_t(1), size_t(1000), size_t(1000003)}) check_swiglu(rep, cpu, gpu, n, 0, seed++);
   check_swiglu(rep, cpu, gpu, 4099, 1, seed++);

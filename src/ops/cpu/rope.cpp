@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <vector>
+
+#include "ops/bf16.hpp"
 
 #include "ops/cpu/cpu_ops.hpp"
 #include "ops/op_math.hpp"
@@ -14,12 +17,20 @@ void rope(DeviceState*, const RopeArgs& a) {
       const size_t at = size_t(pos) * pairs + i;
       rope_cos_sin(pos, i, a.rot_dim, a.theta, a.inverse, &cos_t[at], &sin_t[at]);
     }
+  std::vector<float> head(a.out_bf16 ? size_t(a.head_dim) : 0);
   for (int r = 0; r < a.rows; ++r) {
     const float* c = cos_t.data() + size_t(r % a.seq_len) * pairs;
     const float* s = sin_t.data() + size_t(r % a.seq_len) * pairs;
     for (int h = 0; h < a.heads; ++h) {
-      float* x = a.x + (size_t(r) * a.heads + h) * a.head_dim + a.rot_offset;
-      for (int i = 0; i < pairs; ++i) rope_rotate(x + 2 * i, c[i], s[i]);
+      const size_t at = (size_t(r) * a.heads + h) * a.head_dim;
+      float* x = a.x + at;
+      if (a.out_bf16) {  // rotate a copy: x stays as it is
+        std::copy_n(x, a.head_dim, head.data());
+        x = head.data();
+      }
+      for (int i = 0; i < pairs; ++i) rope_rotate(x + a.rot_offset + 2 * i, c[i], s[i]);
+      if (a.out_bf16)
+        for (int f = 0; f < a.head_dim; ++f) a.out_bf16[at + f].bits = float_to_bf16_bits(x[f]);
     }
   }
 }
