@@ -19,6 +19,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
   arenas_.resize(chunks_.size());
   saved_.resize(chunks_.size());
   blocks_.resize(cfg.n_layers);
+  block_params_.resize(size_t(cfg.n_layers));
   bool first = false, last = false;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     LayerEnv env = env_;
@@ -43,14 +44,18 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const LayerEnv& env = chunk_env_[c];
     if (chunks_[c].last) last_env = env;
-    for (int i = chunks_[c].first_block; i < chunks_[c].end_block; ++i)
+    for (int i = chunks_[c].first_block; i < chunks_[c].end_block; ++i) {
+      const int before = int(params.infos.size());
       blocks_[i] = std::make_unique<Block>(env, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
+      block_params_[size_t(i)] = {before, int(params.infos.size())};
+    }
   }
   if (last) {
     final_norm = params.add("final_norm", {D}, I::ones, false);
     head = params.add("head", {V, D}, I::normal, true);
     for (int k = 0; k < cfg.mtp.depth; ++k) {
       const std::string prefix = "mtp." + std::to_string(k);
+      const int before = int(params.infos.size());
       MtpModule m;
       m.hidden_norm = params.add(prefix + ".hidden_norm", {D}, I::ones, false);
       m.embed_norm = params.add(prefix + ".embed_norm", {D}, I::ones, false);
@@ -59,6 +64,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
       m.block = std::make_unique<Block>(last_env, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
       m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
       mtp.push_back(std::move(m));
+      mtp_params_.push_back({before, int(params.infos.size())});
     }
   }
   params.finalize(backend, seed, cfg.init_std);
@@ -245,15 +251,22 @@ void Model::mtp_backward_weight(int chunk, int slot, int k) {
   const LayerEnv& env = chunk_env_[chunk];
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
-  head_env(chunk).linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
-  be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd, .dweight = params.grad(mod.out_norm)});
-  mod.block->backward_weight(slot);
-  env.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
-  be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .rstd = m.a_rstd,
-                              .dweight = params.grad(mod.hidden_norm)});
-  be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .rstd = m.b_rstd,
-                              .dweight = params.grad(mod.embed_norm)});
-  be.embedding_backward({.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
+  weigh(chunk, {head, mod.out_norm}, [&] {
+    head_env(chunk).linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
+    be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
+                                .dweight = params.grad(mod.out_norm)});
+  });
+  weigh(chunk, mtp_group(k), [&] {
+    mod.block->backward_weight(slot);
+    env.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
+    be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .rstd = m.a_rstd,
+                                .dweight = params.grad(mod.hidden_norm)});
+    be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .rstd = m.b_rstd,
+                                .dweight = params.grad(mod.embed_norm)});
+  });
+  weigh(chunk, {embedding}, [&] {
+    be.embedding_backward({.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
+  });
 }
 
 void Model::backward_input(int chunk, int slot, const float* output_grad, bool weights_now) {
@@ -296,7 +309,8 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
     else if (recompute_ == Recompute::selective)
       block.redo(slot, work);
     block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
-    block.backward_weight(slot);  // before the next block reuses the scratch
+    // Before the next block reuses the scratch.
+    weigh(chunk, block_group(stage.first_block + i), [&] { block.backward_weight(slot); });
   }
 }
 
@@ -306,18 +320,57 @@ void Model::backward_weight(int chunk, int slot) {
   const LayerEnv& env = chunk_env_[chunk];
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
-  if (stage.last) {
-    head_env(chunk).linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
-    be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
-                                .dweight = params.grad(final_norm)});
-  }
+  if (stage.last)
+    weigh(chunk, head_group(), [&] {
+      head_env(chunk).linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
+      be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
+                                  .dweight = params.grad(final_norm)});
+    });
   if (!s.blocks_weighted)
-    for (int i = nb - 1; i >= 0; --i) blocks_[stage.first_block + i]->backward_weight(slot);
+    for (int i = nb - 1; i >= 0; --i) {
+      const int b = stage.first_block + i;
+      weigh(chunk, block_group(b), [&] { blocks_[b]->backward_weight(slot); });
+    }
   if (stage.last)
     for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(chunk, slot, int(k));
   if (stage.first)
-    be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
-                           .dtable = params.grad(embedding)});
+    weigh(chunk, {embedding}, [&] {
+      be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
+                             .dtable = params.grad(embedding)});
+    });
+}
+
+std::vector<int> Model::block_group(int block) const {
+  std::vector<int> ids;
+  for (int id = block_params_[size_t(block)].first; id < block_params_[size_t(block)].second; ++id) ids.push_back(id);
+  return ids;
+}
+
+std::vector<int> Model::mtp_group(int k) const {
+  std::vector<int> ids;
+  for (int id = mtp_params_[size_t(k)].first; id < mtp_params_[size_t(k)].second; ++id)
+    if (id != mtp[size_t(k)].out_norm) ids.push_back(id);
+  return ids;
+}
+
+std::vector<std::vector<int>> Model::grad_groups(int chunk) const {
+  const StageSpec& stage = chunks_[size_t(chunk)];
+  std::vector<std::vector<int>> groups;
+  if (stage.last) groups.push_back(head_group());
+  for (int b = stage.first_block; b < stage.end_block; ++b) groups.push_back(block_group(b));
+  for (size_t k = 0; stage.last && k < mtp.size(); ++k) {
+    groups.push_back({head, mtp[k].out_norm});
+    groups.push_back(mtp_group(int(k)));
+    groups.push_back({embedding});
+  }
+  if (stage.first) groups.push_back({embedding});
+  return groups;
+}
+
+void Model::weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights) {
+  if (sink_) sink_->open(chunk, ids);
+  weights();
+  if (sink_) sink_->close(chunk);
 }
 
 }  // namespace mt

@@ -17,6 +17,7 @@
 // are copied into the chunk's arena, so the caller's buffers may go once the copy is done (in
 // stream order on a GPU). Each chunk has its own slots. Everything the model holds is device
 // memory of its backend.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -57,6 +58,16 @@ struct StageSpec {
   DeviceComm* ep = nullptr;
   const Backend* backend = nullptr;
   const Backend* side = nullptr;  // the chunk's second stream (LayerEnv::side), if any
+};
+
+// Takes groups of weight gradients as a backward pass completes them (ZeRO-2 reduce-scatters
+// each and keeps its shard): the gradients of a group's parameters accumulate, in ops queued on
+// the chunk's stream, between open() and close(), in memory the sink lends (ParamStore).
+class WeightGradSink {
+ public:
+  virtual ~WeightGradSink() = default;
+  virtual void open(int chunk, const std::vector<int>& ids) = 0;
+  virtual void close(int chunk) = 0;
 };
 
 class Model {
@@ -107,6 +118,10 @@ class Model {
   // micro-batch's largest tensor at a large vocabulary, not held twice).
   std::vector<float> logits_to_host(int slot) const;
   void set_keep_logits(bool keep) { keep_logits_ = keep; }
+  // ZeRO-2: each group of weight gradients goes to the sink as soon as a micro-batch's backward
+  // completes it. grad_groups: the groups a chunk's passes open (the sink sizes its memory by them).
+  void set_grad_sink(WeightGradSink* sink) { sink_ = sink; }
+  std::vector<std::vector<int>> grad_groups(int chunk) const;
 
   const std::vector<StageSpec>& chunks() const { return chunks_; }
   const Backend& backend() const { return env_.be(); }
@@ -154,6 +169,14 @@ class Model {
   float* mtp_backward_input(int chunk, int slot, int k, const float* dh_next);
   void mtp_backward_weight(int chunk, int slot, int k);
   std::vector<float> to_host(const float* device, size_t n) const;
+  // The parameters whose weight gradients one piece of a backward pass completes: a block, the
+  // head with a norm before it (the final one, or an MTP module's), the rest of an MTP module, the
+  // embedding.
+  std::vector<int> block_group(int block) const;
+  std::vector<int> head_group() const { return {head, final_norm}; }
+  std::vector<int> mtp_group(int k) const;
+  // Runs `weights` (ops adding to the gradients of `ids`) between the sink's open and close.
+  void weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights);
   // `measure` (capacity or high water) summed over every slot's arenas and the chunks' scratch.
   size_t sum_over_arenas(size_t (Arena::*measure)() const) const;
   ModelConfig cfg_;
@@ -172,6 +195,9 @@ class Model {
   std::vector<Arena> scratch_;
   Recompute recompute_ = Recompute::none;
   bool keep_logits_ = false;
+  WeightGradSink* sink_ = nullptr;
+  std::vector<std::pair<int, int>> block_params_;  // [block]: its parameters' ids [first, end)
+  std::vector<std::pair<int, int>> mtp_params_;    // [module]: the same
   std::vector<std::vector<Saved>> saved_;
 };
 

@@ -34,7 +34,7 @@ int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init in
   p.shape = std::move(shape);
   p.numel = 1;
   for (auto d : p.shape) p.numel *= size_t(d);
-  p.offset = total_;
+  p.offset = p.grad_offset = total_;
   p.decay = decay;
   total_ += p.numel;
   infos.push_back(std::move(p));
@@ -64,8 +64,17 @@ void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std
   values_ = Buffer(backend, DType::f32, total_);
   values_.from_host(values);
   grads_ = Buffer(backend, DType::f32, total_);
+  lent_.assign(infos.size(), nullptr);
   buffers_.clear();
   for (size_t n : buffer_sizes_) buffers_.emplace_back(backend, DType::f32, n);
+}
+
+void ParamStore::release_gradients(const std::vector<int>& ids) {
+  for (int id : ids) infos[size_t(id)].grad_released = true;
+  size_t kept = 0;
+  for (ParamInfo& p : infos)
+    if (!p.grad_released) p.grad_offset = kept, kept += p.numel;
+  grads_ = Buffer(values_.backend(), DType::f32, kept);
 }
 
 }  // namespace mt

@@ -37,6 +37,10 @@ struct ParamInfo {
   int64_t split_start = 0;            // where the slice begins
   Spread spread = Spread::replicated;
   size_t offset = 0, numel = 0;
+  // Where its gradient lies in the gradient buffer (offset, unless ZeRO-2 released some); released:
+  // no storage of its own (ParamStore::release_gradients).
+  size_t grad_offset = 0;
+  bool grad_released = false;
   bool decay = true;          // weight decay applies (matrices), not to norms and biases
   // A second copy of a parameter whose first copy lives on another pipeline rank (the
   // embedding that multi-token prediction needs on the last stage); their gradients sum.
@@ -59,7 +63,7 @@ class ParamStore {
 
   // Device pointers (for ops and Comm); the host reads and writes them through the host_/set_ calls.
   float* value(int id) const { return values_.f32() + infos[id].offset; }
-  float* grad(int id) const { return grads_.f32() + infos[id].offset; }
+  float* grad(int id) const { return infos[id].grad_released ? lent_[id] : grads_.f32() + infos[id].grad_offset; }
   float* buffer(int id) const { return buffers_[id].f32(); }
   float* values_data() const { return values_.f32(); }
   float* grads_data() const { return grads_.f32(); }
@@ -79,6 +83,13 @@ class ParamStore {
   void set_values(const std::vector<float>& v) const { values_.from_host(v); }
   void set_buffer(int id, const std::vector<float>& v) const { buffers_[id].from_host(v); }
   void zero_grads() const { grads_.zero(); }
+  // The gradients' own storage: every parameter's, less the released ones (grad_offset's layout).
+  size_t grads_total() const { return grads_.count(); }
+
+  // ZeRO-2: the listed parameters' gradients lose their storage here. Whoever accumulates them
+  // lends memory while a backward pass writes them (lend_gradient) and takes it back after.
+  void release_gradients(const std::vector<int>& ids);
+  void lend_gradient(int id, float* at) { lent_[size_t(id)] = at; }
 
   std::vector<ParamInfo> infos;
   std::vector<std::string> buffer_names;
@@ -88,6 +99,7 @@ class ParamStore {
   std::vector<size_t> buffer_sizes_;
   size_t total_ = 0;
   Buffer values_, grads_;
+  std::vector<float*> lent_;  // per parameter: the lent memory of a released gradient
   std::vector<Buffer> buffers_;
 };
 

@@ -139,8 +139,10 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 // them whole (norms, MLA's latent projections, the router, shared experts: whole on every
 // tensor-parallel rank), split over tp or ep where it splits them; and the MoE layers' router
 // biases, which are weights without gradients. `experts`: the routed experts' part of `params`.
+// `largest_group`: the most dense parameters whose gradients one piece of the backward completes
+// together (a block, the head, the embedding, an MTP module's rest: Model::grad_groups).
 struct StageParams {
-  double params = 0, experts = 0, buffers = 0;
+  double params = 0, experts = 0, buffers = 0, largest_group = 0;
 };
 StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int first, int end, bool has_embedding,
                                   bool last) {
@@ -157,8 +159,10 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
     } else {
       p += attention_matmul_params(m) / l.tp;
     }
+    double experts = 0;
     if (moe) {
-      const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts, experts = 3 * hid * d * E / l.ep;
+      const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts;
+      experts = 3 * hid * d * E / l.ep;
       p += E * d + 3.0 * m.moe.n_shared_experts * hid * d + experts;
       s.experts += experts;
       s.buffers += E;
@@ -166,25 +170,31 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
       p += 3.0 * m.ffn_hidden * d / l.tp;
     }
     s.params += p;
+    return p - experts;
   };
-  for (int i = first; i < end; ++i) layer(i >= m.n_dense_layers);
-  if (has_embedding) s.params += V * d;
+  auto group = [&](double dense) { s.largest_group = std::max(s.largest_group, dense); };
+  for (int i = first; i < end; ++i) group(layer(i >= m.n_dense_layers));
+  if (has_embedding) s.params += V * d, group(V * d);
   if (last) {
     s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d);
-    for (int k = 0; k < m.mtp.depth; ++k) layer(m.n_layers > m.n_dense_layers);
+    group(V * d + d);  // the head with a norm
+    for (int k = 0; k < m.mtp.depth; ++k) group(layer(m.n_layers > m.n_dense_layers) + 2 * d * d + 2 * d), group(V * d);
   }
   return s;
 }
 
 // moetrain's weights, gradients and optimizer state on the rank that holds the most: FP32 weights
-// (their own master copy), gradients and moments. ZeRO-1 shards the moments of everything but the
-// routed experts over dp and packs those parameters' gradients for the reduce-scatter.
+// (their own master copy), gradients and moments. ZeRO-1 cuts every parameter but the routed
+// experts into dp pieces, keeps its piece's moments and packs the gradients for the
+// reduce-scatter; ZeRO-2 keeps only the pieces' gradients, beside a window per chunk for the
+// largest group and a packed buffer for the largest group's pieces (train/optimizer.hpp).
 Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement) {
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
-  const bool zero1 = l.zero >= 1 && l.dp > 1;
+  const bool zero1 = l.zero >= 1 && l.dp > 1, zero2 = l.zero >= 2 && l.dp > 1;
   Memory most;
   for (int r = 0; r < placement.ranks; ++r) {
     StageParams all;
+    double windows = 0;
     bool embedding = false, last = false;
     for (int c = 0; c < placement.chunks_per_rank; ++c) {
       const int pos = placement.locate(r, c)->position;
@@ -195,14 +205,17 @@ Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Pl
       all.params += s.params;
       all.experts += s.experts;
       all.buffers += s.buffers;
+      all.largest_group = std::max(all.largest_group, s.largest_group);
+      windows += s.largest_group;
     }
     // The last stage's copy of the embedding (MTP) when another rank holds the first.
     if (last && !embedding && m.mtp.depth > 0) all.params += double(m.vocab_size) * m.d_model;
     const double dense = all.params - all.experts, shard = std::ceil(dense / l.dp);
+    const double batch = std::ceil(all.largest_group / l.dp);  // the largest group's pieces
     Memory here;
     here.weights = 4 * (all.params + all.buffers);
-    here.grads = 4 * all.params;
-    here.optimizer = zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard) : 8 * all.params;
+    here.grads = zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params;
+    here.optimizer = zero2 ? 8 * (shard + all.experts) : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard) : 8 * all.params;
     if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
   }
   return most;

@@ -64,7 +64,7 @@ std::string train_lines(const std::vector<Estimate>& rows) {
   std::string out = "train layout #N with the same experiment (and --set) as here:\n";
   for (size_t i = 0; i < rows.size(); ++i)
     out += format_number("%2.0f ", double(i + 1)) + train_set_line(rows[i].layout) +
-           (rows[i].layout.zero >= 2 ? "  (ZeRO-2/3: not trainable yet)" : "") + "\n";
+           (rows[i].layout.zero >= 3 ? "  (ZeRO-3: not trainable yet)" : "") + "\n";
   return out;
 }
 

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/mark.hpp"
 #include "train/adamw.hpp"
+#include "util/error.hpp"
 
 namespace mt {
 
-Optimizer::Optimizer(ParamStore& params, const OptimizerConfig& cfg, const ParallelGroups& groups, bool zero1)
-    : params_(params), cfg_(cfg), g_(groups), zero1_(zero1 && groups.dp->size() > 1) {
+Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGroups& groups, int zero)
+    : params_(model.params), model_(model), cfg_(cfg), g_(groups), zero_(groups.dp->size() > 1 ? zero : 0) {
+  const ParamStore& params = params_;
   for (size_t i = 0; i < params.infos.size(); ++i) {
     by_name_.push_back(int(i));
     if (params.infos[i].name == "embedding") embedding_.push_back(int(i));
@@ -18,25 +21,48 @@ Optimizer::Optimizer(ParamStore& params, const OptimizerConfig& cfg, const Paral
   }
   // A DualPipe pair declares the same parameters in different orders: they exchange by name.
   std::sort(by_name_.begin(), by_name_.end(), [&](int a, int b) { return params.infos[a].name < params.infos[b].name; });
+  pieces_.assign(params.infos.size(), {});
   size_t moments = 0;
-  if (zero1_) {
-    const size_t total = packed_size(dense_);
+  if (zero_ >= 1) {
     const size_t ranks = size_t(g_.dp->size());
-    shard_ = (total + ranks - 1) / ranks;
-    packed_ = Buffer(be(), DType::f32, shard_ * ranks);
-    shard_grad_ = Buffer(be(), DType::f32, shard_);
-    const size_t lo = shard_ * size_t(g_.dp->rank()), hi = std::min(total, lo + shard_);
-    size_t at = 0;  // packed offset of the parameter
-    for (int id : dense_) {
-      const size_t n = params.infos[id].numel, b = std::max(lo, at), e = std::min(hi, at + n);
-      if (b < e) runs_.push_back({id, b - at, e - b, b - lo, true, b - lo});
-      at += n;
+    for (int id : by_name_)
+      if (params.infos[id].spread != Spread::expert_split) sharded_.push_back(id);
+    for (int id : sharded_) {
+      pieces_[id] = {(params.infos[id].numel + ranks - 1) / ranks, shard_};
+      shard_ += pieces_[id].size;
     }
+    const int me = g_.dp->rank();
+    for (int id : sharded_)
+      if (const size_t len = piece_len(id, me))
+        runs_.push_back({id, size_t(me) * pieces_[id].size, len, pieces_[id].at, true, pieces_[id].at});
     moments = shard_;
     for (int id : experts_) {
       runs_.push_back({id, 0, params.infos[id].numel, moments, false, 0});
       moments += params.infos[id].numel;
     }
+    shard_grad_ = Buffer(be(), DType::f32, shard_);
+    batch_ = zero_ == 1 ? shard_ : 0;
+    if (zero_ == 2) {
+      // Each chunk's window fits its largest group; the packed buffer, the largest group's pieces.
+      std::vector<bool> grouped(params.infos.size(), false);
+      for (size_t c = 0; c < model.chunks().size(); ++c) {
+        size_t most = 0;
+        for (const std::vector<int>& group : model.grad_groups(int(c))) {
+          size_t n = 0;
+          for (int id : group)
+            if (id >= 0 && sharded(id)) n += params.infos[id].numel, grouped[size_t(id)] = true;
+          most = std::max(most, n);
+          batch_ = std::max(batch_, pieces_size(group));
+        }
+        windows_.emplace_back(be(), DType::f32, most);
+      }
+      for (int id : sharded_) MT_CHECK(grouped[size_t(id)]);  // every gradient has a window to go to
+      open_.resize(windows_.size());
+      received_ = Buffer(be(), DType::f32, batch_);
+      params_.release_gradients(sharded_);
+      model.set_grad_sink(this);
+    }
+    packed_ = Buffer(be(), DType::f32, batch_ * ranks);
   } else {
     for (size_t i = 0; i < params.infos.size(); ++i) runs_.push_back({int(i), 0, params.infos[i].numel, params.infos[i].offset, false, 0});
     moments = params.total();
@@ -45,69 +71,152 @@ Optimizer::Optimizer(ParamStore& params, const OptimizerConfig& cfg, const Paral
   v_ = Buffer(be(), DType::f32, moments);
 }
 
-size_t Optimizer::packed_size(const std::vector<int>& ids) const {
+Optimizer::~Optimizer() {
+  if (zero_ == 2) model_.set_grad_sink(nullptr);
+}
+
+size_t Optimizer::piece_len(int id, int rank) const {
+  const size_t n = params_.infos[id].numel, piece = pieces_[id].size, begin = size_t(rank) * piece;
+  return begin < n ? std::min(piece, n - begin) : 0;
+}
+
+size_t Optimizer::pieces_size(const std::vector<int>& ids) const {
   size_t n = 0;
-  for (int id : ids) n += params_.infos[id].numel;
+  for (int id : ids)
+    if (id >= 0) n += pieces_[id].size;
   return n;
 }
 
-void Optimizer::pack(const std::vector<int>& ids, const float* from, float* to) const {
-  size_t at = 0;
-  for (int id : ids) {
-    const ParamInfo& p = params_.infos[id];
-    be().copy(to + at, from + p.offset, p.numel * sizeof(float));
-    at += p.numel;
+template <class From>
+void Optimizer::pack_pieces(const std::vector<int>& ids, From from, float* to) const {
+  const size_t section = pieces_size(ids);
+  for (int q = 0; q < g_.dp->size(); ++q) {
+    float* out = to + size_t(q) * section;
+    for (int id : ids) {
+      if (id < 0 || !sharded(id)) continue;
+      const size_t piece = pieces_[id].size, len = piece_len(id, q);
+      if (len) be().copy(out, from(id) + size_t(q) * piece, len * sizeof(float));
+      if (len < piece) be().zero(out + len, (piece - len) * sizeof(float));
+      out += piece;
+    }
   }
 }
 
-void Optimizer::unpack(const std::vector<int>& ids, const float* from, float* to) const {
-  size_t at = 0;
-  for (int id : ids) {
-    const ParamInfo& p = params_.infos[id];
-    be().copy(to + p.offset, from + at, p.numel * sizeof(float));
-    at += p.numel;
+size_t Optimizer::gradient_floats() const {
+  size_t n = params_.grads_total();
+  if (zero_ == 2) {
+    n += shard_grad_.count() + packed_.count() + received_.count();
+    for (const Buffer& w : windows_) n += w.count();
   }
+  return n;
 }
+
+size_t Optimizer::state_floats() const {
+  return m_.count() + v_.count() + (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
+}
+
+void Optimizer::open(int chunk, const std::vector<int>& ids) {
+  if (!accumulating_) {
+    shard_grad_.zero();  // the first group of a step starts the pieces' sums
+    accumulating_ = true;
+  }
+  std::vector<int>& open = open_[size_t(chunk)];
+  open.clear();
+  float* window = windows_[size_t(chunk)].f32();
+  size_t at = 0;
+  for (int id : ids)
+    if (id >= 0 && sharded(id)) {
+      params_.lend_gradient(id, window + at);
+      at += params_.infos[id].numel;
+      open.push_back(id);
+    }
+  // On the chunk's stream, which the previous close ordered after its use of the window.
+  if (at) model_.backend(chunk).zero(window, at * sizeof(float));
+}
+
+void Optimizer::close(int chunk) {
+  std::vector<int>& ids = open_[size_t(chunk)];
+  if (ids.empty()) return;
+  // Every close runs on the parameters' stream, so the pieces' sums never race between chunks.
+  const Backend& work = model_.backend(chunk);
+  order_after(be(), work);
+  const float* window = windows_[size_t(chunk)].f32();
+  std::vector<size_t> at(params_.infos.size());
+  size_t n = 0;
+  for (int id : ids) at[size_t(id)] = n, n += params_.infos[id].numel;
+  pack_pieces(ids, [&](int id) { return window + at[size_t(id)]; }, packed_.f32());
+  const size_t section = pieces_size(ids);
+  g_.dev.dp->reduce_scatter_sum(device_span(packed_.f32(), section * size_t(g_.dp->size())),
+                                device_span(received_.f32(), section));
+  size_t off = 0;
+  for (int id : ids) {
+    be().add({.n = pieces_[id].size, .x = received_.f32() + off, .y = shard_grad_.f32() + pieces_[id].at});
+    off += pieces_[id].size;
+    params_.lend_gradient(id, nullptr);
+  }
+  order_after(work, be());  // the window is free again
+  ids.clear();
+}
+
+float* Optimizer::gradient_of(int id) const {
+  return sharded(id) ? shard_grad_.f32() + pieces_[id].at : params_.grads_data() + params_.infos[id].grad_offset;
+}
+
+size_t Optimizer::gradient_size(int id) const { return sharded(id) ? pieces_[id].size : params_.infos[id].numel; }
 
 void Optimizer::sum_over(const std::vector<int>& ids, DeviceComm& group) {
-  Buffer buf(be(), DType::f32, packed_size(ids));
-  pack(ids, params_.grads_data(), buf.f32());
+  size_t n = 0;
+  for (int id : ids) n += gradient_size(id);
+  Buffer buf(be(), DType::f32, n);
+  size_t at = 0;
+  for (int id : ids) be().copy(buf.f32() + at, gradient_of(id), gradient_size(id) * sizeof(float)), at += gradient_size(id);
   group.all_reduce_sum(device_span(buf));
-  unpack(ids, buf.f32(), params_.grads_data());
+  at = 0;
+  for (int id : ids) be().copy(gradient_of(id), buf.f32() + at, gradient_size(id) * sizeof(float)), at += gradient_size(id);
 }
 
 double Optimizer::reduce_gradients() {
-  float* grads = params_.grads_data();
+  accumulating_ = false;
+  const float* grads = params_.grads_data();
   const int tp = g_.tp->size();
+  // Sharded gradients are summed over dp first: the other sums then run on the pieces.
+  if (zero_ == 1) {
+    pack_pieces(sharded_, [&](int id) { return grads + params_.infos[id].grad_offset; }, packed_.f32());
+    g_.dev.dp->reduce_scatter_sum(device_span(packed_), device_span(shard_grad_));
+  }
   if (g_.mirror->size() > 1) sum_over(by_name_, *g_.dev.mirror);
   if (g_.embedding->size() > 1) sum_over(embedding_, *g_.dev.embedding);
   if (tp > 1 && !partial_.empty()) sum_over(partial_, *g_.dev.tp);
-  // The experts' sum travels while the dense parameters are summed.
-  Buffer expert_buf;
+  // The experts' sum travels while the dense parameters are summed (without ZeRO).
   std::unique_ptr<Request> experts_summed;
-  const bool sum_experts = !experts_.empty() && g_.expert_replicas->size() > 1;
-  if (sum_experts) {
-    expert_buf = Buffer(be(), DType::f32, packed_size(experts_));
-    pack(experts_, grads, expert_buf.f32());
+  Buffer expert_buf;
+  if (!experts_.empty() && g_.expert_replicas->size() > 1) {
+    size_t n = 0;
+    for (int id : experts_) n += params_.infos[id].numel;
+    expert_buf = Buffer(be(), DType::f32, n);
+    size_t at = 0;
+    for (int id : experts_) {
+      be().copy(expert_buf.f32() + at, gradient_of(id), params_.infos[id].numel * sizeof(float));
+      at += params_.infos[id].numel;
+    }
     experts_summed = g_.dev.expert_replicas->iall_reduce_sum(device_span(expert_buf));
   }
-  if (zero1_) {
-    pack(dense_, grads, packed_.f32());
-    g_.dev.dp->reduce_scatter_sum(device_span(packed_), device_span(shard_grad_));
-  } else if (g_.dp->size() > 1) {
-    sum_over(dense_, *g_.dev.dp);
-  }
-  if (sum_experts) {
+  if (zero_ == 0 && g_.dp->size() > 1) sum_over(dense_, *g_.dev.dp);
+  if (experts_summed) {
     experts_summed->wait();
-    unpack(experts_, expert_buf.f32(), grads);
+    size_t at = 0;
+    for (int id : experts_) {
+      be().copy(gradient_of(id), expert_buf.f32() + at, params_.infos[id].numel * sizeof(float));
+      at += params_.infos[id].numel;
+    }
   }
-  // Each element's gradient counts once: on its first copy, or under ZeRO-1 on the data-parallel
-  // rank whose shard holds it (and the first tensor-parallel rank unless split there).
+  // Each element's gradient counts once: on its first copy, or under ZeRO on the data-parallel
+  // rank whose piece holds it (and the first tensor-parallel rank unless split there).
   std::vector<double> ss{0.0};
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
     if (!first_copy(p, g_, r.sharded)) continue;
-    const float* g = r.sharded ? shard_grad_.f32() + r.grad_offset : grads + p.offset + r.begin;
+    const float* g = r.sharded ? shard_grad_.f32() + r.grad_offset : grads + p.grad_offset + r.begin;
     ss[0] += be().sum_squares({.n = r.len, .x = g});
   }
   g_.world->all_reduce_sum(ss);
@@ -115,29 +224,48 @@ double Optimizer::reduce_gradients() {
 }
 
 void Optimizer::scale_gradients(float factor) {
-  be().scale({.n = params_.total(), .factor = factor, .x = params_.grads_data()});
+  be().scale({.n = params_.grads_total(), .factor = factor, .x = params_.grads_data()});
   if (shard_grad_.count()) be().scale({.n = shard_grad_.count(), .factor = factor, .x = shard_grad_.f32()});
 }
 
 void Optimizer::step(double lr, long t) {
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
-    const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.offset + r.begin;
+    const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin;
     const AdamwCoefficients c = adamw_coefficients(cfg_, lr, t, p.decay);
     be().adamw({.n = r.len, .lr = c.lr, .bias_correction1 = c.bias_correction1,
                 .bias_correction2 = c.bias_correction2, .eps = c.eps, .beta1 = c.beta1, .beta2 = c.beta2,
                 .decay = c.decay, .grad = grad, .value = params_.values_data() + p.offset + r.begin,
                 .m = m_.f32() + r.moment, .v = v_.f32() + r.moment});
   }
-  if (zero1_) {
-    // Only this rank's shard is new: it goes out, every shard comes back.
-    Buffer mine(be(), DType::f32, shard_);
-    for (const Run& r : runs_)
-      if (r.sharded)
-        be().copy(mine.f32() + r.grad_offset, params_.values_data() + params_.infos[r.param].offset + r.begin,
-                  r.len * sizeof(float));
-    g_.dev.dp->all_gather(device_span(mine), device_span(packed_));
-    unpack(dense_, packed_.f32(), params_.values_data());
+  if (zero_ >= 1) gather_weights();
+}
+
+void Optimizer::gather_weights() {
+  const int ranks = g_.dp->size(), me = g_.dp->rank();
+  float* values = params_.values_data();
+  Buffer mine(be(), DType::f32, batch_);
+  for (size_t i = 0; i < sharded_.size();) {
+    // Consecutive parameters whose pieces fit the packed buffer.
+    std::vector<int> ids;
+    size_t section = 0;
+    for (; i < sharded_.size() && section + pieces_[sharded_[i]].size <= batch_; ++i) {
+      ids.push_back(sharded_[i]);
+      section += pieces_[sharded_[i]].size;
+    }
+    MT_CHECK(!ids.empty());
+    pack_pieces(ids, [&](int id) { return values + params_.infos[id].offset; }, packed_.f32());
+    // This rank's section of the packed values is its new pieces: they go out, every rank's come back.
+    be().copy(mine.f32(), packed_.f32() + size_t(me) * section, section * sizeof(float));
+    g_.dev.dp->all_gather(device_span(mine.f32(), section), device_span(packed_.f32(), section * size_t(ranks)));
+    for (int q = 0; q < ranks; ++q) {
+      const float* in = packed_.f32() + size_t(q) * section;
+      for (int id : ids) {
+        if (const size_t len = piece_len(id, q))
+          be().copy(values + params_.infos[id].offset + size_t(q) * pieces_[id].size, in, len * sizeof(float));
+        in += pieces_[id].size;
+      }
+    }
   }
 }
 
@@ -148,16 +276,16 @@ void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
     for (const Run& r : runs_)
       if (!r.sharded)
         std::copy_n(here.begin() + r.moment, r.len, full->begin() + params_.infos[r.param].offset + r.begin);
-    if (zero1_) {
+    if (zero_ >= 1) {
       const std::vector<float> shard(here.begin(), here.begin() + shard_);
       std::vector<float> all(shard_ * g_.dp->size());
       g_.dp->all_gather(shard, all);
-      size_t at = 0;
-      for (int id : dense_) {
-        const ParamInfo& p = params_.infos[id];
-        std::copy_n(all.begin() + at, p.numel, full->begin() + p.offset);
-        at += p.numel;
-      }
+      for (int q = 0; q < g_.dp->size(); ++q)
+        for (int id : sharded_) {
+          const ParamInfo& p = params_.infos[id];
+          std::copy_n(all.begin() + q * shard_ + pieces_[id].at, piece_len(id, q),
+                      full->begin() + p.offset + q * pieces_[id].size);
+        }
     }
   }
 }
@@ -165,17 +293,8 @@ void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
 void Optimizer::import_moments(const std::vector<float>& m, const std::vector<float>& v) {
   for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
     std::vector<float> here(mine->count(), 0.0f);
-    for (const Run& r : runs_)
-      if (!r.sharded)
-        std::copy_n(full->begin() + params_.infos[r.param].offset + r.begin, r.len, here.begin() + r.moment);
-    if (zero1_) {
-      size_t at = 0, lo = shard_ * size_t(g_.dp->rank());
-      for (int id : dense_) {
-        const ParamInfo& p = params_.infos[id];
-        for (size_t i = 0; i < p.numel; ++i, ++at)
-          if (at >= lo && at < lo + shard_) here[at - lo] = (*full)[p.offset + i];
-      }
-    }
+    for (const Run& r : runs_)  // a sharded run is this rank's piece
+      std::copy_n(full->begin() + params_.infos[r.param].offset + r.begin, r.len, here.begin() + r.moment);
     mine->from_host(here);
   }
 }

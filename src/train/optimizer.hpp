@@ -6,25 +6,35 @@
 //   tensor_partial parameters over the tensor-parallel group (each rank's heads gave a part);
 //   routed experts over their replicas (ranks of the stage with the same expert-parallel rank);
 //   every other parameter over the data-parallel group.
-// Then it clips by the global norm and applies AdamW. With ZeRO-1 the dense parameters' AdamW
-// moments are sharded over the data-parallel group: gradients are reduce-scattered, each rank
-// updates its 1/dp of the dense weights, and the updated weights are all-gathered. Routed
-// experts keep whole moments on their ranks (they are already split ep ways).
+// Then it clips by the global norm and applies AdamW.
+// ZeRO (over the data-parallel group; routed experts are already split ep ways and stay whole):
+//   1  each dense parameter is cut into dp equal pieces; data-parallel rank r keeps piece r's AdamW
+//      moments. The step's gradients are reduce-scattered, each rank updates its pieces, and the
+//      updated weights are all-gathered.
+//   2  the same, and the dense gradients have no full-size storage: each group of them that a
+//      micro-batch's backward completes (a block, the head, the embedding: Model::grad_groups) is
+//      written into a window lent for the group, reduce-scattered at once and added to this rank's
+//      pieces. The other sums above then run on the pieces (every rank of those groups holds the
+//      same pieces).
 // Moments, packed gradients and shards are device buffers of the parameters' backend; the norm,
 // the clipping and AdamW are ops, and the groups' DeviceComms move the packed device buffers.
 #include <cstddef>
 #include <vector>
 
 #include "config/config.hpp"
+#include "model/model.hpp"
 #include "model/params.hpp"
-#include "tensor/buffer.hpp"
 #include "parallel/groups.hpp"
+#include "tensor/buffer.hpp"
 
 namespace mt {
 
-class Optimizer {
+class Optimizer : public WeightGradSink {
  public:
-  Optimizer(ParamStore& params, const OptimizerConfig& cfg, const ParallelGroups& groups, bool zero1);
+  // `zero`: the ZeRO stage; it shards only with more than one data-parallel rank. Stage 2 takes
+  // the gradients from `model` as its backward passes complete them.
+  Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGroups& groups, int zero);
+  ~Optimizer() override;
 
   // Sums the gradients over their copies; returns the global L2 norm of the gradient.
   double reduce_gradients();
@@ -33,17 +43,24 @@ class Optimizer {
   void step(double lr, long t);
 
   // The moments of every parameter this rank holds, in the ParamStore's layout (checkpoints).
-  // Collective over the data-parallel group under ZeRO-1.
+  // Collective over the data-parallel group under ZeRO.
   void export_moments(std::vector<float>& m, std::vector<float>& v);
   void import_moments(const std::vector<float>& m, const std::vector<float>& v);
   size_t moment_floats() const { return m_.count(); }
-  // Everything the optimizer holds on the device: the moments and ZeRO-1's packed gradients and shard.
-  size_t state_floats() const { return m_.count() + v_.count() + packed_.count() + shard_grad_.count(); }
+  // What holds gradients on the device: the parameters' own, and under ZeRO-2 this rank's pieces,
+  // the windows and the reduce-scatter's buffers.
+  size_t gradient_floats() const;
+  // The rest of the optimizer's device state: the moments, and ZeRO-1's pieces and packed buffer.
+  size_t state_floats() const;
   const ParallelGroups& groups() const { return g_; }
 
+  // WeightGradSink (ZeRO-2).
+  void open(int chunk, const std::vector<int>& ids) override;
+  void close(int chunk) override;
+
  private:
-  // A stretch of one parameter this rank updates; its gradient is at grad_offset in the ZeRO
-  // shard buffer (sharded) or at the parameter's own offset (not).
+  // A stretch of one parameter this rank updates; its gradient is at grad_offset in the pieces
+  // buffer (sharded) or at the parameter's own gradient (not).
   struct Run {
     int param = 0;
     size_t begin = 0, len = 0;  // elements of the parameter
@@ -51,25 +68,44 @@ class Optimizer {
     bool sharded = false;
     size_t grad_offset = 0;
   };
-  // Copies the listed parameters' parts of `from` (ParamStore layout, device) into a packed device
-  // buffer and back.
-  size_t packed_size(const std::vector<int>& ids) const;
-  void pack(const std::vector<int>& ids, const float* from, float* to) const;
-  void unpack(const std::vector<int>& ids, const float* from, float* to) const;
-  // Sums the listed parameters' gradients over `group`.
+  // Piece r of a sharded parameter: elements [r * piece, min(numel, (r + 1) * piece)).
+  struct Piece {
+    size_t size = 0;  // elements per rank, the last ranks' padded with zeros
+    size_t at = 0;    // offset in this rank's pieces buffer (shard_grad_, mine)
+  };
+  size_t piece_len(int id, int rank) const;
+  // ids' pieces of the parameters' `from` (device, element 0 of each parameter at from(id)) into
+  // a [ranks][sum of ids' pieces] buffer, zero-padded: rank r's section holds every piece r.
+  template <class From>
+  void pack_pieces(const std::vector<int>& ids, From from, float* to) const;
+  size_t pieces_size(const std::vector<int>& ids) const;
+  // Sums the listed parameters' gradients over `group`: their pieces where sharded.
   void sum_over(const std::vector<int>& ids, DeviceComm& group);
+  float* gradient_of(int id) const;  // a parameter's full gradient, or its pieces where sharded
+  size_t gradient_size(int id) const;
+  // All-gathers the updated pieces into every rank's weights, in batches that fit the packed buffer.
+  void gather_weights();
   const Backend& be() const { return params_.backend(); }
+  bool sharded(int id) const { return pieces_[size_t(id)].size > 0; }
 
   ParamStore& params_;
+  Model& model_;
   OptimizerConfig cfg_;
   const ParallelGroups& g_;
-  bool zero1_;
+  int zero_ = 0;  // 0 unless dp > 1
   std::vector<int> dense_, experts_, partial_, embedding_;
   std::vector<int> by_name_;  // every parameter, ordered by name
-  size_t shard_ = 0;                // ZeRO-1: dense elements per data-parallel rank (padded)
-  Buffer packed_, shard_grad_;
+  std::vector<int> sharded_;  // ZeRO: the dense parameters by name, the pieces buffer's order
+  std::vector<Piece> pieces_;  // [parameter]; size 0: not sharded
+  size_t shard_ = 0;            // this rank's pieces, elements
+  size_t batch_ = 0;            // ZeRO: elements per rank the packed buffer holds
+  Buffer packed_, shard_grad_, received_;
   std::vector<Run> runs_;
   Buffer m_, v_;
+  // ZeRO-2: a window per chunk for the open group's gradients, and which group is open.
+  std::vector<Buffer> windows_;
+  std::vector<std::vector<int>> open_;
+  bool accumulating_ = false;  // the pieces hold this step's gradients so far
 };
 
 }  // namespace mt

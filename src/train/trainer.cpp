@@ -133,7 +133,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
   model_->set_recompute(t.recompute);
-  optimizer_ = std::make_unique<Optimizer>(model_->params, cfg.optimizer, groups_, p.zero == 1);
+  optimizer_ = std::make_unique<Optimizer>(*model_, cfg.optimizer, groups_, p.zero);
   if (schedule_)
     transfers_ = std::make_unique<TransferBuffers>(device_.backend,
                                                    size_t(t.micro_batch) * cfg.model.seq_len * cfg.model.d_model);
@@ -235,7 +235,7 @@ TrainSummary::Memory Trainer::memory_use() const {
   const size_t buffers = params.buffers_total();
   // Collective: every rank's figures, in MB (float's digits are plenty for a report).
   const std::vector<float> mine{float(double(params.total() + buffers) * sizeof(float) / 1e6),
-                                float(double(params.total()) * sizeof(float) / 1e6),
+                                float(double(optimizer_->gradient_floats()) * sizeof(float) / 1e6),
                                 float(double(optimizer_->state_floats()) * sizeof(float) / 1e6),
                                 float(double(model_->arena_bytes()) / 1e6), float(double(model_->arena_high_water()) / 1e6)};
   std::vector<float> all(mine.size() * size_t(opt_.world->size()));

@@ -93,6 +93,10 @@ same "dp=2, aux-free bias, sequence balance loss" dp=2 -- model.moe.aux_loss=\"s
 same "dp=2, global-batch balance loss" dp=2 -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 same "dp=4, MLA and MTP" dp=4 -- model.attention.kind=\"mla\" model.mtp.depth=1
 same "dp=2 with ZeRO-1" dp=2,zero=1 -- model.moe.aux_loss=\"sequence\"
+# ZeRO-2: each block's, the head's and the embedding's gradients are reduce-scattered as soon as a
+# micro-batch's backward completes them (MTP: the head and embedding in two groups each).
+same "dp=2 with ZeRO-2, MLA and MTP" dp=2,zero=2 -- model.attention.kind=\"mla\" model.mtp.depth=1
+same "recompute full: dp=4 with ZeRO-2" dp=4,zero=2 -- training.recompute=\"full\"
 # DualPipeV on one pipeline rank: both half-model chunks on each rank, forward beside backward.
 same "dp=2 pp=1 dualpipev" 'dp=2,schedule="dualpipev"' -- model.moe.aux_loss=\"sequence\"
 same "tp=2, MHA with grouped key/value heads" tp=2 -- model.n_heads=4 model.head_dim=8 model.attention.n_kv_heads=2
@@ -108,6 +112,11 @@ same "pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 model.moe.aux_loss
 same "pp=4 dualpipe, MTP" 'pp=4,schedule="dualpipe"' -- model.n_layers=4 training.micro_batch=1 model.mtp.depth=1
 same "pp=2 dualpipev, MLA" 'pp=2,schedule="dualpipev"' -- model.n_layers=4 model.attention.kind=\"mla\" model.mtp.depth=1
 same "pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' -- training.micro_batch=1
+# ZeRO-2's pieces summed over the DualPipe pair (mirror) and over tp (MLA's latent projections).
+same "pp=2 x ep=2 x dp=2 dualpipe, ZeRO-2, MTP" 'pp=2,ep=2,dp=2,zero=2,schedule="dualpipe"' -- training.micro_batch=1 \
+  model.mtp.depth=1
+same "tp=2 x ep=2 x dp=2, ZeRO-2, MLA" dp=2,tp=2,ep=2,zero=2 -- model.attention.kind=\"mla\"
+same "pp=2 x dp=2 zb-h1, ZeRO-2 (deferred weight passes)" 'pp=2,dp=2,zero=2,schedule="zb-h1"' -- model.n_layers=4
 # Full recomputation repeats each block's forward, its tensor-parallel sums and expert all-to-alls
 # included, in the same order on every rank; selective recomputes without communicating.
 same "recompute full: tp=2 x ep=2 x dp=2" dp=2,tp=2,ep=2 -- training.recompute=\"full\"
@@ -136,21 +145,25 @@ same "bf16: ep=2 x dp=2, MLA, rows dispatched in bfloat16" dp=2,ep=2 -- precisio
   model.attention.kind=\"mla\" model.attention.q_lora_rank=16
 [[ $only_matrix == 1 ]] && exit 0
 
-# A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO-1 stops after
-# 2 steps, pp=2 x tp=2 runs steps 3 and 4; against 4 uninterrupted steps on one rank.
+# A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO stops after
+# 2 steps, the second layout runs steps 3 and 4; against 4 uninterrupted steps on one rank.
 resume_case() {
-  local name="dp=2 x ep=2 (ZeRO-1) for 2 steps, then pp=2 x tp=2"
-  $bin train "$tmp/exp.toml" --set run.name=resume-1 > "$tmp/resume-1.out" 2>&1 &&
-  mpi 2 $bin train "$tmp/exp.toml" --set run.name=resume-n --set parallel.dp=2 --set parallel.ep=2 --set parallel.zero=1 \
-    --stop-after 2 > "$tmp/resume-a.out" 2>&1 &&
-  mpi 4 $bin train "$tmp/exp.toml" --set run.name=resume-n --set parallel.pp=2 --set parallel.tp=2 \
-    > "$tmp/resume-b.out" 2>&1 || { echo "FAIL $name: a run failed"; tail -n 3 "$tmp"/resume-*.out; return; }
-  if ! grep -q "resume   from .*step_00000002 (step 2)" "$tmp/resume-b.out"; then
+  local zero=$1 ranks=$2; shift 2
+  local name="dp=2 x ep=2 (ZeRO-$zero) for 2 steps, then $*" run=resume-z$zero later=() s
+  for s in "$@"; do later+=(--set "parallel.$s"); done
+  { [[ -d $tmp/runs/resume-1 ]] || $bin train "$tmp/exp.toml" --set run.name=resume-1 > "$tmp/resume-1.out" 2>&1; } &&
+  mpi 2 $bin train "$tmp/exp.toml" --set run.name=$run --set parallel.dp=2 --set parallel.ep=2 --set parallel.zero=$zero \
+    --stop-after 2 > "$tmp/$run-a.out" 2>&1 &&
+  mpi "$ranks" $bin train "$tmp/exp.toml" --set run.name=$run "${later[@]}" \
+    > "$tmp/$run-b.out" 2>&1 || { echo "FAIL $name: a run failed"; tail -n 3 "$tmp"/resume-*.out; return; }
+  if ! grep -q "resume   from .*step_00000002 (step 2)" "$tmp/$run-b.out"; then
     echo "FAIL $name: the second run did not resume from step 2"; return
   fi
-  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/resume-1" "$tmp/runs/resume-n" 4 4
+  "$python" tests/mpi/same_run.py "$name" "$tmp/runs/resume-1" "$tmp/runs/$run" 4 "$ranks"
 }
-resume_case
+resume_case 1 4 pp=2 tp=2
+# ZeRO-2's moments go out by global slice like ZeRO-1's; ZeRO-2 resumes them on another dp.
+resume_case 2 4 dp=4 zero=2
 
 # Killing one rank ends the whole job, with mpirun naming the rank. Event-driven, no sleeping:
 # rank 1 records its pid, and rank 0 kills it with SIGKILL as soon as it prints its first step.
