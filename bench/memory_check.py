@@ -31,6 +31,8 @@ layouts = [
     ("dp=2 zero=2", 2, ["parallel.dp=2", "parallel.zero=2"]),
     ("dp=2 zero=2, MLA, MTP 1", 2, ["parallel.dp=2", "parallel.zero=2", "model.attention.kind=mla", "model.mtp.depth=1"]),
     ("dp=2 ep=2 zero=2, full", 2, ["parallel.dp=2", "parallel.ep=2", "parallel.zero=2", "training.recompute=full"]),
+    ("dp=2 zero=3", 2, ["parallel.dp=2", "parallel.zero=3"]),
+    ("dp=2 zero=3, MLA, MTP 1", 2, ["parallel.dp=2", "parallel.zero=3", "model.attention.kind=mla", "model.mtp.depth=1"]),
 ]
 
 number = r"([0-9.]+)"

@@ -72,8 +72,7 @@ struct Loaded {
 Loaded load(mt::Trainer& t, const std::string& dir) {
   Loaded l;
   mt::ParamStore& p = t.model().params;
-  l.state = mt::load_checkpoint(dir, {p, l.exp_avg, l.exp_avg_sq});
-  l.values = p.host_values();
+  l.state = mt::load_checkpoint(dir, {p, l.values, l.exp_avg, l.exp_avg_sq});
   for (size_t i = 0; i < p.buffer_names.size(); ++i) {
     const std::vector<float> b = p.host_buffer(int(i));
     l.buffers.insert(l.buffers.end(), b.begin(), b.end());

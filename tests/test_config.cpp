@@ -110,6 +110,9 @@ TEST_CASE("other cross-field rules") {
   // A dense model has no tokens to split.
   CHECK(error_of("[parallel]\ntp = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 16\nn_dense_layers = 4\n[training]\nmicro_batch = 2\n") == "");
   CHECK(contains(error_of("[parallel]\nvpp = 2\n"), "parallel.vpp = 2 applies to parallel.schedule = \"interleaved\" only"));
+  CHECK(contains(error_of("[parallel]\npp = 2\nzero = 3\n"), "parallel.zero = 3 (FSDP) gathers each block's weights"));
+  CHECK(contains(error_of("[parallel]\nschedule = \"dualpipev\"\nzero = 3\n"), "use parallel.pp = 1 with schedule \"1f1b\""));
+  CHECK(error_of("[parallel]\ndp = 2\nzero = 3\n[training]\nmicro_batch = 4\n") == "");
   CHECK(contains(error_of("[parallel]\ndp = 3\n"), "training.global_batch = 16 must be a multiple of parallel.dp * training.micro_batch = 24"));
   // A rule broken by a default names the default.
   CHECK(contains(error_of("[model]\nd_model = 90\n"), "exp.toml (default of model.n_heads): model.n_heads = 4 must divide"));

@@ -194,7 +194,9 @@ TEST_CASE("layout rules and memory accounting") {
   CHECK(contains(problem("tp=16,pp=16"), "tp = 16 spans scale-up domains of 8"));
   CHECK(contains(problem("pp=16,ep=3"), "ep = 3 does not divide dp*tp = 128"));
   CHECK(contains(problem("pp=16,schedule=dualpipe,mbs=32"), "dp*mbs = 4096 does not divide the global batch"));
-  CHECK(contains(problem("pp=16,zero=3"), "zero=3 (FSDP) with pp > 1"));
+  CHECK(contains(problem("pp=16,zero=3"), "zero=3 (FSDP) with a pipeline schedule"));
+  CHECK(contains(problem("pp=1,tp=8,schedule=dualpipev,zero=3"), "zero=3 (FSDP) with a pipeline schedule"));
+  CHECK(problem("pp=1,tp=8,zero=3").empty());
   CHECK(contains(user_error_of([] { parse_layout("tp=2,pp=x", 2048); }), "'pp=x': pp must be an integer >= 1"));
   CHECK(contains(user_error_of([] { parse_layout("speed=2", 2048); }), "unknown key; valid keys are dp, tp"));
   CHECK(contains(user_error_of([] { parse_layout("tp=3", 2048); }), "tp*pp = 3 does not divide 2048"));

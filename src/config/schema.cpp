@@ -210,8 +210,9 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.ep", p.ep, 1, kInt, "expert-parallel ranks (among the dp*tp ranks of a stage)");
   b.integer("parallel.vpp", p.vpp, 1, kInt, "model chunks per pipeline rank (interleaved schedule)");
   b.choice("parallel.schedule", p.schedule, "pipeline schedule");
-  b.integer("parallel.zero", p.zero, 0, 2,
-            "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them, 2 = gradients sharded too");
+  b.integer("parallel.zero", p.zero, 0, 3,
+            "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them, 2 = gradients "
+            "sharded too, 3 = weights too (FSDP: gathered per block as passes read them; no pipeline schedule)");
   b.flag("parallel.share_gpu", p.share_gpu,
          "ranks of a node may share its GPUs (rank i uses GPU i mod count) and communicate through host memory "
          "instead of NCCL, which refuses two ranks on one GPU");

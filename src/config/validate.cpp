@@ -75,6 +75,10 @@ void validate_layout(const Config& c) {
           "\"1f1b\" (micro-batches one after another), \"dualpipev\" (two half-model chunks on the rank, one micro-batch's "
           "forward overlapping another's backward), or parallel.pp > 1");
   if (p.pp > 1 || p.schedule == Kind::dualpipev) validate_pipeline(c);
+  // The planner refuses the same (layout_problem).
+  require(p.zero < 3 || (p.pp == 1 && p.schedule == Kind::one_f_one_b), c, "parallel.zero",
+          "= 3 (FSDP) gathers each block's weights for every pass of every micro-batch, and runs without a pipeline "
+          "schedule: use parallel.pp = 1 with schedule \"1f1b\", or zero <= 2 with pipelines");
   require(!(p.share_gpu && p.comm == CommChoice::nccl), c, "parallel.comm",
           "= \"nccl\" cannot go with parallel.share_gpu = true: NCCL refuses two ranks on one GPU; set parallel.comm = "
           "\"auto\" (staged through host memory when ranks share a GPU)");

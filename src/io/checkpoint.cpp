@@ -71,7 +71,7 @@ void write_rank_file(const fs::path& path, const ModelState& model, const TrainS
   std::vector<int> mine;
   for (size_t i = 0; i < params.infos.size(); ++i)
     if (first_copy(params.infos[i], groups)) mine.push_back(int(i));
-  write_param_slices(f, "/params", params, params.host_values(), mine);
+  write_param_slices(f, "/params", params, model.values, mine);
   write_param_slices(f, "/optim/exp_avg", params, model.exp_avg, mine);
   write_param_slices(f, "/optim/exp_avg_sq", params, model.exp_avg_sq, mine);
   if (first_replica(groups)) write_buffers(f, "/buffers", params);
@@ -173,9 +173,8 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
     const ParamSlices slices(files);
     model.exp_avg.assign(model.params.total(), 0.0f);
     model.exp_avg_sq.assign(model.params.total(), 0.0f);
-    std::vector<float> values(model.params.total(), 0.0f);
-    slices.read("/params", model.params, values);
-    model.params.set_values(values);
+    model.values.assign(model.params.total(), 0.0f);
+    slices.read("/params", model.params, model.values);
     slices.read("/optim/exp_avg", model.params, model.exp_avg);
     slices.read("/optim/exp_avg_sq", model.params, model.exp_avg_sq);
     slices.read_buffers("/buffers", model.params);

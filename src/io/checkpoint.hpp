@@ -24,9 +24,11 @@ struct TrainState {
   long long seed = 0;            // the run's seed; training draws no other random numbers
 };
 
-// A rank's part of the model: its parameters and the AdamW moments in the same layout.
+// A rank's part of the model: its parameters (their names, shapes and buffers), and their values
+// and AdamW moments in the ParamStore's layout (whoever holds them: Optimizer::export_values).
 struct ModelState {
   ParamStore& params;
+  std::vector<float>& values;
   std::vector<float>& exp_avg;
   std::vector<float>& exp_avg_sq;
 };

@@ -134,7 +134,9 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
 
   s.acts[0] = arena.floats(n);
   if (stage.first)
-    be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
+    with_values(chunk, {embedding}, [&] {
+      be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
+    });
   else
     be.copy(s.acts[0], input, n * sizeof(float));
   s.aux_scale = scales.aux;
@@ -145,16 +147,20 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
     scratch.reset();
     Arena& kept = recompute_ == Recompute::full ? scratch : arena;
     Arena& redo = recompute_ == Recompute::none ? arena : scratch;
-    r.aux_sum += blocks_[stage.first_block + i]->forward(slot, kept, redo, scratch, s.acts[i], mb.batch, s.acts[i + 1],
-                                                         scales.aux);
+    with_values(chunk, block_group(stage.first_block + i), [&] {
+      r.aux_sum += blocks_[stage.first_block + i]->forward(slot, kept, redo, scratch, s.acts[i], mb.batch,
+                                                           s.acts[i + 1], scales.aux);
+    });
   }
   if (!stage.last) return r;
   s.normed = arena.floats(n);
   s.rstd = arena.floats(rows);
-  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[nb],
-                      .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
   s.logits = arena.floats(size_t(rows) * V);
-  head_env(chunk).linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
+  with_values(chunk, head_group(), [&] {
+    be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[nb],
+                        .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
+    head_env(chunk).linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
+  });
   s.dlogits = keep_logits_ ? arena.floats(size_t(rows) * V) : s.logits;
   float* losses = arena.floats(rows);
   r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
@@ -162,7 +168,8 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;  // the host's own copy
   s.mtp.resize(mtp.size());
   r.mtp_ce_sums.assign(mtp.size(), 0.0);
-  for (size_t k = 0; k < mtp.size(); ++k) r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), scales, &r.aux_sum);
+  for (size_t k = 0; k < mtp.size(); ++k)
+    with_values(chunk, mtp_values(int(k)), [&] { r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), scales, &r.aux_sum); });
   return r;
 }
 
@@ -281,12 +288,15 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
   s.grads[nb] = arena.floats(n);
   if (stage.last) {
     s.dnormed = arena.floats(n);
-    head_env(chunk).linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
-    be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb],
-                               .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[nb]});
+    with_values(chunk, head_group(), [&] {
+      head_env(chunk).linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
+      be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb],
+                                 .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[nb]});
+    });
     // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
     const float* dh = nullptr;
-    for (int k = int(mtp.size()) - 1; k >= 0; --k) dh = mtp_backward_input(chunk, slot, k, dh);
+    for (int k = int(mtp.size()) - 1; k >= 0; --k)
+      with_values(chunk, mtp_values(k), [&] { dh = mtp_backward_input(chunk, slot, k, dh); });
     if (dh) be.add({.n = n, .x = dh, .y = s.grads[nb]});
   } else {
     be.copy(s.grads[nb], output_grad, n * sizeof(float));
@@ -298,19 +308,21 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = !s.blocks_weighted ? arena.floats(n) : (nb - i) % 2 ? other : s.grads[nb];
     Block& block = *blocks_[stage.first_block + i];
-    if (!s.blocks_weighted) {
-      block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
-      continue;
-    }
-    Arena& work = scratch_[chunk];
-    work.reset();
-    if (recompute_ == Recompute::full)
-      block.forward(slot, work, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
-    else if (recompute_ == Recompute::selective)
-      block.redo(slot, work);
-    block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
-    // Before the next block reuses the scratch.
-    weigh(chunk, block_group(stage.first_block + i), [&] { block.backward_weight(slot); });
+    with_values(chunk, block_group(stage.first_block + i), [&] {
+      if (!s.blocks_weighted) {
+        block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
+        return;
+      }
+      Arena& work = scratch_[chunk];
+      work.reset();
+      if (recompute_ == Recompute::full)
+        block.forward(slot, work, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
+      else if (recompute_ == Recompute::selective)
+        block.redo(slot, work);
+      block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
+      // Before the next block reuses the scratch.
+      weigh(chunk, block_group(stage.first_block + i), [&] { block.backward_weight(slot); });
+    });
   }
 }
 
@@ -368,9 +380,31 @@ std::vector<std::vector<int>> Model::grad_groups(int chunk) const {
 }
 
 void Model::weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights) {
-  if (sink_) sink_->open(chunk, ids);
+  if (shards_) shards_->open(chunk, ids);
   weights();
-  if (sink_) sink_->close(chunk);
+  if (shards_) shards_->close(chunk);
+}
+
+void Model::with_values(int chunk, const std::vector<int>& ids, const std::function<void()>& pass) {
+  if (shard_values_) shards_->gather(chunk, ids);
+  pass();
+  if (shard_values_) shards_->release(chunk);
+}
+
+std::vector<int> Model::mtp_values(int k) const {
+  std::vector<int> ids{head, embedding};
+  for (int id = mtp_params_[size_t(k)].first; id < mtp_params_[size_t(k)].second; ++id) ids.push_back(id);
+  return ids;
+}
+
+std::vector<std::vector<int>> Model::value_groups(int chunk) const {
+  const StageSpec& stage = chunks_[size_t(chunk)];
+  std::vector<std::vector<int>> groups;
+  if (stage.first) groups.push_back({embedding});
+  for (int b = stage.first_block; b < stage.end_block; ++b) groups.push_back(block_group(b));
+  if (stage.last) groups.push_back(head_group());
+  for (size_t k = 0; stage.last && k < mtp.size(); ++k) groups.push_back(mtp_values(int(k)));
+  return groups;
 }
 
 }  // namespace mt

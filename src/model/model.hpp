@@ -60,14 +60,19 @@ struct StageSpec {
   const Backend* side = nullptr;  // the chunk's second stream (LayerEnv::side), if any
 };
 
-// Takes groups of weight gradients as a backward pass completes them (ZeRO-2 reduce-scatters
-// each and keeps its shard): the gradients of a group's parameters accumulate, in ops queued on
-// the chunk's stream, between open() and close(), in memory the sink lends (ParamStore).
-class WeightGradSink {
+// Parameters held in pieces over the data-parallel ranks (ZeRO), lent to the model a group at a
+// time, in memory of the holder's (ParamStore's lend calls):
+//   open/close (ZeRO-2, 3): the gradients of a group's parameters accumulate, in ops queued on the
+//     chunk's stream, between open() and close(); the holder then reduce-scatters them.
+//   gather/release (ZeRO-3): the values of a group's parameters may be read by ops queued on the
+//     chunk's stream between gather() (which all-gathers them) and release().
+class ParamShards {
  public:
-  virtual ~WeightGradSink() = default;
+  virtual ~ParamShards() = default;
   virtual void open(int chunk, const std::vector<int>& ids) = 0;
   virtual void close(int chunk) = 0;
+  virtual void gather(int chunk, const std::vector<int>& ids) = 0;
+  virtual void release(int chunk) = 0;
 };
 
 class Model {
@@ -118,10 +123,13 @@ class Model {
   // micro-batch's largest tensor at a large vocabulary, not held twice).
   std::vector<float> logits_to_host(int slot) const;
   void set_keep_logits(bool keep) { keep_logits_ = keep; }
-  // ZeRO-2: each group of weight gradients goes to the sink as soon as a micro-batch's backward
-  // completes it. grad_groups: the groups a chunk's passes open (the sink sizes its memory by them).
-  void set_grad_sink(WeightGradSink* sink) { sink_ = sink; }
+  // ZeRO-2/3: each group of weight gradients goes to the holder as soon as a micro-batch's
+  // backward completes it, and (ZeRO-3) each group of values comes from it just before a pass
+  // reads them. grad_groups, value_groups: the groups a chunk's passes open and gather (the holder
+  // sizes its memory by them).
+  void set_shards(ParamShards* shards, bool values) { shards_ = shards, shard_values_ = values; }
   std::vector<std::vector<int>> grad_groups(int chunk) const;
+  std::vector<std::vector<int>> value_groups(int chunk) const;
 
   const std::vector<StageSpec>& chunks() const { return chunks_; }
   const Backend& backend() const { return env_.be(); }
@@ -175,8 +183,12 @@ class Model {
   std::vector<int> block_group(int block) const;
   std::vector<int> head_group() const { return {head, final_norm}; }
   std::vector<int> mtp_group(int k) const;
-  // Runs `weights` (ops adding to the gradients of `ids`) between the sink's open and close.
+  // The parameters an MTP module's forward and input-gradient pass read.
+  std::vector<int> mtp_values(int k) const;
+  // Runs `weights` (ops adding to the gradients of `ids`) between the holder's open and close.
   void weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights);
+  // Runs `pass` (ops reading the values of `ids`) between the holder's gather and release.
+  void with_values(int chunk, const std::vector<int>& ids, const std::function<void()>& pass);
   // `measure` (capacity or high water) summed over every slot's arenas and the chunks' scratch.
   size_t sum_over_arenas(size_t (Arena::*measure)() const) const;
   ModelConfig cfg_;
@@ -195,7 +207,8 @@ class Model {
   std::vector<Arena> scratch_;
   Recompute recompute_ = Recompute::none;
   bool keep_logits_ = false;
-  WeightGradSink* sink_ = nullptr;
+  ParamShards* shards_ = nullptr;
+  bool shard_values_ = false;  // ZeRO-3: values come from shards_ too
   std::vector<std::pair<int, int>> block_params_;  // [block]: its parameters' ids [first, end)
   std::vector<std::pair<int, int>> mtp_params_;    // [module]: the same
   std::vector<std::vector<Saved>> saved_;

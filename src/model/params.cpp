@@ -34,7 +34,7 @@ int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init in
   p.shape = std::move(shape);
   p.numel = 1;
   for (auto d : p.shape) p.numel *= size_t(d);
-  p.offset = p.grad_offset = total_;
+  p.offset = p.grad_offset = p.value_offset = total_;
   p.decay = decay;
   total_ += p.numel;
   infos.push_back(std::move(p));
@@ -65,6 +65,7 @@ void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std
   values_.from_host(values);
   grads_ = Buffer(backend, DType::f32, total_);
   lent_.assign(infos.size(), nullptr);
+  lent_values_.assign(infos.size(), nullptr);
   buffers_.clear();
   for (size_t n : buffer_sizes_) buffers_.emplace_back(backend, DType::f32, n);
 }
@@ -75,6 +76,20 @@ void ParamStore::release_gradients(const std::vector<int>& ids) {
   for (ParamInfo& p : infos)
     if (!p.grad_released) p.grad_offset = kept, kept += p.numel;
   grads_ = Buffer(values_.backend(), DType::f32, kept);
+}
+
+void ParamStore::release_values(const std::vector<int>& ids) {
+  for (int id : ids) infos[size_t(id)].value_released = true;
+  size_t kept = 0;
+  for (const ParamInfo& p : infos) kept += p.value_released ? 0 : p.numel;
+  Buffer values(values_.backend(), DType::f32, kept);
+  kept = 0;
+  for (ParamInfo& p : infos)
+    if (!p.value_released) {
+      backend().copy(values.f32() + kept, values_.f32() + p.value_offset, p.numel * sizeof(float));
+      p.value_offset = kept, kept += p.numel;
+    }
+  values_ = std::move(values);
 }
 
 }  // namespace mt

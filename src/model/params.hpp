@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/buffer.hpp"
+#include "util/error.hpp"
 
 namespace mt {
 
@@ -37,10 +38,10 @@ struct ParamInfo {
   int64_t split_start = 0;            // where the slice begins
   Spread spread = Spread::replicated;
   size_t offset = 0, numel = 0;
-  // Where its gradient lies in the gradient buffer (offset, unless ZeRO-2 released some); released:
-  // no storage of its own (ParamStore::release_gradients).
-  size_t grad_offset = 0;
-  bool grad_released = false;
+  // Where its gradient and its value lie in their buffers (offset, unless ZeRO released some);
+  // released: no storage of its own (ParamStore::release_gradients, release_values).
+  size_t grad_offset = 0, value_offset = 0;
+  bool grad_released = false, value_released = false;
   bool decay = true;          // weight decay applies (matrices), not to norms and biases
   // A second copy of a parameter whose first copy lives on another pipeline rank (the
   // embedding that multi-token prediction needs on the last stage); their gradients sum.
@@ -62,7 +63,9 @@ class ParamStore {
   void finalize(const Backend& backend, uint64_t seed, double init_std);
 
   // Device pointers (for ops and Comm); the host reads and writes them through the host_/set_ calls.
-  float* value(int id) const { return values_.f32() + infos[id].offset; }
+  float* value(int id) const {
+    return infos[id].value_released ? lent_values_[id] : values_.f32() + infos[id].value_offset;
+  }
   float* grad(int id) const { return infos[id].grad_released ? lent_[id] : grads_.f32() + infos[id].grad_offset; }
   float* buffer(int id) const { return buffers_[id].f32(); }
   float* values_data() const { return values_.f32(); }
@@ -77,10 +80,16 @@ class ParamStore {
   size_t total() const { return total_; }
   const Backend& backend() const { return values_.backend(); }
 
-  std::vector<float> host_values() const { return values_.to_host_f32(); }
+  std::vector<float> host_values() const {
+    MT_CHECK(values_.count() == total_);  // no value released
+    return values_.to_host_f32();
+  }
   std::vector<float> host_grads() const { return grads_.to_host_f32(); }
   std::vector<float> host_buffer(int id) const { return buffers_[id].to_host_f32(); }
-  void set_values(const std::vector<float>& v) const { values_.from_host(v); }
+  void set_values(const std::vector<float>& v) const {
+    MT_CHECK(values_.count() == total_);
+    values_.from_host(v);
+  }
   void set_buffer(int id, const std::vector<float>& v) const { buffers_[id].from_host(v); }
   void zero_grads() const { grads_.zero(); }
   // The gradients' own storage: every parameter's, less the released ones (grad_offset's layout).
@@ -90,6 +99,11 @@ class ParamStore {
   // lends memory while a backward pass writes them (lend_gradient) and takes it back after.
   void release_gradients(const std::vector<int>& ids);
   void lend_gradient(int id, float* at) { lent_[size_t(id)] = at; }
+  // ZeRO-3: the same for values (the rest keep theirs); host_values and set_values then refuse.
+  void release_values(const std::vector<int>& ids);
+  void lend_value(int id, float* at) { lent_values_[size_t(id)] = at; }
+  size_t values_total() const { return values_.count(); }
+  std::vector<float> host_stored_values() const { return values_.to_host_f32(); }  // value_offset's layout
 
   std::vector<ParamInfo> infos;
   std::vector<std::string> buffer_names;
@@ -99,7 +113,7 @@ class ParamStore {
   std::vector<size_t> buffer_sizes_;
   size_t total_ = 0;
   Buffer values_, grads_;
-  std::vector<float*> lent_;  // per parameter: the lent memory of a released gradient
+  std::vector<float*> lent_, lent_values_;  // per parameter: the lent memory of a released gradient, value
   std::vector<Buffer> buffers_;
 };
 

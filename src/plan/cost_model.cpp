@@ -140,9 +140,11 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 // tensor-parallel rank), split over tp or ep where it splits them; and the MoE layers' router
 // biases, which are weights without gradients. `experts`: the routed experts' part of `params`.
 // `largest_group`: the most dense parameters whose gradients one piece of the backward completes
-// together (a block, the head, the embedding, an MTP module's rest: Model::grad_groups).
+// together (a block, the head, the embedding, an MTP module's rest: Model::grad_groups);
+// `largest_read`: the most whose values one piece of a pass reads (Model::value_groups: an MTP
+// module reads the head and the embedding too).
 struct StageParams {
-  double params = 0, experts = 0, buffers = 0, largest_group = 0;
+  double params = 0, experts = 0, buffers = 0, largest_group = 0, largest_read = 0;
 };
 StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int first, int end, bool has_embedding,
                                   bool last) {
@@ -173,12 +175,19 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
     return p - experts;
   };
   auto group = [&](double dense) { s.largest_group = std::max(s.largest_group, dense); };
-  for (int i = first; i < end; ++i) group(layer(i >= m.n_dense_layers));
-  if (has_embedding) s.params += V * d, group(V * d);
+  auto read = [&](double dense) { s.largest_read = std::max(s.largest_read, dense); };
+  for (int i = first; i < end; ++i) {
+    const double block = layer(i >= m.n_dense_layers);
+    group(block), read(block);
+  }
+  if (has_embedding) s.params += V * d, group(V * d), read(V * d);
   if (last) {
     s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d);
-    group(V * d + d);  // the head with a norm
-    for (int k = 0; k < m.mtp.depth; ++k) group(layer(m.n_layers > m.n_dense_layers) + 2 * d * d + 2 * d), group(V * d);
+    group(V * d + d), read(V * d + d);  // the head with a norm
+    for (int k = 0; k < m.mtp.depth; ++k) {
+      const double module = layer(m.n_layers > m.n_dense_layers) + 2 * d * d + 2 * d;
+      group(module), group(V * d), read(module + d + 2 * V * d);
+    }
   }
   return s;
 }
@@ -187,14 +196,15 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
 // (their own master copy), gradients and moments. ZeRO-1 cuts every parameter but the routed
 // experts into dp pieces, keeps its piece's moments and packs the gradients for the
 // reduce-scatter; ZeRO-2 keeps only the pieces' gradients, beside a window per chunk for the
-// largest group and a packed buffer for the largest group's pieces (train/optimizer.hpp).
+// largest group and a packed buffer for the largest group's pieces (train/optimizer.hpp); ZeRO-3
+// the pieces' weights too, beside a window per chunk for the largest group a pass reads.
 Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement) {
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
-  const bool zero1 = l.zero >= 1 && l.dp > 1, zero2 = l.zero >= 2 && l.dp > 1;
+  const bool zero1 = l.zero >= 1 && l.dp > 1, zero2 = l.zero >= 2 && l.dp > 1, zero3 = l.zero >= 3 && l.dp > 1;
   Memory most;
   for (int r = 0; r < placement.ranks; ++r) {
     StageParams all;
-    double windows = 0;
+    double windows = 0, read_windows = 0;
     bool embedding = false, last = false;
     for (int c = 0; c < placement.chunks_per_rank; ++c) {
       const int pos = placement.locate(r, c)->position;
@@ -206,14 +216,16 @@ Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Pl
       all.experts += s.experts;
       all.buffers += s.buffers;
       all.largest_group = std::max(all.largest_group, s.largest_group);
+      all.largest_read = std::max(all.largest_read, s.largest_read);
       windows += s.largest_group;
+      read_windows += s.largest_read;
     }
     // The last stage's copy of the embedding (MTP) when another rank holds the first.
     if (last && !embedding && m.mtp.depth > 0) all.params += double(m.vocab_size) * m.d_model;
     const double dense = all.params - all.experts, shard = std::ceil(dense / l.dp);
-    const double batch = std::ceil(all.largest_group / l.dp);  // the largest group's pieces
+    const double batch = std::ceil((zero3 ? std::max(all.largest_group, all.largest_read) : all.largest_group) / l.dp);
     Memory here;
-    here.weights = 4 * (all.params + all.buffers);
+    here.weights = 4 * (zero3 ? all.experts + shard + read_windows + all.buffers : all.params + all.buffers);
     here.grads = zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params;
     here.optimizer = zero2 ? 8 * (shard + all.experts) : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard) : 8 * all.params;
     if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
@@ -371,7 +383,9 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   }
   if (moe_layer_count(m) > 0 && m.moe.aux_loss == BalanceLoss::global_batch && l.scheduled() && l.schedule != Kind::gpipe)
     return "the global-batch balance loss needs every forward of the step before any backward: only gpipe schedules it";
-  if (l.zero == 3 && l.pp > 1) return "zero=3 (FSDP) with pp > 1 regathers weights for every micro-batch of every stage; use zero<=2 with pipelines";
+  if (l.zero == 3 && l.scheduled())
+    return "zero=3 (FSDP) with a pipeline schedule regathers weights for every micro-batch of every stage; use zero<=2 "
+           "with pipelines";
   return "";
 }
 

@@ -63,8 +63,7 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
 std::string train_lines(const std::vector<Estimate>& rows) {
   std::string out = "train layout #N with the same experiment (and --set) as here:\n";
   for (size_t i = 0; i < rows.size(); ++i)
-    out += format_number("%2.0f ", double(i + 1)) + train_set_line(rows[i].layout) +
-           (rows[i].layout.zero >= 3 ? "  (ZeRO-3: not trainable yet)" : "") + "\n";
+    out += format_number("%2.0f ", double(i + 1)) + train_set_line(rows[i].layout) + "\n";
   return out;
 }
 

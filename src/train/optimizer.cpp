@@ -42,25 +42,38 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
     }
     shard_grad_ = Buffer(be(), DType::f32, shard_);
     batch_ = zero_ == 1 ? shard_ : 0;
-    if (zero_ == 2) {
+    if (zero_ >= 2) {
       // Each chunk's window fits its largest group; the packed buffer, the largest group's pieces.
-      std::vector<bool> grouped(params.infos.size(), false);
-      for (size_t c = 0; c < model.chunks().size(); ++c) {
-        size_t most = 0;
-        for (const std::vector<int>& group : model.grad_groups(int(c))) {
-          size_t n = 0;
-          for (int id : group)
-            if (id >= 0 && sharded(id)) n += params.infos[id].numel, grouped[size_t(id)] = true;
-          most = std::max(most, n);
-          batch_ = std::max(batch_, pieces_size(group));
+      auto windows = [&](std::vector<std::vector<int>> (Model::*groups_of)(int) const, std::vector<Buffer>& out) {
+        std::vector<bool> grouped(params.infos.size(), false);
+        for (size_t c = 0; c < model.chunks().size(); ++c) {
+          size_t most = 0;
+          for (const std::vector<int>& group : (model.*groups_of)(int(c))) {
+            size_t n = 0;
+            for (int id : group)
+              if (id >= 0 && sharded(id)) n += params.infos[id].numel, grouped[size_t(id)] = true;
+            most = std::max(most, n);
+            batch_ = std::max(batch_, pieces_size(group));
+          }
+          out.emplace_back(be(), DType::f32, most);
         }
-        windows_.emplace_back(be(), DType::f32, most);
-      }
-      for (int id : sharded_) MT_CHECK(grouped[size_t(id)]);  // every gradient has a window to go to
+        for (int id : sharded_) MT_CHECK(grouped[size_t(id)]);  // every parameter has a window to go to
+      };
+      windows(&Model::grad_groups, windows_);
       open_.resize(windows_.size());
+      if (zero_ == 3) {
+        windows(&Model::value_groups, value_windows_);
+        gathered_.resize(value_windows_.size());
+        shard_values_ = Buffer(be(), DType::f32, shard_);
+        for (const Run& r : runs_)
+          if (r.sharded)
+            be().copy(shard_values_.f32() + r.grad_offset, params_.values_data() + params.infos[r.param].offset + r.begin,
+                      r.len * sizeof(float));
+        params_.release_values(sharded_);
+      }
       received_ = Buffer(be(), DType::f32, batch_);
       params_.release_gradients(sharded_);
-      model.set_grad_sink(this);
+      model.set_shards(this, zero_ == 3);
     }
     packed_ = Buffer(be(), DType::f32, batch_ * ranks);
   } else {
@@ -72,7 +85,7 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
 }
 
 Optimizer::~Optimizer() {
-  if (zero_ == 2) model_.set_grad_sink(nullptr);
+  if (zero_ >= 2) model_.set_shards(nullptr, false);
 }
 
 size_t Optimizer::piece_len(int id, int rank) const {
@@ -104,7 +117,7 @@ void Optimizer::pack_pieces(const std::vector<int>& ids, From from, float* to) c
 
 size_t Optimizer::gradient_floats() const {
   size_t n = params_.grads_total();
-  if (zero_ == 2) {
+  if (zero_ >= 2) {
     n += shard_grad_.count() + packed_.count() + received_.count();
     for (const Buffer& w : windows_) n += w.count();
   }
@@ -113,6 +126,12 @@ size_t Optimizer::gradient_floats() const {
 
 size_t Optimizer::state_floats() const {
   return m_.count() + v_.count() + (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
+}
+
+size_t Optimizer::weight_floats() const {
+  size_t n = params_.values_total() + shard_values_.count();
+  for (const Buffer& w : value_windows_) n += w.count();
+  return n;
 }
 
 void Optimizer::open(int chunk, const std::vector<int>& ids) {
@@ -158,11 +177,57 @@ void Optimizer::close(int chunk) {
   ids.clear();
 }
 
+void Optimizer::gather(int chunk, const std::vector<int>& ids) {
+  std::vector<int>& here = gathered_[size_t(chunk)];
+  here.clear();
+  float* window = value_windows_[size_t(chunk)].f32();
+  std::vector<size_t> at(params_.infos.size());
+  size_t n = 0;
+  for (int id : ids)
+    if (id >= 0 && sharded(id)) {
+      params_.lend_value(id, window + n);
+      at[size_t(id)] = n, n += params_.infos[id].numel;
+      here.push_back(id);
+    }
+  if (here.empty()) return;
+  // This rank's pieces go out, every rank's come back (on the parameters' stream, which the
+  // last release ordered after the chunk's use of the window).
+  const size_t section = pieces_size(here);
+  size_t off = 0;
+  for (int id : here) {
+    be().copy(received_.f32() + off, shard_values_.f32() + pieces_[id].at, pieces_[id].size * sizeof(float));
+    off += pieces_[id].size;
+  }
+  g_.dev.dp->all_gather(device_span(received_.f32(), section), device_span(packed_.f32(), section * size_t(g_.dp->size())));
+  for (int q = 0; q < g_.dp->size(); ++q) {
+    const float* in = packed_.f32() + size_t(q) * section;
+    for (int id : here) {
+      if (const size_t len = piece_len(id, q))
+        be().copy(window + at[size_t(id)] + size_t(q) * pieces_[id].size, in, len * sizeof(float));
+      in += pieces_[id].size;
+    }
+  }
+  order_after(model_.backend(chunk), be());
+}
+
+void Optimizer::release(int chunk) {
+  std::vector<int>& here = gathered_[size_t(chunk)];
+  if (here.empty()) return;
+  order_after(be(), model_.backend(chunk));  // the chunk's reads are done before the window is reused
+  for (int id : here) params_.lend_value(id, nullptr);
+  here.clear();
+}
+
 float* Optimizer::gradient_of(int id) const {
   return sharded(id) ? shard_grad_.f32() + pieces_[id].at : params_.grads_data() + params_.infos[id].grad_offset;
 }
 
 size_t Optimizer::gradient_size(int id) const { return sharded(id) ? pieces_[id].size : params_.infos[id].numel; }
+
+float* Optimizer::value_of(const Run& r) const {
+  if (r.sharded && zero_ == 3) return shard_values_.f32() + r.grad_offset;
+  return params_.values_data() + params_.infos[r.param].value_offset + r.begin;
+}
 
 void Optimizer::sum_over(const std::vector<int>& ids, DeviceComm& group) {
   size_t n = 0;
@@ -235,10 +300,10 @@ void Optimizer::step(double lr, long t) {
     const AdamwCoefficients c = adamw_coefficients(cfg_, lr, t, p.decay);
     be().adamw({.n = r.len, .lr = c.lr, .bias_correction1 = c.bias_correction1,
                 .bias_correction2 = c.bias_correction2, .eps = c.eps, .beta1 = c.beta1, .beta2 = c.beta2,
-                .decay = c.decay, .grad = grad, .value = params_.values_data() + p.offset + r.begin,
-                .m = m_.f32() + r.moment, .v = v_.f32() + r.moment});
+                .decay = c.decay, .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
+                .v = v_.f32() + r.moment});
   }
-  if (zero_ >= 1) gather_weights();
+  if (zero_ == 1 || zero_ == 2) gather_weights();
 }
 
 void Optimizer::gather_weights() {
@@ -254,7 +319,7 @@ void Optimizer::gather_weights() {
       section += pieces_[sharded_[i]].size;
     }
     MT_CHECK(!ids.empty());
-    pack_pieces(ids, [&](int id) { return values + params_.infos[id].offset; }, packed_.f32());
+    pack_pieces(ids, [&](int id) { return values + params_.infos[id].value_offset; }, packed_.f32());
     // This rank's section of the packed values is its new pieces: they go out, every rank's come back.
     be().copy(mine.f32(), packed_.f32() + size_t(me) * section, section * sizeof(float));
     g_.dev.dp->all_gather(device_span(mine.f32(), section), device_span(packed_.f32(), section * size_t(ranks)));
@@ -262,32 +327,52 @@ void Optimizer::gather_weights() {
       const float* in = packed_.f32() + size_t(q) * section;
       for (int id : ids) {
         if (const size_t len = piece_len(id, q))
-          be().copy(values + params_.infos[id].offset + size_t(q) * pieces_[id].size, in, len * sizeof(float));
+          be().copy(values + params_.infos[id].value_offset + size_t(q) * pieces_[id].size, in, len * sizeof(float));
         in += pieces_[id].size;
       }
     }
   }
 }
 
+template <class At>
+void Optimizer::assemble(const std::vector<float>& stored, At at, const std::vector<float>& pieces,
+                         std::vector<float>& full) const {
+  full.assign(params_.total(), 0.0f);
+  for (const Run& r : runs_)
+    if (!r.sharded) std::copy_n(stored.begin() + at(r), r.len, full.begin() + params_.infos[r.param].offset + r.begin);
+  if (zero_ == 0) return;
+  std::vector<float> all(shard_ * g_.dp->size());
+  g_.dp->all_gather(pieces, all);
+  for (int q = 0; q < g_.dp->size(); ++q)
+    for (int id : sharded_)
+      std::copy_n(all.begin() + q * shard_ + pieces_[id].at, piece_len(id, q),
+                  full.begin() + params_.infos[id].offset + q * pieces_[id].size);
+}
+
 void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
   for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
     const std::vector<float> here = mine->to_host_f32();
-    full->assign(params_.total(), 0.0f);
-    for (const Run& r : runs_)
-      if (!r.sharded)
-        std::copy_n(here.begin() + r.moment, r.len, full->begin() + params_.infos[r.param].offset + r.begin);
-    if (zero_ >= 1) {
-      const std::vector<float> shard(here.begin(), here.begin() + shard_);
-      std::vector<float> all(shard_ * g_.dp->size());
-      g_.dp->all_gather(shard, all);
-      for (int q = 0; q < g_.dp->size(); ++q)
-        for (int id : sharded_) {
-          const ParamInfo& p = params_.infos[id];
-          std::copy_n(all.begin() + q * shard_ + pieces_[id].at, piece_len(id, q),
-                      full->begin() + p.offset + q * pieces_[id].size);
-        }
-    }
+    assemble(here, [](const Run& r) { return r.moment; }, std::vector<float>(here.begin(), here.begin() + shard_), *full);
   }
+}
+
+std::vector<float> Optimizer::export_values() {
+  if (zero_ < 3) return params_.host_values();
+  std::vector<float> full;
+  assemble(params_.host_stored_values(), [&](const Run& r) { return params_.infos[r.param].value_offset + r.begin; },
+           shard_values_.to_host_f32(), full);
+  return full;
+}
+
+void Optimizer::import_values(const std::vector<float>& values) {
+  if (zero_ < 3) return params_.set_values(values);
+  std::vector<float> pieces(shard_, 0.0f);
+  for (const Run& r : runs_) {
+    const float* from = values.data() + params_.infos[r.param].offset + r.begin;
+    if (r.sharded) std::copy_n(from, r.len, pieces.begin() + r.grad_offset);
+    else be().upload(value_of(r), from, r.len * sizeof(float));
+  }
+  shard_values_.from_host(pieces);
 }
 
 void Optimizer::import_moments(const std::vector<float>& m, const std::vector<float>& v) {

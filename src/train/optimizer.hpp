@@ -16,6 +16,9 @@
 //      written into a window lent for the group, reduce-scattered at once and added to this rank's
 //      pieces. The other sums above then run on the pieces (every rank of those groups holds the
 //      same pieces).
+//   3  the same, and the dense weights have no full-size storage either (FSDP): this rank's pieces
+//      are the master copy AdamW updates, and each group a pass reads (Model::value_groups) is
+//      all-gathered into a window just before and given back after, in forward and backward.
 // Moments, packed gradients and shards are device buffers of the parameters' backend; the norm,
 // the clipping and AdamW are ops, and the groups' DeviceComms move the packed device buffers.
 #include <cstddef>
@@ -29,10 +32,10 @@
 
 namespace mt {
 
-class Optimizer : public WeightGradSink {
+class Optimizer : public ParamShards {
  public:
-  // `zero`: the ZeRO stage; it shards only with more than one data-parallel rank. Stage 2 takes
-  // the gradients from `model` as its backward passes complete them.
+  // `zero`: the ZeRO stage; it shards only with more than one data-parallel rank. Stages 2 and 3
+  // take the gradients from `model` as its backward passes complete them; 3 lends it the weights.
   Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGroups& groups, int zero);
   ~Optimizer() override;
 
@@ -46,17 +49,24 @@ class Optimizer : public WeightGradSink {
   // Collective over the data-parallel group under ZeRO.
   void export_moments(std::vector<float>& m, std::vector<float>& v);
   void import_moments(const std::vector<float>& m, const std::vector<float>& v);
+  // The weights likewise (ZeRO-3 holds pieces; otherwise the ParamStore's values).
+  std::vector<float> export_values();
+  void import_values(const std::vector<float>& values);
   size_t moment_floats() const { return m_.count(); }
   // What holds gradients on the device: the parameters' own, and under ZeRO-2 this rank's pieces,
   // the windows and the reduce-scatter's buffers.
   size_t gradient_floats() const;
   // The rest of the optimizer's device state: the moments, and ZeRO-1's pieces and packed buffer.
   size_t state_floats() const;
+  // What holds weights: the parameters' own, and under ZeRO-3 this rank's pieces and the windows.
+  size_t weight_floats() const;
   const ParallelGroups& groups() const { return g_; }
 
-  // WeightGradSink (ZeRO-2).
+  // ParamShards (ZeRO-2, 3).
   void open(int chunk, const std::vector<int>& ids) override;
   void close(int chunk) override;
+  void gather(int chunk, const std::vector<int>& ids) override;
+  void release(int chunk) override;
 
  private:
   // A stretch of one parameter this rank updates; its gradient is at grad_offset in the pieces
@@ -82,6 +92,11 @@ class Optimizer : public WeightGradSink {
   // Sums the listed parameters' gradients over `group`: their pieces where sharded.
   void sum_over(const std::vector<int>& ids, DeviceComm& group);
   float* gradient_of(int id) const;  // a parameter's full gradient, or its pieces where sharded
+  float* value_of(const Run& r) const;  // where AdamW updates a run
+  // The full layout (ParamStore offsets) of every parameter from this rank's `stored` (values or
+  // moments: the unsharded runs at `at(run)`) and every rank's pieces (`pieces`, shard_ each).
+  template <class At>
+  void assemble(const std::vector<float>& stored, At at, const std::vector<float>& pieces, std::vector<float>& full) const;
   size_t gradient_size(int id) const;
   // All-gathers the updated pieces into every rank's weights, in batches that fit the packed buffer.
   void gather_weights();
@@ -100,11 +115,13 @@ class Optimizer : public WeightGradSink {
   size_t shard_ = 0;            // this rank's pieces, elements
   size_t batch_ = 0;            // ZeRO: elements per rank the packed buffer holds
   Buffer packed_, shard_grad_, received_;
+  Buffer shard_values_;  // ZeRO-3: this rank's pieces of the dense weights
   std::vector<Run> runs_;
   Buffer m_, v_;
-  // ZeRO-2: a window per chunk for the open group's gradients, and which group is open.
-  std::vector<Buffer> windows_;
-  std::vector<std::vector<int>> open_;
+  // ZeRO-2/3: a window per chunk for the open group's gradients, and which group is open; ZeRO-3:
+  // the same for the gathered values.
+  std::vector<Buffer> windows_, value_windows_;
+  std::vector<std::vector<int>> open_, gathered_;
   bool accumulating_ = false;  // the pieces hold this step's gradients so far
 };
 

@@ -234,7 +234,7 @@ TrainSummary::Memory Trainer::memory_use() const {
   const ParamStore& params = model_->params;
   const size_t buffers = params.buffers_total();
   // Collective: every rank's figures, in MB (float's digits are plenty for a report).
-  const std::vector<float> mine{float(double(params.total() + buffers) * sizeof(float) / 1e6),
+  const std::vector<float> mine{float(double(optimizer_->weight_floats() + buffers) * sizeof(float) / 1e6),
                                 float(double(optimizer_->gradient_floats()) * sizeof(float) / 1e6),
                                 float(double(optimizer_->state_floats()) * sizeof(float) / 1e6),
                                 float(double(model_->arena_bytes()) / 1e6), float(double(model_->arena_high_water()) / 1e6)};
@@ -261,11 +261,12 @@ TrainSummary Trainer::run() {
   if (lead_) lock.emplace(run_dir_);
   std::optional<std::string> resume_from;
   {
-    std::vector<float> exp_avg, exp_avg_sq;
-    if (std::optional<Resumed> r = resume_checkpoint(run_dir_, cfg_.checkpoint.resume, {params, exp_avg, exp_avg_sq},
-                                                     *opt_.world)) {
+    std::vector<float> values, exp_avg, exp_avg_sq;
+    if (std::optional<Resumed> r = resume_checkpoint(run_dir_, cfg_.checkpoint.resume,
+                                                     {params, values, exp_avg, exp_avg_sq}, *opt_.world)) {
       resume_from = r->dir;
       state = r->state;
+      optimizer_->import_values(values);
       optimizer_->import_moments(exp_avg, exp_avg_sq);
     }
   }
@@ -388,9 +389,9 @@ TrainSummary Trainer::run() {
     opt_.world->all_reduce_sum(stop_votes);
     const bool stop = stop_votes[0] > 0;
     if (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0)) {
-      std::vector<float> exp_avg, exp_avg_sq;
+      std::vector<float> values = optimizer_->export_values(), exp_avg, exp_avg_sq;
       optimizer_->export_moments(exp_avg, exp_avg_sq);
-      save_checkpoint(run_dir_, {params, exp_avg, exp_avg_sq}, state,
+      save_checkpoint(run_dir_, {params, values, exp_avg, exp_avg_sq}, state,
                       {cfg_.resolved_toml, layout_, cfg_.checkpoint.keep}, groups_);
       last_checkpoint = checkpoint_dir(run_dir_, state.step);
       if (progress && (stop || final_step)) progress->message("checkpoint: " + last_checkpoint);

@@ -97,6 +97,13 @@ same "dp=2 with ZeRO-1" dp=2,zero=1 -- model.moe.aux_loss=\"sequence\"
 # micro-batch's backward completes them (MTP: the head and embedding in two groups each).
 same "dp=2 with ZeRO-2, MLA and MTP" dp=2,zero=2 -- model.attention.kind=\"mla\" model.mtp.depth=1
 same "recompute full: dp=4 with ZeRO-2" dp=4,zero=2 -- training.recompute=\"full\"
+# ZeRO-3 (FSDP): each block's, the head's, the embedding's and each MTP module's weights are
+# all-gathered just before a pass reads them; the evaluations gather them too.
+same "dp=2 with ZeRO-3, MLA and MTP" dp=2,zero=3 -- model.attention.kind=\"mla\" model.mtp.depth=1
+same "tp=2 x ep=2 x dp=2, ZeRO-3, selective recomputation" dp=2,tp=2,ep=2,zero=3 -- model.attention.kind=\"mla\" \
+  training.recompute=\"selective\"
+same "recompute full: dp=4 with ZeRO-3, GQA" dp=4,zero=3 -- training.recompute=\"full\" model.n_heads=4 \
+  model.head_dim=8 model.attention.n_kv_heads=2
 # DualPipeV on one pipeline rank: both half-model chunks on each rank, forward beside backward.
 same "dp=2 pp=1 dualpipev" 'dp=2,schedule="dualpipev"' -- model.moe.aux_loss=\"sequence\"
 same "tp=2, MHA with grouped key/value heads" tp=2 -- model.n_heads=4 model.head_dim=8 model.attention.n_kv_heads=2
@@ -164,6 +171,8 @@ resume_case() {
 resume_case 1 4 pp=2 tp=2
 # ZeRO-2's moments go out by global slice like ZeRO-1's; ZeRO-2 resumes them on another dp.
 resume_case 2 4 dp=4 zero=2
+# ZeRO-3's weights go out by global slice too, and come back in pieces.
+resume_case 3 2 tp=2
 
 # Killing one rank ends the whole job, with mpirun naming the rank. Event-driven, no sleeping:
 # rank 1 records its pid, and rank 0 kills it with SIGKILL as soon as it prints its first step.
