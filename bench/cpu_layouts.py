@@ -7,6 +7,8 @@ MPIRUN = ["mpirun", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid(
 TWO_RANKS = [
     ("dp=2", 2, ["parallel.dp=2"]),
     ("dp=2 zero=1", 2, ["parallel.dp=2", "parallel.zero=1"]),
+    ("dp=2 zero=2", 2, ["parallel.dp=2", "parallel.zero=2"]),
+    ("dp=2 zero=3", 2, ["parallel.dp=2", "parallel.zero=3"]),
     ("tp=2", 2, ["parallel.tp=2"]),
     ("dp=2 ep=2", 2, ["parallel.dp=2", "parallel.ep=2"]),
     ("pp=2 1f1b", 2, ["parallel.pp=2", "training.micro_batch=2"]),

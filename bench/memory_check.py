@@ -28,10 +28,8 @@ layouts = [
     *TWO_RANKS,
     ("pp=1 dualpipev", 1, ["parallel.schedule=dualpipev", "training.micro_batch=2"]),
     ("pp=2 1f1b, full", 2, ["parallel.pp=2", "training.micro_batch=2", "training.recompute=full"]),
-    ("dp=2 zero=2", 2, ["parallel.dp=2", "parallel.zero=2"]),
     ("dp=2 zero=2, MLA, MTP 1", 2, ["parallel.dp=2", "parallel.zero=2", "model.attention.kind=mla", "model.mtp.depth=1"]),
     ("dp=2 ep=2 zero=2, full", 2, ["parallel.dp=2", "parallel.ep=2", "parallel.zero=2", "training.recompute=full"]),
-    ("dp=2 zero=3", 2, ["parallel.dp=2", "parallel.zero=3"]),
     ("dp=2 zero=3, MLA, MTP 1", 2, ["parallel.dp=2", "parallel.zero=3", "model.attention.kind=mla", "model.mtp.depth=1"]),
 ]
 
