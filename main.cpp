@@ -1,15 +1,19 @@
 // moetrain command line: parse, dispatch to src/. User errors print one message and exit 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "comm/mpi_comm.hpp"
 #include "config/config.hpp"
 #include "config/reference.hpp"
 #include "inspect/inspect.hpp"
+#include "io/bpe.hpp"
 #include "io/h5util.hpp"
 #include "io/prepare.hpp"
 #include "pipeline/check.hpp"
@@ -95,12 +99,56 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
   return s.interrupted ? 130 : 0;
 }
 
-int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out) {
-  mt::PrepareStats st = mt::prepare_byte_shards(inputs, out);
+int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out, int vocab) {
+  const mt::PrepareStats st = mt::prepare_shards(inputs, out, vocab);
   std::printf("prepare: %zu files, %zu documents -> %s/train_000000.bin (%zu tokens), %s/val_000000.bin (%zu tokens)\n",
               st.files, st.documents, out.c_str(), st.train_tokens, out.c_str(), st.val_tokens);
-  std::printf("prepare: byte-level vocabulary of %d tokens; unigram entropy of the training tokens %.4f nats\n",
-              mt::kByteVocab, st.unigram_entropy);
+  const double tokens = double(st.train_tokens + st.val_tokens - st.documents);  // without the document starts
+  if (vocab > 0) {
+    std::printf("prepare: BPE vocabulary of %d tokens%s, learned in %.1f s -> %s/tokenizer.bpe, %s/tokenizer.json\n",
+                st.vocab, st.vocab < vocab ? " (no pair repeats beyond it)" : "", st.train_seconds, out.c_str(),
+                out.c_str());
+    std::printf("prepare: encoded %.1f MB in %.2f s (%.1f MB/s), %.3f bytes per token; set model.vocab_size = %d\n",
+                double(st.bytes) / 1e6, st.encode_seconds, double(st.bytes) / 1e6 / std::max(st.encode_seconds, 1e-9),
+                double(st.bytes) / tokens, st.vocab);
+  } else {
+    std::printf("prepare: byte-level vocabulary of %d tokens\n", mt::kByteVocab);
+  }
+  std::printf("prepare: unigram entropy of the training tokens %.4f nats\n", st.unigram_entropy);
+  return 0;
+}
+
+// `moetrain tokenize`: each file's ids as one line ("PATH<TAB>ids"), or with round_trip a check that
+// decoding gives every file back byte for byte.
+int cmd_tokenize(const std::string& tokenizer, const std::vector<std::string>& files, bool round_trip) {
+  const mt::Bpe bpe = mt::Bpe::load(tokenizer);
+  size_t bytes = 0;
+  for (const std::string& path : files) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw mt::UserError(path + ": cannot read");
+    std::stringstream buf;
+    buf << f.rdbuf();
+    const std::string text = buf.str();
+    const std::vector<uint16_t> ids = bpe.encode(text);
+    bytes += text.size();
+    if (round_trip) {
+      const std::string back = bpe.decode(ids);
+      if (back != text) {
+        const size_t at = size_t(std::mismatch(text.begin(), text.end(), back.begin(), back.end()).first - text.begin());
+        throw mt::UserError(path + ": byte " + std::to_string(at) + ": decoding its " + std::to_string(ids.size()) +
+                            " tokens does not give the file back");
+      }
+      continue;
+    }
+    std::string line = path + "\t";
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) line += ' ';
+      line += std::to_string(ids[i]);
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  if (round_trip)
+    std::printf("tokenize: %zu files, %zu bytes: decode(encode(file)) is the file for every one\n", files.size(), bytes);
   return 0;
 }
 
@@ -236,9 +284,23 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> inputs;
   std::string out_dir;
-  CLI::App* prepare = app.add_subcommand("prepare", "Tokenize text files into byte-level token shards");
+  int prepare_vocab = 0;
+  CLI::App* prepare = app.add_subcommand("prepare", "Tokenize text files into token shards (bytes, or byte-level BPE)");
   prepare->add_option("--input", inputs, "text files or directories (repeatable)")->required();
   prepare->add_option("--out", out_dir, "output directory for train_000000.bin and val_000000.bin")->required();
+  prepare->add_option("--vocab", prepare_vocab,
+                      "learn a byte-level BPE of this many tokens (257..65536) from the training documents and "
+                      "encode with it (writes tokenizer.bpe and tokenizer.json beside the shards); 0 = bytes")
+      ->check(CLI::Range(0, 65536));
+
+  std::string tokenizer_path;
+  std::vector<std::string> tokenize_files;
+  bool tokenize_round_trip = false;
+  CLI::App* tokenize = app.add_subcommand("tokenize", "Encode text files with a BPE tokenizer (prepare --vocab): ids per file");
+  tokenize->add_option("--tokenizer", tokenizer_path, "tokenizer.bpe written by `moetrain prepare --vocab N`")->required();
+  tokenize->add_option("files", tokenize_files, "text files, each encoded whole")->required();
+  tokenize->add_flag("--round-trip", tokenize_round_trip,
+                     "check that decoding gives every file back byte for byte instead of printing ids");
 
   std::string dump_exp, dump_out;
   std::vector<std::string> dump_sets;
@@ -312,7 +374,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, train_cluster, world.get());
-    if (*prepare) return cmd_prepare(inputs, out_dir);
+    if (*prepare) return cmd_prepare(inputs, out_dir, prepare_vocab);
+    if (*tokenize) return cmd_tokenize(tokenizer_path, tokenize_files, tokenize_round_trip);
     if (*sweep) {
       if (world) throw mt::UserError("sweep: start it without mpirun; it trains each run as a process of its own");
       return mt::run_sweep(grid_path);

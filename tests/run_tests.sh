@@ -4,6 +4,8 @@
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
 #   inspect: tests/inspect_tests.sh (moetrain inspect on trained, multi-rank and still-training runs)
 #   sweep:  tests/sweep_tests.sh (moetrain sweep: a grid run, skipped, resumed, stopped; grid file errors)
+#   tokenizer: tests/tokenizer/run_tokenizer_tests.sh (byte-level BPE: learned, round trip, the same ids
+#           in Hugging Face's tokenizers, a model trained on it, errors)
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; every layout against one rank), and its layout
 #           matrix again on the strict CPU backend (staged payloads, emulated streams)
@@ -42,6 +44,7 @@ line_suite() {
 line_suite "command-line tests" tests/cli_tests.sh
 line_suite "inspect tests" tests/inspect_tests.sh
 line_suite "sweep tests" tests/sweep_tests.sh
+line_suite "tokenizer tests" tests/tokenizer/run_tokenizer_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 # The layout matrix again with device memory unreadable by the host and every stream's ops run

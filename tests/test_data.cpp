@@ -60,7 +60,7 @@ TEST_CASE("prepare splits fortune files into documents, byte tokens after a docu
     for (int i = 0; i < 40; ++i) f << "quote " << i << "\n%\n";
   }
   { std::ofstream(dir + "/quotes.dat") << "index file, skipped"; }
-  mt::PrepareStats st = mt::prepare_byte_shards({dir}, dir + "/out");
+  mt::PrepareStats st = mt::prepare_shards({dir}, dir + "/out");
   CHECK(st.files == 1);
   CHECK(st.documents == 40);
   CHECK(st.val_tokens > 0);
@@ -70,7 +70,7 @@ TEST_CASE("prepare splits fortune files into documents, byte tokens after a docu
   CHECK(train[0] == mt::kDocumentStart);
   CHECK(std::string(train.begin() + 1, train.begin() + 9) == "quote 0\n");
   CHECK(st.unigram_entropy > 0);
-  CHECK(contains(error_of([&] { mt::prepare_byte_shards({dir + "/missing"}, dir + "/o2"); }), "no such file or directory"));
+  CHECK(contains(error_of([&] { mt::prepare_shards({dir + "/missing"}, dir + "/o2"); }), "no such file or directory"));
 }
 
 TEST_CASE("unigram entropy of a known distribution") {

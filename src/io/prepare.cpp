@@ -1,10 +1,16 @@
 #include "io/prepare.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include <unistd.h>
+
+#include "io/bpe.hpp"
 #include "io/shards.hpp"
 #include "util/error.hpp"
 
@@ -58,27 +64,51 @@ std::vector<std::string> split_documents(const std::string& text) {
 
 }  // namespace
 
-PrepareStats prepare_byte_shards(const std::vector<std::string>& inputs, const std::string& out_dir) {
+PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::string& out_dir, int vocab) {
   PrepareStats st;
-  std::vector<uint16_t> train, val;
+  std::vector<std::string> docs;
   for (auto& path : expand_inputs(inputs)) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw UserError(path + ": cannot read");
     std::stringstream buf;
     buf << f.rdbuf();
     st.files++;
-    for (auto& doc : split_documents(buf.str())) {
-      auto& dst = (st.documents++ % 20 == 19) ? val : train;
-      dst.push_back(kDocumentStart);
-      for (unsigned char c : doc) dst.push_back(c);
-    }
+    for (auto& doc : split_documents(buf.str())) st.bytes += doc.size(), docs.push_back(std::move(doc));
   }
-  if (train.empty() || val.empty())
-    throw UserError("prepare: the inputs hold " + std::to_string(st.documents) +
+  st.documents = docs.size();
+  auto validation = [](size_t doc) { return doc % 20 == 19; };
+  if (docs.size() < 20)
+    throw UserError("prepare: the inputs hold " + std::to_string(docs.size()) +
                     " documents; at least 20 are needed for a train and a validation shard");
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw UserError(out_dir + ": cannot create the output directory: " + ec.message());
+  std::optional<Bpe> bpe;
+  if (vocab > 0) {
+    std::vector<std::string> learn;
+    for (size_t d = 0; d < docs.size(); ++d)
+      if (!validation(d)) learn.push_back(docs[d]);
+    const auto start = std::chrono::steady_clock::now();
+    // Progress on a terminal only, one line rewritten in place.
+    const bool tty = isatty(fileno(stderr));
+    bpe = Bpe::train(learn, vocab, [&](int merges) {
+      if (tty) std::fprintf(stderr, "\rprepare: %d of %d merges learned", merges, vocab - Bpe::kFirstMerge);
+    });
+    if (tty) std::fprintf(stderr, "\n");
+    st.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    st.vocab = bpe->vocab();
+    bpe->save(out_dir + "/tokenizer.bpe");
+    std::ofstream(out_dir + "/tokenizer.json") << bpe->hf_json();
+  }
+  std::vector<uint16_t> train, val;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t d = 0; d < docs.size(); ++d) {
+    auto& dst = validation(d) ? val : train;
+    dst.push_back(kDocumentStart);
+    if (bpe) bpe->encode(docs[d], dst);
+    else for (unsigned char c : docs[d]) dst.push_back(c);
+  }
+  st.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   write_shard(out_dir + "/train_000000.bin", train);
   write_shard(out_dir + "/val_000000.bin", val);
   st.train_tokens = train.size();
