@@ -33,7 +33,7 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.cpp))
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
 LIB_OBJS := $(OBJS) $(CU_OBJS)
 
-.PHONY: all deps run test bench clean gpu-bundle install
+.PHONY: all deps run gcide test bench clean gpu-bundle install
 all: moetrain $(BUILD)/tests/unit_tests
 
 moetrain: $(BUILD)/main.o $(LIB_OBJS)
@@ -60,6 +60,13 @@ data/fortunes/train_000000.bin: | moetrain
 
 run: moetrain data/fortunes/train_000000.bin
 	./moetrain train configs/tiny.toml
+
+# The second corpus (GCIDE, 40 MB of English) as BPE shards, and a longer run on it.
+data/gcide/train_000000.bin: | moetrain
+	sh scripts/corpus_gcide.sh data/gcide 8192
+
+gcide: moetrain data/gcide/train_000000.bin
+	./moetrain train configs/gcide.toml
 
 test: all $(if $(filter 1,$(CUDA)),gpu-bundle)
 	bash tests/run_tests.sh

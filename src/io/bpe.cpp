@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <queue>
 #include <sstream>
@@ -198,6 +199,20 @@ std::string Bpe::decode(const std::vector<uint16_t>& ids) const {
     out += bytes_[id];
   }
   return out;
+}
+
+std::vector<size_t> Bpe::token_bytes() const {
+  std::vector<size_t> n;
+  for (const std::string& b : bytes_) n.push_back(b.size());
+  return n;
+}
+
+std::vector<size_t> token_bytes_of_shards(const std::string& shard, int vocab) {
+  const std::string tokenizer = std::filesystem::path(shard).parent_path() / "tokenizer.bpe";
+  std::vector<size_t> n;
+  if (std::filesystem::exists(tokenizer)) n = Bpe::load(tokenizer).token_bytes();
+  for (size_t id = n.size(); id < size_t(vocab); ++id) n.push_back(id < size_t(Bpe::kBytes) ? 1 : 0);
+  return n;
 }
 
 std::string Bpe::hf_json() const {

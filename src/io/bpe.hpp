@@ -40,6 +40,8 @@ class Bpe {
   std::vector<uint16_t> encode(std::string_view text) const;
   // The bytes of the tokens (a document start adds none).
   std::string decode(const std::vector<uint16_t>& ids) const;
+  // Bytes each token stands for (the document start: none).
+  std::vector<size_t> token_bytes() const;
   // The same tokenizer as a Hugging Face tokenizer.json (ByteLevel BPE, no regex split: a Split
   // before each space, then the byte-to-character map of GPT-2).
   std::string hf_json() const;
@@ -53,6 +55,11 @@ class Bpe {
   std::unordered_map<uint64_t, int> rank_;     // pair (left << 32 | right) -> merge index
   mutable std::unordered_map<std::string, std::vector<uint16_t>> cache_;  // encoded chunks
 };
+
+// Bytes each token id below `vocab` stands for in shards written by `moetrain prepare`: the
+// tokenizer.bpe beside `shard` says, or without one the byte tokenizer (1 byte; none for the
+// document start and ids beyond it).
+std::vector<size_t> token_bytes_of_shards(const std::string& shard, int vocab);
 
 // Chunks of text: a new one starts before every space.
 std::vector<std::string_view> bpe_chunks(std::string_view text);

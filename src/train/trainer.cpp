@@ -11,6 +11,7 @@
 #include "comm/comm.hpp"
 #include "comm/gather_text.hpp"
 #include "comm/timed_device_comm.hpp"
+#include "io/bpe.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_lock.hpp"
 #include "io/run_log.hpp"
@@ -125,6 +126,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (!lead_) opt_.quiet = true;
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
+  eval_bytes_per_token_ = evaluation_bytes_per_token();
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   layout_ = layout_text(layout_of_config(cfg));
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
@@ -207,6 +209,21 @@ void Trainer::print_header() const {
               m.seq_len, cfg_.training.global_batch / cfg_.training.micro_batch, cfg_.training.micro_batch);
 }
 
+// The bytes of text the evaluation's target tokens stand for, per token: an eval loss in bits per
+// byte compares runs of any tokenizer.
+double Trainer::evaluation_bytes_per_token() const {
+  const std::vector<size_t> bytes = token_bytes_of_shards(val_data_->files().front(), cfg_.model.vocab_size);
+  Batches val(*val_data_, cfg_.model.seq_len, "data.val");
+  std::vector<int> in, tg;
+  double total = 0, tokens = 0;
+  for (int b = 0; b < cfg_.training.eval_batches; ++b) {
+    val.fill((long long)b * cfg_.training.micro_batch, cfg_.training.micro_batch, in, tg);
+    for (int t : tg)
+      if (t >= 0) total += double(bytes[size_t(t)]), tokens += 1;
+  }
+  return tokens > 0 ? total / tokens : 0;
+}
+
 double Trainer::evaluate() {
   Batches val(*val_data_, cfg_.model.seq_len, "data.val");
   const int mb = cfg_.training.micro_batch;
@@ -287,7 +304,8 @@ TrainSummary Trainer::run() {
   RunFacts facts;
   facts.config_toml = cfg_.resolved_toml;
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
-                   {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy}};
+                   {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy},
+                   {"eval_bytes_per_token", eval_bytes_per_token_}};
   facts.texts = {{"device", device_.description}, {"layout", layout_}};
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
@@ -371,8 +389,9 @@ TrainSummary Trainer::run() {
       summary.last_eval_loss = evaluate();
       if (log) log->append_eval(state.step, summary.last_eval_loss);
       if (progress) {
-        char line[64];
-        std::snprintf(line, sizeof line, "step %5lld | eval loss %.4f", state.step, summary.last_eval_loss);
+        char line[96];
+        std::snprintf(line, sizeof line, "step %5lld | eval loss %.4f | %.4f bits per byte", state.step,
+                      summary.last_eval_loss, summary.last_eval_loss / std::log(2.0) / eval_bytes_per_token_);
         progress->message(line);
       }
     }

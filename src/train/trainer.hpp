@@ -55,6 +55,7 @@ class Trainer {
  private:
   TrainSummary::Memory memory_use() const;  // collective over the world
   double evaluate();
+  double evaluation_bytes_per_token() const;
   void print_header() const;
 
   Config cfg_;
@@ -66,6 +67,7 @@ class Trainer {
   std::vector<CommSeconds> comm_seconds_;         // this step's host-side part, per model chunk
   struct CommTimers { std::unique_ptr<DeviceTimer> tp, ep; };
   std::vector<CommTimers> comm_timers_;           // the device-side part, per model chunk
+  double eval_bytes_per_token_ = 0;  // text bytes per token of the evaluation's targets
   std::vector<Backend> chunk_streams_;                    // each model chunk's stream; [0]: the device's
   std::vector<Backend> side_streams_;                     // each chunk's second stream (shared experts)
   std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Byte-level BPE end to end (moetrain prepare --vocab, moetrain tokenize): a vocabulary learned from
 # the fortunes corpus, every file of it decoded back byte for byte, the same ids as the exported
-# tokenizer.json gives in Hugging Face's `tokenizers`, a model trained on the BPE shards, and the
-# errors a user meets. Every case prints PASS or FAIL.
+# tokenizer.json gives in Hugging Face's `tokenizers`, a model trained on the BPE shards, the
+# errors a user meets, and the second corpus (GCIDE) through the same checks. Every case prints
+# PASS, FAIL or SKIP.
 set -u
 cd "$(dirname "$0")/../.."
 bin=./moetrain
@@ -43,3 +44,14 @@ expect "a merge of a later token is refused with its line" 2 "broken.bpe: line 4
 { echo "moetrain-bpe 1"; echo "vocab 300"; echo "97 97"; } > "$tmp/short.bpe"
 expect "a tokenizer file that ends early is refused with its line" 2 "short.bpe: line 4: expected merge 1" -- \
   $bin tokenize --tokenizer "$tmp/short.bpe" "${files[0]}"
+
+# The second corpus, prepared by its one command: 40 MB of English as a BPE of 8192 tokens.
+if [[ -f /usr/share/dictd/gcide.dict.dz ]]; then
+  expect "scripts/corpus_gcide.sh prepares the GCIDE corpus" 0 "BPE vocabulary of 8192 tokens, learned in" -- \
+    sh scripts/corpus_gcide.sh "$tmp/gcide" 8192
+  expect "decode(encode(file)) is the file for the GCIDE text" 0 "tokenize: 1 files" -- \
+    $bin tokenize --tokenizer "$tmp/gcide/tokenizer.bpe" --round-trip "$tmp/gcide/gcide.txt"
+  "$python" tests/tokenizer/same_ids.py "$tmp/gcide/tokenizer.json" "$tmp/gcide/tokenizer.bpe" "$tmp/gcide/gcide.txt"
+else
+  echo "SKIP the GCIDE corpus: /usr/share/dictd/gcide.dict.dz is missing (Debian's dict-gcide; scripts/deps.sh installs it)"
+fi
