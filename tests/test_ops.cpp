@@ -162,6 +162,31 @@ TEST_CASE("rope into a bfloat16 copy: the in-place rotation rounded, input untou
   }
 }
 
+// YaRN with DeepSeek-V3's numbers (64 rotated features, base 10000, 4096 original positions,
+// beta 32 and 1, factor 40): pairs that turn more than 32 times over 4096 positions (index below
+// floor(10.5) = 10) keep their frequency, those turning less than once (above ceil(22.5) = 23) are
+// divided by 40, and the ramp between falls monotonically.
+TEST_CASE("rope_frequency: YaRN keeps the fast pairs, interpolates the slow ones, ramps between") {
+  const mt::RopeScaling y{.factor = 40, .original_seq_len = 4096, .beta_fast = 32, .beta_slow = 1};
+  auto plain = [](int pair) { return mt::rope_frequency(pair, 64, 10000.0f, {}); };
+  for (int pair = 0; pair <= 10; ++pair) CHECK(mt::rope_frequency(pair, 64, 10000.0f, y) == plain(pair));
+  for (int pair = 23; pair < 32; ++pair)
+    CHECK(mt::rope_frequency(pair, 64, 10000.0f, y) == doctest::Approx(plain(pair) / 40).epsilon(1e-12));
+  double last = 1;
+  for (int pair = 11; pair < 23; ++pair) {
+    const double kept = mt::rope_frequency(pair, 64, 10000.0f, y) / plain(pair);
+    CHECK(kept < last);
+    CHECK(kept > 1.0 / 40);
+    last = kept;
+  }
+  // The magnitude scales cos and sin, forward and inverse alike.
+  float c = 0, s = 0, c1 = 0, s1 = 0;
+  mt::rope_cos_sin(7, 3, 64, 10000.0f, {}, false, &c, &s);
+  mt::rope_cos_sin(7, 3, 64, 10000.0f, {.magnitude = 2}, true, &c1, &s1);
+  CHECK(c1 == doctest::Approx(2 * c));
+  CHECK(s1 == doctest::Approx(-2 * s));
+}
+
 TEST_CASE("causal attention forward (out and lse) and backward, equal and different qk/v dims") {
   struct Shape { int batch, seq, heads, qk, vd; };
   for (const Shape sh : {Shape{2, 4, 2, 3, 3}, Shape{1, 6, 3, 5, 2}}) {

@@ -112,6 +112,18 @@ struct AttentionConfig {
   int v_head_dim = 32;       // mla: per-head value features
 };
 
+// RoPE scaling for contexts beyond the trained one: none, or YaRN as DeepSeek-V3 configures it (the
+// `rope_scaling` of its Hugging Face config): ops/op_math.hpp's RopeScaling from factor,
+// original_seq_len and the betas; cos and sin times m(mscale) / m(mscale_all_dim), and the
+// attention scale times m(mscale_all_dim)^2, with m(x) = 0.1 x ln(factor) + 1.
+struct RopeScalingConfig {
+  std::string kind = "none";  // none | yarn
+  double factor = 1.0;
+  int original_seq_len = 4096;
+  double beta_fast = 32.0, beta_slow = 1.0;
+  double mscale = 1.0, mscale_all_dim = 1.0;
+};
+
 struct MtpConfig {
   int depth = 0;        // D: extra tokens predicted (0 = no multi-token prediction)
   double weight = 0.3;  // lambda: the MTP loss enters the objective as lambda/D sum_k L_k
@@ -130,6 +142,7 @@ struct ModelConfig {
   double norm_eps = 1e-6;
   double init_std = 0.02;
   AttentionConfig attention;
+  RopeScalingConfig rope_scaling;
   MoeConfig moe;
   MtpConfig mtp;
 };

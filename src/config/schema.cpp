@@ -147,6 +147,21 @@ std::vector<Field> schema_fields(Config& c) {
   b.real("model.norm_eps", m.norm_eps, 0, 1, true, true, "RMSNorm epsilon");
   b.real("model.init_std", m.init_std, 0, kInf, true, false, "std of the normal initial weights");
 
+  auto& y = m.rope_scaling;
+  b.choice("model.rope_scaling.kind", y.kind, {"none", "yarn"},
+           "RoPE scaling for long context: none, or yarn (DeepSeek-V3's context extension)");
+  b.real("model.rope_scaling.factor", y.factor, 1, kInf, false, false, "yarn: context extension factor s");
+  b.integer("model.rope_scaling.original_seq_len", y.original_seq_len, 1, kInt,
+            "yarn: the context RoPE was trained at (Hugging Face: original_max_position_embeddings)");
+  b.real("model.rope_scaling.beta_fast", y.beta_fast, 0, kInf, true, false,
+         "yarn: pairs turning more often than this over the original context keep their frequency");
+  b.real("model.rope_scaling.beta_slow", y.beta_slow, 0, kInf, true, false,
+         "yarn: pairs turning less often than this are interpolated (frequency / factor)");
+  b.real("model.rope_scaling.mscale", y.mscale, 0, kInf, false, false,
+         "yarn: cos and sin scale by m(mscale) / m(mscale_all_dim), m(x) = 0.1 x ln(factor) + 1");
+  b.real("model.rope_scaling.mscale_all_dim", y.mscale_all_dim, 0, kInf, false, false,
+         "yarn: the attention scale multiplies by m(mscale_all_dim)^2 (0: unchanged)");
+
   auto& a = m.attention;
   b.choice("model.attention.kind", a.kind, {"mha", "mla"},
            "multi-head attention, or DeepSeek's multi-head latent attention");

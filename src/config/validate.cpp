@@ -135,6 +135,10 @@ void validate_config(const Config& c) {
     require(a.n_kv_heads == 0, c, "model.attention.n_kv_heads",
             "= " + s(a.n_kv_heads) + " applies to mha only; MLA shares its compressed key-value latent, so leave it 0");
   }
+  if (m.rope_scaling.kind == "yarn")
+    require(m.rope_scaling.beta_fast > m.rope_scaling.beta_slow, c, "model.rope_scaling.beta_fast",
+            "= " + std::to_string(m.rope_scaling.beta_fast) + " must exceed model.rope_scaling.beta_slow = " +
+                std::to_string(m.rope_scaling.beta_slow) + " (the fast end of YaRN's ramp turns more often)");
   require(m.n_dense_layers <= m.n_layers, c, "model.n_dense_layers",
           "= " + s(m.n_dense_layers) + " must be <= model.n_layers = " + s(m.n_layers));
   require(e.top_k <= e.n_routed_experts, c, "model.moe.top_k",

@@ -2,12 +2,15 @@
 
 #include <cmath>
 
+#include "model/rope_scaling.hpp"
+
 namespace mt {
 
 Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
     : env_(env), d_(cfg.d_model), heads_(cfg.n_heads / env.shard.tp_size),
       kv_heads_((cfg.attention.n_kv_heads == 0 ? cfg.n_heads : cfg.attention.n_kv_heads) / env.shard.tp_size),
-      head_dim_(cfg.head_dim), seq_(cfg.seq_len), theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
+      head_dim_(cfg.head_dim), seq_(cfg.seq_len), theta_(float(cfg.rope_theta)),
+      scale_(attention_scale(cfg, cfg.head_dim)), yarn_(rope_scaling_of(cfg)), saved_(max_in_flight) {
   using I = ParamStore::Init;
   const ShardPlace& sh = env.shard;
   // Whole shapes; each tensor-parallel rank holds its heads: rows of the projections in, columns
@@ -22,7 +25,7 @@ Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
 
 RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16) const {
   return {.rows = rows, .heads = heads, .head_dim = head_dim_, .rot_offset = 0, .rot_dim = head_dim_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x, .out_bf16 = out_bf16};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x, .out_bf16 = out_bf16, .scaling = yarn_};
 }
 
 template <class T>
@@ -81,7 +84,7 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmInput x, int 
     s.v = grouped ? expand(v, rows, arena.floats(size_t(rows) * hd)) : v;
   }
   be.attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_, .v_dim = head_dim_,
-                        .scale = 1.0f / std::sqrt(float(head_dim_)), .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                        .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
                         .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
@@ -100,7 +103,7 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   float* dv_heads = arena.floats(size_t(rows) * hd);
   env_.linear_backward_input(dy, p.value(wo), rows, hd, d_, s.dout);
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
-                                .v_dim = head_dim_, .scale = 1.0f / std::sqrt(float(head_dim_)),
+                                .v_dim = head_dim_, .scale = scale_,
                                 .q = s.q.f32, .k = s.k.f32, .v = s.v.f32, .out = s.o, .lse = s.lse, .dout = s.dout,
                                 .dq = s.dq, .dk = dk_heads, .dv = dv_heads, .inputs = env_.gemm_inputs,
                                 .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});

@@ -37,7 +37,8 @@ class Mha : public AttentionLayer {
 
   LayerEnv env_;
   int d_, heads_, kv_heads_, head_dim_, seq_;
-  float theta_;
+  float theta_, scale_;  // RoPE base; attention's softmax scale
+  RopeScaling yarn_;
   std::vector<Saved> saved_;
 };
 

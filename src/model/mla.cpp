@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/rope_scaling.hpp"
+
 namespace mt {
 
 Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight)
@@ -9,7 +11,9 @@ Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
       q_lora_(cfg.attention.q_lora_rank), kv_lora_(cfg.attention.kv_lora_rank), nope_(cfg.attention.qk_nope_head_dim),
       rope_(cfg.attention.qk_rope_head_dim), vdim_(cfg.attention.v_head_dim),
       qk_(cfg.attention.qk_nope_head_dim + cfg.attention.qk_rope_head_dim), eps_(float(cfg.norm_eps)),
-      theta_(float(cfg.rope_theta)), saved_(max_in_flight) {
+      theta_(float(cfg.rope_theta)),
+      scale_(attention_scale(cfg, cfg.attention.qk_nope_head_dim + cfg.attention.qk_rope_head_dim)),
+      yarn_(rope_scaling_of(cfg)), saved_(max_in_flight) {
   using I = ParamStore::Init;
   ParamStore& p = *env.params;
   const ShardPlace& sh = env.shard;
@@ -33,12 +37,12 @@ Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
 // The last rope_ features of each head of q rotate.
 RopeArgs Mla::query_rope(int rows, float* q, bool inverse, Bf16* out_bf16) const {
   return {.rows = rows, .heads = heads_, .head_dim = qk_, .rot_offset = nope_, .rot_dim = rope_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q, .out_bf16 = out_bf16};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q, .out_bf16 = out_bf16, .scaling = yarn_};
 }
 // The shared key part is the last rope_ features of each row of [c_kv; k_rope].
 RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
   return {.rows = rows, .heads = 1, .head_dim = kv_lora_ + rope_, .rot_offset = kv_lora_, .rot_dim = rope_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv, .scaling = yarn_};
 }
 
 void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) {
@@ -67,7 +71,7 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x,
   s.o = arena.floats(size_t(rows) * H * vdim_);
   s.lse = arena.floats(size_t(batch) * H * seq_);
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                        .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                        .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
                         .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
@@ -127,7 +131,7 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   float* dk = arena.floats(size_t(rows) * H * qk_);
   float* dv = arena.floats(size_t(rows) * H * vdim_);
   be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                         .scale = 1.0f / std::sqrt(float(qk_)), .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                          .out = s.o, .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv,
                          .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
   be.rope(query_rope(rows, s.dq, true));

@@ -45,7 +45,8 @@ class Mla : public AttentionLayer {
 
   LayerEnv env_;
   int d_, heads_, seq_, q_lora_, kv_lora_, nope_, rope_, vdim_, qk_;
-  float eps_, theta_;
+  float eps_, theta_, scale_;  // RMSNorm epsilon; RoPE base; attention's softmax scale
+  RopeScaling yarn_;
   std::vector<Saved> saved_;
 };
 

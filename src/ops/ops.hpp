@@ -11,6 +11,7 @@
 #include "ops/bf16.hpp"
 #include "ops/fp8_recipe.hpp"
 #include "ops/moe_args.hpp"
+#include "ops/op_math.hpp"
 #include "ops/update_args.hpp"
 
 namespace mt {
@@ -108,11 +109,13 @@ struct RmsNormBackwardWeightArgs {
 // inverse = true rotates by the negative angle, which is the backward pass.
 // out_bf16 (the cast fused into the rotation): x is only read, and every feature of each head,
 // rotated where the rotation applies, is written there rounded to bfloat16 (same layout).
+// scaling: YaRN (ops/op_math.hpp), plain RoPE by default.
 struct RopeArgs {
   int rows = 0, heads = 0, head_dim = 0, rot_offset = 0, rot_dim = 0, seq_len = 0;
   float theta = 10000.0f; bool inverse = false;
   float* x = nullptr;  // [rows, heads, head_dim]
   Bf16* out_bf16 = nullptr;
+  RopeScaling scaling = {};
 };
 
 // Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v and out: [batch*seq, heads, v_dim].

@@ -233,11 +233,11 @@ struct RopeShape {
 };
 
 void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeShape& sh, bool inverse,
-                size_t offset, uint64_t seed) {
+                size_t offset, uint64_t seed, const mt::RopeScaling& scaling = {}) {
   Lcg rng(seed);
   const std::vector<float> x = random_values(size_t(sh.rows) * sh.heads * sh.head_dim, rng, -2.0f, 2.0f);
   RopeArgs r{.rows = sh.rows, .heads = sh.heads, .head_dim = sh.head_dim, .rot_offset = sh.rot_offset,
-             .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .theta = 10000.0f, .inverse = inverse};
+             .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .theta = 10000.0f, .inverse = inverse, .scaling = scaling};
   std::vector<float> want = x;
   r.x = want.data();
   cpu.rope(r);
@@ -245,9 +245,9 @@ void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeS
   r.x = gx.get();
   gpu.rope(r);
   char name[160];
-  std::snprintf(name, sizeof name, "rope%s rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d seq_len=%d%s",
-                inverse ? " inverse" : "", sh.rows, sh.heads, sh.head_dim, sh.rot_offset, sh.rot_dim, sh.seq_len,
-                offset ? " unaligned" : "");
+  std::snprintf(name, sizeof name, "rope%s%s rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d seq_len=%d%s",
+                scaling.factor > 1 ? " yarn" : "", inverse ? " inverse" : "", sh.rows, sh.heads, sh.head_dim,
+                sh.rot_offset, sh.rot_dim, sh.seq_len, offset ? " unaligned" : "");
   rep.check(name, relative_error(gx.download(), want), kTol);
 }
 
@@ -530,6 +530,9 @@ int main(int argc, char** argv) {
   for (const RopeShape& sh : rope_shapes)
     for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, sh, inverse, 0, seed++);
   check_rope(rep, cpu, gpu, {33, 3, 40, 8, 32, 11}, false, 1, seed++);
+  // YaRN (DeepSeek-V3's context extension) at 4x an original context of 128.
+  const mt::RopeScaling yarn{.factor = 4, .original_seq_len = 128, .beta_fast = 32, .beta_slow = 1, .magnitude = 1.2f};
+  for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, {1024, 4, 192, 128, 64, 512}, inverse, 0, seed++, yarn);
   check_rope_bf16(rep, cpu, gpu, {4096, 8, 64, 0, 64, 1024}, seed++);    // MHA's queries
   check_rope_bf16(rep, cpu, gpu, {1024, 16, 192, 128, 64, 512}, seed++);  // MLA's: [nope; rope]
   check_rope_bf16(rep, cpu, gpu, {33, 3, 40, 8, 31, 11}, seed++);         // an odd rot_dim: last feature copied

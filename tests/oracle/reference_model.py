@@ -13,15 +13,42 @@ def rmsnorm(x, w, eps):
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
 
 
-def rope(x, offset, rot, seq, theta):
-    """Rotates interleaved pairs of features [offset, offset+rot) of x [rows, heads, width]."""
+def yarn_m(scaling, x):
+    """YaRN's magnitude 0.1 x ln(s) + 1 (DeepSeek-V3's inference code and Hugging Face config)."""
+    if scaling is None or scaling["factor"] <= 1:
+        return 1.0
+    return 0.1 * x * math.log(scaling["factor"]) + 1.0
+
+
+def yarn(m):
+    """The model's rope_scaling when it is YaRN, else None."""
+    s = m.get("rope_scaling", {})
+    return s if s.get("kind") == "yarn" else None
+
+
+def rope(x, offset, rot, seq, theta, scaling=None):
+    """Rotates interleaved pairs of features [offset, offset+rot) of x [rows, heads, width]; with
+    YaRN (Peng et al. 2023, as DeepSeek-V3 applies it) the frequencies are blended between kept and
+    divided by the factor along a ramp of pair indices, and cos and sin scaled."""
     rows = x.shape[0]
     pos = (torch.arange(rows, dtype=x.dtype) % seq)[:, None]
-    freq = theta ** (-2.0 * torch.arange(rot // 2, dtype=x.dtype) / rot)
-    ang = (pos * freq[None, :])[:, None, :]
+    freq = theta ** (-2.0 * torch.arange(rot // 2, dtype=torch.float64) / rot)
+    magnitude = 1.0
+    if scaling is not None and scaling["factor"] > 1:
+        def dim_for(turns):  # the pair index whose wavelength fits `turns` times in the original context
+            return rot * math.log(scaling["original_seq_len"] / (turns * 2 * math.pi)) / (2 * math.log(theta))
+        low = max(math.floor(dim_for(scaling["beta_fast"])), 0)
+        high = min(math.ceil(dim_for(scaling["beta_slow"])), rot - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(rot // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        freq = freq * (1 - ramp) + freq / scaling["factor"] * ramp
+        magnitude = yarn_m(scaling, scaling["mscale"]) / yarn_m(scaling, scaling["mscale_all_dim"])
+    ang = (pos * freq.to(x.dtype)[None, :])[:, None, :]
     part = x[..., offset:offset + rot]
     x0, x1 = part[..., 0::2], part[..., 1::2]
-    rotated = torch.stack([x0 * ang.cos() - x1 * ang.sin(), x0 * ang.sin() + x1 * ang.cos()], dim=-1).flatten(-2)
+    cos, sin = magnitude * ang.cos(), magnitude * ang.sin()
+    rotated = torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
     return torch.cat([x[..., :offset], rotated, x[..., offset + rot:]], dim=-1)
 
 
@@ -49,27 +76,30 @@ class Reference:
     def attention(self, pre, x, batch):
         m, p = self.m, self.p
         a, rows, heads, seq, theta = m["attention"], x.shape[0], m["n_heads"], m["seq_len"], m["rope_theta"]
+        ys = yarn(m)
+        # YaRN sharpens attention by m(mscale_all_dim)^2.
+        sharpen = yarn_m(ys, ys["mscale_all_dim"]) ** 2 if ys else 1.0
         if a["kind"] == "mha":
             hd = m["head_dim"]
             kv_heads = a["n_kv_heads"] or heads
-            q = rope((x @ p[pre + ".wq"].T).view(rows, heads, hd), 0, hd, seq, theta)
-            k = rope((x @ p[pre + ".wk"].T).view(rows, kv_heads, hd), 0, hd, seq, theta)
+            q = rope((x @ p[pre + ".wq"].T).view(rows, heads, hd), 0, hd, seq, theta, ys)
+            k = rope((x @ p[pre + ".wk"].T).view(rows, kv_heads, hd), 0, hd, seq, theta, ys)
             v = (x @ p[pre + ".wv"].T).view(rows, kv_heads, hd)
             k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
-            return causal_attention(q, k, v, batch, seq, 1 / math.sqrt(hd)) @ p[pre + ".wo"].T
+            return causal_attention(q, k, v, batch, seq, sharpen / math.sqrt(hd)) @ p[pre + ".wo"].T
         nope, rp, vd, kvl = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"], a["kv_lora_rank"]
         if a["q_lora_rank"] > 0:
             cq = rmsnorm(x @ p[pre + ".wq_a"].T, p[pre + ".q_norm"], m["norm_eps"])
             q = cq @ p[pre + ".wq_b"].T
         else:
             q = x @ p[pre + ".wq"].T
-        q = rope(q.view(rows, heads, nope + rp), nope, rp, seq, theta)
+        q = rope(q.view(rows, heads, nope + rp), nope, rp, seq, theta, ys)
         ckv = x @ p[pre + ".wkv_a"].T
-        latent, k_rope = ckv[:, :kvl], rope(ckv[:, None, kvl:], 0, rp, seq, theta)
+        latent, k_rope = ckv[:, :kvl], rope(ckv[:, None, kvl:], 0, rp, seq, theta, ys)
         kv = (rmsnorm(latent, p[pre + ".kv_norm"], m["norm_eps"]) @ p[pre + ".wkv_b"].T).view(rows, heads, nope + vd)
         k = torch.cat([kv[..., :nope], k_rope.expand(rows, heads, rp)], dim=-1)
         v = kv[..., nope:]
-        return causal_attention(q, k, v, batch, seq, 1 / math.sqrt(nope + rp)) @ p[pre + ".wo"].T
+        return causal_attention(q, k, v, batch, seq, sharpen / math.sqrt(nope + rp)) @ p[pre + ".wo"].T
 
     def moe(self, pre, x, balance):
         e, p = self.m["moe"], self.p

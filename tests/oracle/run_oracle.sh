@@ -91,6 +91,14 @@ check global_batch_aux_no_bias --set model.moe.aux_loss=global_batch --set model
 check no_shared_experts --set model.moe.n_shared_experts=0
 check mtp_depth_2 --set model.mtp.depth=2 --set model.mtp.weight=0.5
 check dense_only_mtp --set model.n_dense_layers=3 --set model.mtp.depth=1
+# YaRN at 3x the original context (12 of 4 positions), with magnitudes that differ so that both
+# the cos/sin scale and the attention scale show.
+yarn=(--set model.rope_scaling.kind=yarn --set model.rope_scaling.factor=3 --set model.rope_scaling.original_seq_len=4
+  --set model.rope_scaling.beta_fast=2 --set model.rope_scaling.beta_slow=0.5 --set model.rope_scaling.mscale=0.8
+  --set model.rope_scaling.mscale_all_dim=0.5)
+check mha_yarn "${yarn[@]}"
+check mla_yarn --set model.attention.kind=mla --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8 \
+  --set model.attention.qk_rope_head_dim=8 --set model.attention.v_head_dim=6 "${yarn[@]}"
 
 # FP8 conversion against PyTorch's float8 types (on the build machine; the GPU check has no build/).
 if [[ -x build/tests/fp8_codes ]]; then
