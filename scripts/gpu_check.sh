@@ -10,7 +10,7 @@
 #       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
 #       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model, and where a step's time
 #       goes on the 1B model by op kind (train --profile);
-#   (d) the PyTorch oracle's eleven configurations with moetrain's step on cuda;
+#   (d) the PyTorch oracle's thirteen configurations with moetrain's step on cuda;
 #   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results, and
 #       (b)'s cuda run again with parallel.comm = "nccl" (every group an NCCL communicator), the same losses;
 #   (f) the multi-rank layout matrix of tests/mpi/run_mpi_tests.sh with every rank on this GPU, payloads staged
