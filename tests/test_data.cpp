@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <cmath>
+#include <cstdio>
 
 #include "io/prepare.hpp"
 #include "io/shards.hpp"
@@ -35,7 +36,7 @@ TEST_CASE("bad shards are rejected with the file name and the problem") {
   std::filesystem::resize_file(dir + "/ok.bin", 1024 + 4);
   CHECK(contains(error_of([&] { mt::read_shard(dir + "/ok.bin"); }), "header says 3 tokens"));
   { std::ofstream(dir + "/text.bin") << std::string(2000, 'x'); }
-  CHECK(contains(error_of([&] { mt::read_shard(dir + "/text.bin"); }), "text.bin: magic number"));
+  CHECK(contains(error_of([&] { mt::read_shard(dir + "/text.bin"); }), "text.bin: byte 0: magic number"));
   { std::ofstream(dir + "/short.bin") << "abc"; }
   CHECK(contains(error_of([&] { mt::read_shard(dir + "/short.bin"); }), "shorter than the 1024-byte shard header"));
 }
@@ -50,7 +51,52 @@ TEST_CASE("tokens outside the vocabulary are rejected") {
   const std::string dir = testing::temp_dir("vocab");
   mt::write_shard(dir + "/train_000000.bin", {1, 2, 300});
   const std::string e = error_of([&] { mt::TokenStream(dir + "/train_*.bin", "data.train", 257); });
-  CHECK(contains(e, "token 300 at position 2 is outside model.vocab_size = 257"));
+  CHECK(contains(e, "train_000000.bin: byte 1028: token 300 at position 2 is outside model.vocab_size = 257"));
+}
+
+// Many shards read as one stream: every position, windows across shard boundaries included,
+// against the shards' tokens concatenated.
+TEST_CASE("a stream of many shards reads as their concatenation") {
+  const std::string dir = testing::temp_dir("many");
+  std::vector<uint16_t> all;
+  for (int s = 0; s < 40; ++s) {
+    std::vector<uint16_t> t(size_t(1 + (s * 7) % 13));
+    for (size_t i = 0; i < t.size(); ++i) t[i] = uint16_t((s * 31 + int(i) * 7) % 257);
+    char name[64];
+    std::snprintf(name, sizeof name, "/train_%06d.bin", s);
+    mt::write_shard(dir + name, t);
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  const mt::TokenStream stream(dir + "/train_*.bin", "data.train", 257);
+  REQUIRE(stream.size() == all.size());
+  for (size_t i = 0; i < all.size(); ++i) REQUIRE(stream[i] == all[i]);
+  for (size_t i = all.size(); i-- > 0;) REQUIRE(stream[i] == all[i]);  // backwards too
+  CHECK(stream.unigram_entropy() == doctest::Approx(mt::unigram_entropy(all)).epsilon(1e-12));
+}
+
+// A shard past 4 GiB's int32 byte offsets (2^31 tokens are 4 GiB; this one holds 1.2e9 tokens,
+// 2.4 GB): made sparse, so it costs no disk, with a token written at its very end.
+TEST_CASE("a shard over 2 GiB reads to its last token") {
+  const std::string dir = testing::temp_dir("big");
+  const std::string path = dir + "/train_000000.bin";
+  const size_t n = 1200000000;
+  {
+    int32_t header[256] = {};
+    header[0] = mt::kShardMagic;
+    header[1] = mt::kShardVersion;
+    header[2] = int32_t(n);
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(header), sizeof header);
+    f.seekp(std::streamoff(1024 + 2 * (n - 1)));
+    const uint16_t last = 7;
+    f.write(reinterpret_cast<const char*>(&last), 2);
+  }
+  REQUIRE(std::filesystem::file_size(path) == 1024 + 2 * n);
+  const mt::TokenStream stream(path, "data.train", 257);
+  CHECK(stream.size() == n);
+  CHECK(stream[n - 1] == 7);
+  CHECK(stream[n - 2] == 0);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("prepare splits fortune files into documents, byte tokens after a document-start token") {

@@ -1,6 +1,9 @@
 #include "io/shards.hpp"
 
+#include <fcntl.h>
 #include <glob.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -27,24 +30,36 @@ void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
   std::filesystem::rename(tmp, path);
 }
 
-std::vector<uint16_t> read_shard(const std::string& path) {
+namespace {
+
+// The header's token count of a shard, after checking the header and the file's size.
+size_t checked_count(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open the token shard");
   int32_t header[256];
   in.read(reinterpret_cast<char*>(header), sizeof(header));
   if (!in) throw UserError(path + ": shorter than the 1024-byte shard header; not a token shard");
   if (header[0] != kShardMagic)
-    throw UserError(path + ": magic number " + std::to_string(header[0]) + ", expected " +
+    throw UserError(path + ": byte 0: magic number " + std::to_string(header[0]) + ", expected " +
                     std::to_string(kShardMagic) + " (llm.c GPT-2 format; make shards with `moetrain prepare`)");
   if (header[1] != kShardVersion)
-    throw UserError(path + ": shard version " + std::to_string(header[1]) + ", expected 1 (uint16 tokens)");
-  if (header[2] < 0) throw UserError(path + ": negative token count in the header");
+    throw UserError(path + ": byte 4: shard version " + std::to_string(header[1]) + ", expected 1 (uint16 tokens)");
+  if (header[2] < 0) throw UserError(path + ": byte 8: negative token count in the header");
   const size_t n = size_t(header[2]);
   const auto file_size = std::filesystem::file_size(path);
   if (file_size != 1024 + 2 * n)
     throw UserError(path + ": header says " + std::to_string(n) + " tokens, so the file should be " +
                     std::to_string(1024 + 2 * n) + " bytes, but it is " + std::to_string(file_size) +
                     " (truncated or corrupt shard)");
+  return n;
+}
+
+}  // namespace
+
+std::vector<uint16_t> read_shard(const std::string& path) {
+  const size_t n = checked_count(path);
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(1024);
   std::vector<uint16_t> tokens(n);
   in.read(reinterpret_cast<char*>(tokens.data()), std::streamsize(n * 2));
   if (!in) throw UserError(path + ": could not read the tokens");
@@ -59,15 +74,44 @@ TokenStream::TokenStream(const std::string& pattern, const std::string& key, int
   if (files_.empty())
     throw UserError(key + " = \"" + pattern + "\": no shard matches this path (run `moetrain prepare` first, "
                     "or `make run`, which prepares the fortunes demo data)");
-  for (auto& f : files_) {
-    std::vector<uint16_t> t = read_shard(f);
-    for (size_t i = 0; i < t.size(); ++i)
-      if (t[i] >= vocab_size)
-        throw UserError(f + ": token " + std::to_string(t[i]) + " at position " + std::to_string(i) +
-                        " is outside model.vocab_size = " + std::to_string(vocab_size) +
-                        " (raise model.vocab_size or use shards made with this vocabulary)");
-    tokens_.insert(tokens_.end(), t.begin(), t.end());
+  std::vector<size_t> counts(65536, 0);
+  for (const std::string& f : files_) {
+    const size_t count = checked_count(f), bytes = 1024 + 2 * count;
+    const int fd = ::open(f.c_str(), O_RDONLY);
+    if (fd < 0) throw UserError(f + ": cannot open the token shard");
+    void* base = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (base == MAP_FAILED) throw UserError(f + ": cannot map the token shard into memory");
+    Mapped& m = shards_.emplace_back(Mapped{std::unique_ptr<void, Unmap>(base, Unmap{bytes}),
+                                            reinterpret_cast<const uint16_t*>(static_cast<const char*>(base) + 1024),
+                                            size_, count});
+    // One pass over the shard: every id within the vocabulary, and the frequencies.
+    ::madvise(base, bytes, MADV_SEQUENTIAL);
+    for (size_t i = 0; i < m.count; ++i) {
+      if (m.tokens[i] >= vocab_size)
+        throw UserError(f + ": byte " + std::to_string(1024 + 2 * i) + ": token " + std::to_string(m.tokens[i]) +
+                        " at position " + std::to_string(i) + " is outside model.vocab_size = " +
+                        std::to_string(vocab_size) + " (raise model.vocab_size or use shards made with this vocabulary)");
+      ++counts[m.tokens[i]];
+    }
+    ::madvise(base, bytes, MADV_RANDOM);
+    size_ += m.count;
   }
+  for (size_t c : counts)
+    if (c) entropy_ -= double(c) / double(size_) * std::log(double(c) / double(size_));
+}
+
+uint16_t TokenStream::operator[](size_t i) const {
+  if (i - shards_[last_].first >= shards_[last_].count) {
+    // The shard holding i: the last whose first token is at or before it.
+    size_t lo = 0, hi = shards_.size();
+    while (hi - lo > 1) {
+      const size_t mid = (lo + hi) / 2;
+      (shards_[mid].first <= i ? lo : hi) = mid;
+    }
+    last_ = lo;
+  }
+  return shards_[last_].tokens[i - shards_[last_].first];
 }
 
 double unigram_entropy(const std::vector<uint16_t>& tokens) {
