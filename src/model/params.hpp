@@ -1,6 +1,7 @@
 #pragma once
 // All trainable parameters of a rank in one flat fp32 device buffer, with gradients in a parallel
-// buffer of the same layout. Flat storage makes the optimizer, gradient clipping, gradient
+// buffer of the same layout (less what ZeRO-2/3 releases: those are lent while a pass uses them,
+// see release_gradients). Flat storage makes the optimizer, gradient clipping, gradient
 // reduction and checkpoints one loop each. Non-trainable state that is part of the model (the
 // router biases of auxiliary-loss-free balancing) lives in `buffers`.
 // A rank may hold a slice of a parameter along one dimension (tensor or expert parallelism):
