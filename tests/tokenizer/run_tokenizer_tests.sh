@@ -33,7 +33,7 @@ expect "decode(encode(file)) is the file, for every file of the corpus" 0 "token
 python3 tests/tiny_experiment.py "$tmp" run.name='"bpe"' model.vocab_size=2048 data.train="\"$tmp/bpe/train_*.bin\"" \
   data.val="\"$tmp/bpe/val_*.bin\"" training.steps=8 > "$tmp/exp.toml"
 expect "a model trains on the BPE shards" 0 "done: 8 steps" -- $bin train "$tmp/exp.toml"
-expect "shards with ids beyond model.vocab_size are refused" 2 "train_000000.bin: token [0-9]+ at position [0-9]+ is outside model.vocab_size = 257" -- \
+expect "shards with ids beyond model.vocab_size are refused" 2 "train_000000.bin: byte [0-9]+: token [0-9]+ at position [0-9]+ is outside model.vocab_size = 257" -- \
   $bin train "$tmp/exp.toml" --set run.name=small --set model.vocab_size=257
 
 expect "prepare --vocab below 257 is refused" 2 "a BPE vocabulary holds 257 to 65536 tokens" -- \
