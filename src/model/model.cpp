@@ -19,7 +19,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
   arenas_.resize(chunks_.size());
   saved_.resize(chunks_.size());
   blocks_.resize(cfg.n_layers);
-  block_params_.resize(size_t(cfg.n_layers));
+  block_ids_.resize(size_t(cfg.n_layers));
   bool first = false, last = false;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     LayerEnv env = env_;
@@ -47,7 +47,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     for (int i = chunks_[c].first_block; i < chunks_[c].end_block; ++i) {
       const int before = int(params.infos.size());
       blocks_[i] = std::make_unique<Block>(env, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
-      block_params_[size_t(i)] = {before, int(params.infos.size())};
+      for (int id = before; id < int(params.infos.size()); ++id) block_ids_[size_t(i)].push_back(id);
     }
   }
   if (last) {
@@ -63,8 +63,13 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
       // The MTP block has the kind of the model's deeper blocks: MoE if there are any.
       m.block = std::make_unique<Block>(last_env, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
       m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
+      std::vector<int>& rest = mtp_rest_ids_.emplace_back();
+      std::vector<int>& read = mtp_read_ids_.emplace_back(std::vector<int>{head, embedding});
+      for (int id = before; id < int(params.infos.size()); ++id) {
+        if (id != m.out_norm) rest.push_back(id);
+        read.push_back(id);
+      }
       mtp.push_back(std::move(m));
-      mtp_params_.push_back({before, int(params.infos.size())});
     }
   }
   params.finalize(backend, seed, cfg.init_std);
@@ -352,19 +357,6 @@ void Model::backward_weight(int chunk, int slot) {
     });
 }
 
-std::vector<int> Model::block_group(int block) const {
-  std::vector<int> ids;
-  for (int id = block_params_[size_t(block)].first; id < block_params_[size_t(block)].second; ++id) ids.push_back(id);
-  return ids;
-}
-
-std::vector<int> Model::mtp_group(int k) const {
-  std::vector<int> ids;
-  for (int id = mtp_params_[size_t(k)].first; id < mtp_params_[size_t(k)].second; ++id)
-    if (id != mtp[size_t(k)].out_norm) ids.push_back(id);
-  return ids;
-}
-
 std::vector<std::vector<int>> Model::grad_groups(int chunk) const {
   const StageSpec& stage = chunks_[size_t(chunk)];
   std::vector<std::vector<int>> groups;
@@ -389,12 +381,6 @@ void Model::with_values(int chunk, const std::vector<int>& ids, const std::funct
   if (shard_values_) shards_->gather(chunk, ids);
   pass();
   if (shard_values_) shards_->release(chunk);
-}
-
-std::vector<int> Model::mtp_values(int k) const {
-  std::vector<int> ids{head, embedding};
-  for (int id = mtp_params_[size_t(k)].first; id < mtp_params_[size_t(k)].second; ++id) ids.push_back(id);
-  return ids;
 }
 
 std::vector<std::vector<int>> Model::value_groups(int chunk) const {

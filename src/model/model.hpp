@@ -180,11 +180,11 @@ class Model {
   // The parameters whose weight gradients one piece of a backward pass completes: a block, the
   // head with a norm before it (the final one, or an MTP module's), the rest of an MTP module, the
   // embedding.
-  std::vector<int> block_group(int block) const;
+  const std::vector<int>& block_group(int block) const { return block_ids_[size_t(block)]; }
   std::vector<int> head_group() const { return {head, final_norm}; }
-  std::vector<int> mtp_group(int k) const;
+  const std::vector<int>& mtp_group(int k) const { return mtp_rest_ids_[size_t(k)]; }
   // The parameters an MTP module's forward and input-gradient pass read.
-  std::vector<int> mtp_values(int k) const;
+  const std::vector<int>& mtp_values(int k) const { return mtp_read_ids_[size_t(k)]; }
   // Runs `weights` (ops adding to the gradients of `ids`) between the holder's open and close.
   void weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights);
   // Runs `pass` (ops reading the values of `ids`) between the holder's gather and release.
@@ -209,8 +209,9 @@ class Model {
   bool keep_logits_ = false;
   ParamShards* shards_ = nullptr;
   bool shard_values_ = false;  // ZeRO-3: values come from shards_ too
-  std::vector<std::pair<int, int>> block_params_;  // [block]: its parameters' ids [first, end)
-  std::vector<std::pair<int, int>> mtp_params_;    // [module]: the same
+  std::vector<std::vector<int>> block_ids_;     // [block]: its parameters' ids
+  std::vector<std::vector<int>> mtp_rest_ids_;  // [module]: its parameters but the output norm
+  std::vector<std::vector<int>> mtp_read_ids_;  // [module]: its parameters, the head and the embedding
   std::vector<std::vector<Saved>> saved_;
 };
 

@@ -159,11 +159,7 @@ void Optimizer::close(int chunk) {
   // Every close runs on the parameters' stream, so the pieces' sums never race between chunks.
   const Backend& work = model_.backend(chunk);
   order_after(be(), work);
-  const float* window = windows_[size_t(chunk)].f32();
-  std::vector<size_t> at(params_.infos.size());
-  size_t n = 0;
-  for (int id : ids) at[size_t(id)] = n, n += params_.infos[id].numel;
-  pack_pieces(ids, [&](int id) { return window + at[size_t(id)]; }, packed_.f32());
+  pack_pieces(ids, [&](int id) { return params_.grad(id); }, packed_.f32());  // the lent windows
   const size_t section = pieces_size(ids);
   g_.dev.dp->reduce_scatter_sum(device_span(packed_.f32(), section * size_t(g_.dp->size())),
                                 device_span(received_.f32(), section));
@@ -181,32 +177,18 @@ void Optimizer::gather(int chunk, const std::vector<int>& ids) {
   std::vector<int>& here = gathered_[size_t(chunk)];
   here.clear();
   float* window = value_windows_[size_t(chunk)].f32();
-  std::vector<size_t> at(params_.infos.size());
   size_t n = 0;
   for (int id : ids)
     if (id >= 0 && sharded(id)) {
       params_.lend_value(id, window + n);
-      at[size_t(id)] = n, n += params_.infos[id].numel;
+      n += params_.infos[id].numel;
       here.push_back(id);
     }
   if (here.empty()) return;
   // This rank's pieces go out, every rank's come back (on the parameters' stream, which the
   // last release ordered after the chunk's use of the window).
-  const size_t section = pieces_size(here);
-  size_t off = 0;
-  for (int id : here) {
-    be().copy(received_.f32() + off, shard_values_.f32() + pieces_[id].at, pieces_[id].size * sizeof(float));
-    off += pieces_[id].size;
-  }
-  g_.dev.dp->all_gather(device_span(received_.f32(), section), device_span(packed_.f32(), section * size_t(g_.dp->size())));
-  for (int q = 0; q < g_.dp->size(); ++q) {
-    const float* in = packed_.f32() + size_t(q) * section;
-    for (int id : here) {
-      if (const size_t len = piece_len(id, q))
-        be().copy(window + at[size_t(id)] + size_t(q) * pieces_[id].size, in, len * sizeof(float));
-      in += pieces_[id].size;
-    }
-  }
+  all_gather_pieces(here, [&](int id) { return shard_values_.f32() + pieces_[id].at; }, received_.f32(),
+                    [&](int id) { return params_.value(id); });
   order_after(model_.backend(chunk), be());
 }
 
@@ -306,9 +288,29 @@ void Optimizer::step(double lr, long t) {
   if (zero_ == 1 || zero_ == 2) gather_weights();
 }
 
-void Optimizer::gather_weights() {
+template <class Mine, class To>
+void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to) const {
   const int ranks = g_.dp->size(), me = g_.dp->rank();
+  const size_t section = pieces_size(ids);
+  size_t off = 0;
+  for (int id : ids) {
+    if (const size_t len = piece_len(id, me)) be().copy(stage + off, mine(id), len * sizeof(float));
+    off += pieces_[id].size;
+  }
+  g_.dev.dp->all_gather(device_span(stage, section), device_span(packed_.f32(), section * size_t(ranks)));
+  for (int q = 0; q < ranks; ++q) {
+    const float* in = packed_.f32() + size_t(q) * section;
+    for (int id : ids) {
+      if (const size_t len = piece_len(id, q)) be().copy(to(id) + size_t(q) * pieces_[id].size, in, len * sizeof(float));
+      in += pieces_[id].size;
+    }
+  }
+}
+
+void Optimizer::gather_weights() {
+  const size_t me = size_t(g_.dp->rank());
   float* values = params_.values_data();
+  auto whole = [&](int id) { return values + params_.infos[id].value_offset; };
   Buffer mine(be(), DType::f32, batch_);
   for (size_t i = 0; i < sharded_.size();) {
     // Consecutive parameters whose pieces fit the packed buffer.
@@ -319,18 +321,8 @@ void Optimizer::gather_weights() {
       section += pieces_[sharded_[i]].size;
     }
     MT_CHECK(!ids.empty());
-    pack_pieces(ids, [&](int id) { return values + params_.infos[id].value_offset; }, packed_.f32());
-    // This rank's section of the packed values is its new pieces: they go out, every rank's come back.
-    be().copy(mine.f32(), packed_.f32() + size_t(me) * section, section * sizeof(float));
-    g_.dev.dp->all_gather(device_span(mine.f32(), section), device_span(packed_.f32(), section * size_t(ranks)));
-    for (int q = 0; q < ranks; ++q) {
-      const float* in = packed_.f32() + size_t(q) * section;
-      for (int id : ids) {
-        if (const size_t len = piece_len(id, q))
-          be().copy(values + params_.infos[id].value_offset + size_t(q) * pieces_[id].size, in, len * sizeof(float));
-        in += pieces_[id].size;
-      }
-    }
+    // This rank's updated pieces go out, every rank's come back.
+    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, mine.f32(), whole);
   }
 }
 

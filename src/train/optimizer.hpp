@@ -88,6 +88,10 @@ class Optimizer : public ParamShards {
   // a [ranks][sum of ids' pieces] buffer, zero-padded: rank r's section holds every piece r.
   template <class From>
   void pack_pieces(const std::vector<int>& ids, From from, float* to) const;
+  // The reverse, over the data-parallel group: this rank's piece of each of `ids` (sharded, at
+  // mine(id)) goes out through `stage`, and every rank's piece lands in the whole parameter at to(id).
+  template <class Mine, class To>
+  void all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to) const;
   size_t pieces_size(const std::vector<int>& ids) const;
   // Sums the listed parameters' gradients over `group`: their pieces where sharded.
   void sum_over(const std::vector<int>& ids, DeviceComm& group);
