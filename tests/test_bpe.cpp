@@ -39,7 +39,7 @@ TEST_CASE("learning merges the most frequent pair first, ties to the smaller ids
 TEST_CASE("encoding applies merges by rank within chunks, and decoding gives the bytes back") {
   std::vector<std::string> docs;
   for (int i = 0; i < 50; ++i) docs.push_back("the theory of the thermal theme, then there " + std::to_string(i % 7));
-  const mt::Bpe bpe = mt::Bpe::train(docs, 270);
+  const mt::Bpe bpe = mt::Bpe::train(std::vector<std::string_view>(docs.begin(), docs.end()), 270);
   CHECK(bpe.vocab() == 270);
   const std::string text = "the  theme\n\tthere\x01\xff\x80 " + std::string("\0zero", 5);
   const std::vector<uint16_t> ids = bpe.encode(text);

@@ -61,12 +61,12 @@ Bpe::Bpe(std::vector<std::pair<int, int>> merges) : merges_(std::move(merges)) {
   }
 }
 
-Bpe Bpe::train(const std::vector<std::string>& documents, int vocab, const std::function<void(int)>& progress) {
+Bpe Bpe::train(const std::vector<std::string_view>& documents, int vocab, const std::function<void(int)>& progress) {
   if (vocab < kFirstMerge || vocab > 65536)
     throw UserError("--vocab " + std::to_string(vocab) + ": a BPE vocabulary holds 257 to 65536 tokens (the 256 "
                     "bytes, the document start, the merges; shards store 16-bit ids)");
   std::unordered_map<std::string_view, long> counts;
-  for (const std::string& doc : documents)
+  for (std::string_view doc : documents)
     for (std::string_view chunk : bpe_chunks(doc)) ++counts[chunk];
   // The distinct chunks in a fixed order, as symbol sequences with their counts.
   std::vector<std::pair<std::string_view, long>> distinct(counts.begin(), counts.end());
@@ -100,7 +100,9 @@ Bpe Bpe::train(const std::vector<std::string>& documents, int vocab, const std::
     const int left = int(key >> 32), right = int(key & 0xffffffffu), id = kFirstMerge + int(merges.size());
     merges.push_back({left, right});
     std::vector<uint64_t> touched;
-    for (int w : std::vector<int>(where[key])) {
+    // where[key] itself takes no entries below (the new pairs hold `id`), and the map keeps its
+    // elements in place as it grows.
+    for (int w : where[key]) {
       if (seen[size_t(w)] == id) continue;
       seen[size_t(w)] = id;
       std::vector<int>& s = words[size_t(w)];

@@ -29,7 +29,7 @@ class Bpe {
 
   // Learns merges until the vocabulary holds `vocab` tokens or no pair occurs twice.
   // `progress(merges_done)` is called now and then.
-  static Bpe train(const std::vector<std::string>& documents, int vocab,
+  static Bpe train(const std::vector<std::string_view>& documents, int vocab,
                    const std::function<void(int)>& progress = nullptr);
   static Bpe load(const std::string& path);
   void save(const std::string& path) const;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include <unistd.h>
 
@@ -85,7 +86,7 @@ PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::s
   if (ec) throw UserError(out_dir + ": cannot create the output directory: " + ec.message());
   std::optional<Bpe> bpe;
   if (vocab > 0) {
-    std::vector<std::string> learn;
+    std::vector<std::string_view> learn;
     for (size_t d = 0; d < docs.size(); ++d)
       if (!validation(d)) learn.push_back(docs[d]);
     const auto start = std::chrono::steady_clock::now();

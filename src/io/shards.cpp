@@ -32,9 +32,9 @@ void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
 
 namespace {
 
-// The header's token count of a shard, after checking the header and the file's size.
-size_t checked_count(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+// The header's token count of the shard `in` reads (at its start), after checking the header and
+// the file's size; `in` is left at the first token.
+size_t checked_count(std::ifstream& in, const std::string& path) {
   if (!in) throw UserError(path + ": cannot open the token shard");
   int32_t header[256];
   in.read(reinterpret_cast<char*>(header), sizeof(header));
@@ -57,9 +57,8 @@ size_t checked_count(const std::string& path) {
 }  // namespace
 
 std::vector<uint16_t> read_shard(const std::string& path) {
-  const size_t n = checked_count(path);
   std::ifstream in(path, std::ios::binary);
-  in.seekg(1024);
+  const size_t n = checked_count(in, path);
   std::vector<uint16_t> tokens(n);
   in.read(reinterpret_cast<char*>(tokens.data()), std::streamsize(n * 2));
   if (!in) throw UserError(path + ": could not read the tokens");
@@ -76,7 +75,8 @@ TokenStream::TokenStream(const std::string& pattern, const std::string& key, int
                     "or `make run`, which prepares the fortunes demo data)");
   std::vector<size_t> counts(65536, 0);
   for (const std::string& f : files_) {
-    const size_t count = checked_count(f), bytes = 1024 + 2 * count;
+    std::ifstream header(f, std::ios::binary);
+    const size_t count = checked_count(header, f), bytes = 1024 + 2 * count;
     const int fd = ::open(f.c_str(), O_RDONLY);
     if (fd < 0) throw UserError(f + ": cannot open the token shard");
     void* base = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
