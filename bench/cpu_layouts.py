@@ -10,6 +10,7 @@ TWO_RANKS = [
     ("dp=2 zero=2", 2, ["parallel.dp=2", "parallel.zero=2"]),
     ("dp=2 zero=3", 2, ["parallel.dp=2", "parallel.zero=3"]),
     ("tp=2", 2, ["parallel.tp=2"]),
+    ("tp=2 sp", 2, ["parallel.tp=2", "parallel.sequence_parallel=true"]),
     ("dp=2 ep=2", 2, ["parallel.dp=2", "parallel.ep=2"]),
     ("pp=2 1f1b", 2, ["parallel.pp=2", "training.micro_batch=2"]),
     ("pp=2 gpipe", 2, ["parallel.pp=2", "parallel.schedule=gpipe", "training.micro_batch=2"]),

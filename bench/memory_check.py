@@ -31,6 +31,12 @@ layouts = [
     ("dp=2 zero=2, MLA, MTP 1", 2, ["parallel.dp=2", "parallel.zero=2", "model.attention.kind=mla", "model.mtp.depth=1"]),
     ("dp=2 ep=2 zero=2, full", 2, ["parallel.dp=2", "parallel.ep=2", "parallel.zero=2", "training.recompute=full"]),
     ("dp=2 zero=3, MLA, MTP 1", 2, ["parallel.dp=2", "parallel.zero=3", "model.attention.kind=mla", "model.mtp.depth=1"]),
+    ("tp=2 sp, MLA, MTP 1", 2, ["parallel.tp=2", "parallel.sequence_parallel=true", "model.attention.kind=mla",
+                                "model.mtp.depth=1"]),
+    ("tp=2 sp, selective", 2, ["parallel.tp=2", "parallel.sequence_parallel=true", "training.recompute=selective"]),
+    ("tp=2 sp, full", 2, ["parallel.tp=2", "parallel.sequence_parallel=true", "training.recompute=full"]),
+    ("tp=2 pp=2 sp 1f1b", 4, ["parallel.tp=2", "parallel.pp=2", "parallel.sequence_parallel=true",
+                              "training.micro_batch=2"]),
 ]
 
 number = r"([0-9.]+)"

@@ -106,9 +106,14 @@ TEST_CASE("other cross-field rules") {
                  "parallel.ep = 3 must divide model.moe.n_routed_experts = 8"));
   CHECK(contains(error_of("[parallel]\ntp = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 16\n[training]\nmicro_batch = 2\n"),
                  "parallel.tp = 3 must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = 32 (the MoE "
-                 "splits them over the tensor-parallel ranks): use one of 1, 2, 4, 8, 16, 32"));
-  // A dense model has no tokens to split.
-  CHECK(error_of("[parallel]\ntp = 3\n[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 16\nn_dense_layers = 4\n[training]\nmicro_batch = 2\n") == "");
+                 "and sequence parallelism split them over the tensor-parallel ranks): use one of 1, 2, 4, 8, 16, 32"));
+  // A dense model has no tokens to split, unless sequence parallelism splits them.
+  const std::string dense_tp3 = "[model]\nn_heads = 3\nhead_dim = 32\nd_model = 96\nffn_hidden = 384\nseq_len = 16\nn_dense_layers = 4\n[training]\nmicro_batch = 2\n";
+  CHECK(error_of("[parallel]\ntp = 3\n" + dense_tp3) == "");
+  CHECK(contains(error_of("[parallel]\ntp = 3\nsequence_parallel = true\n" + dense_tp3),
+                 "parallel.tp = 3 must divide the tokens of a micro-batch"));
+  CHECK(contains(error_of("[parallel]\nsequence_parallel = true\n"),
+                 "parallel.sequence_parallel = true splits rows over the tensor-parallel ranks and needs parallel.tp > 1 (now 1)"));
   CHECK(contains(error_of("[parallel]\nvpp = 2\n"), "parallel.vpp = 2 applies to parallel.schedule = \"interleaved\" only"));
   CHECK(contains(error_of("[parallel]\npp = 2\nzero = 3\n"), "parallel.zero = 3 (FSDP) gathers each block's weights"));
   CHECK(contains(error_of("[parallel]\nschedule = \"dualpipev\"\nzero = 3\n"), "use parallel.pp = 1 with schedule \"1f1b\""));

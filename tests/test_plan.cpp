@@ -197,6 +197,7 @@ TEST_CASE("layout rules and memory accounting") {
   CHECK(contains(problem("pp=16,zero=3"), "zero=3 (FSDP) with a pipeline schedule"));
   CHECK(contains(problem("pp=1,tp=8,schedule=dualpipev,zero=3"), "zero=3 (FSDP) with a pipeline schedule"));
   CHECK(problem("pp=1,tp=8,zero=3").empty());
+  CHECK(problem("pp=1,tp=8,sp").empty());
   CHECK(contains(user_error_of([] { parse_layout("tp=2,pp=x", 2048); }), "'pp=x': pp must be an integer >= 1"));
   CHECK(contains(user_error_of([] { parse_layout("speed=2", 2048); }), "unknown key; valid keys are dp, tp"));
   CHECK(contains(user_error_of([] { parse_layout("tp=3", 2048); }), "tp*pp = 3 does not divide 2048"));
@@ -229,6 +230,23 @@ TEST_CASE("a layout as printed parses back to itself, for every layout a search 
     CHECK(back.world() == e.layout.world());
     CHECK(back.scheduled() == e.layout.scheduled());
   }
+  // The cost model splits activations by sequence parallelism under tp, so every layout it proposes
+  // with tp > 1 asks train for it.
+  int with_tp = 0;
+  for (const Estimate& e : found.ranked) {
+    CHECK(e.layout.sp == (e.layout.tp > 1));
+    with_tp += e.layout.tp > 1;
+    const std::vector<std::string> sets = mt::train_sets(e.layout);
+    CHECK(std::count(sets.begin(), sets.end(), e.layout.tp > 1 ? "parallel.sequence_parallel=true"
+                                                                : "parallel.sequence_parallel=false") == 1);
+  }
+  CHECK(with_tp > 0);
+  const Layout sp = parse_layout("tp=2,sp=on,mbs=2", 8);
+  CHECK(sp.sp);
+  CHECK(layout_text(sp) == "dp=4 tp=2 pp=1 ep=1 sp zero=1 mbs=2 recompute=none");
+  CHECK(!parse_layout("tp=2,sp=off", 8).sp);
+  CHECK(contains(user_error_of([] { parse_layout("tp=1 sp", 8); }), "sp (sequence parallelism) needs tp > 1"));
+  CHECK(contains(user_error_of([] { parse_layout("tp=2 sp=yes", 8); }), "sp must be on or off"));
   Layout fp32 = parse_layout("dp=2 tp=1 pp=2 ep=1 zb-h1 zero=1 mbs=4 recompute=full fp8 storage=fp32", 4);
   CHECK(fp32.schedule == Kind::zb_h1);
   CHECK(fp32.fp8);

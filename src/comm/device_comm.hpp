@@ -47,7 +47,8 @@ class DeviceComm {
   virtual std::unique_ptr<Request> iall_reduce_sum(DeviceSpan data) = 0;
   // data holds size() equal blocks; block rank() of the sum lands in out (one block).
   virtual void reduce_scatter_sum(DeviceSpan data, DeviceSpan out) = 0;
-  // Every rank contributes `mine`; `all` receives size() blocks in rank order.
+  // Every rank contributes `mine`; `all` receives size() blocks in rank order. Any dtype (bfloat16
+  // rows travel as bytes) whose block is whole 4-byte words.
   virtual void all_gather(DeviceSpan mine, DeviceSpan all) = 0;
   // send_counts[r] elements go to rank r from send (rank order); recv_counts[r] arrive from r.
   // Counts are in elements of the spans' dtype (any dtype: FP8 rows travel as bytes).

@@ -63,11 +63,17 @@ class StagedComm final : public DeviceComm {
     up(o, ho.data(), bytes_of(out));
   }
 
+  // Any dtype whose block is whole 4-byte words: the host Comm moves the words as they are.
   void all_gather(DeviceSpan mine, DeviceSpan all) override {
-    float* m = f32(mine, "all_gather");
-    float* a = f32(all, "all_gather");
-    if (direct_) return host_->all_gather({m, mine.count}, {a, all.count});
-    std::vector<float> hm(mine.count), ha(all.count);
+    if (mine.dtype != all.dtype) throw std::invalid_argument("StagedComm::all_gather: the dtypes differ");
+    if (bytes_of(mine) % 4 != 0)
+      throw std::invalid_argument("StagedComm::all_gather: a block of " + std::to_string(bytes_of(mine)) +
+                                  " bytes is not whole 4-byte words");
+    float* m = static_cast<float*>(mine.data);
+    float* a = static_cast<float*>(all.data);
+    const size_t mw = bytes_of(mine) / 4, aw = bytes_of(all) / 4;
+    if (direct_) return host_->all_gather({m, mw}, {a, aw});
+    std::vector<float> hm(mw), ha(aw);
     down(hm.data(), m, bytes_of(mine));
     host_->all_gather(hm, ha);
     up(a, ha.data(), bytes_of(all));

@@ -181,6 +181,7 @@ struct ParallelConfig {
   int vpp = 1;                    // model chunks per pipeline rank (interleaved)
   pipeline::Kind schedule = pipeline::Kind::one_f_one_b;
   int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp
+  bool sequence_parallel = false;  // with tp > 1: rows between tensor-parallel regions split tp ways
   bool share_gpu = false;         // ranks of a node share its GPUs and talk through host memory
   CommChoice comm = CommChoice::automatic;
 };

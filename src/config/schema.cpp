@@ -228,6 +228,10 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.zero", p.zero, 0, 3,
             "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them, 2 = gradients "
             "sharded too, 3 = weights too (FSDP: gathered per block as passes read them; no pipeline schedule)");
+  b.flag("parallel.sequence_parallel", p.sequence_parallel,
+         "with tp > 1: each tensor-parallel rank keeps 1/tp of the rows between attention and FFN (norms, residual "
+         "adds, stage transfers), gathering them before each and reduce-scattering after (Megatron's sequence "
+         "parallelism); the MoE then runs on the rank's own rows");
   b.flag("parallel.share_gpu", p.share_gpu,
          "ranks of a node may share its GPUs (rank i uses GPU i mod count) and communicate through host memory "
          "instead of NCCL, which refuses two ranks on one GPU");

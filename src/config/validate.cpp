@@ -96,11 +96,14 @@ void validate_layout(const Config& c) {
   if (m.n_dense_layers > 0)
     require(m.ffn_hidden % p.tp == 0, c, "parallel.tp",
             "= " + s(p.tp) + " must divide model.ffn_hidden = " + s(m.ffn_hidden) + " (the dense FFN's hidden units split tp ways)");
-  if (m.n_layers > m.n_dense_layers) {
+  require(!p.sequence_parallel || p.tp > 1, c, "parallel.sequence_parallel",
+          "= true splits rows over the tensor-parallel ranks and needs parallel.tp > 1 (now 1): set it to false or "
+          "raise parallel.tp");
+  if (m.n_layers > m.n_dense_layers || p.sequence_parallel) {
     const long long tokens = (long long)t.micro_batch * m.seq_len;
     require(tokens % p.tp == 0, c, "parallel.tp",
             "= " + s(p.tp) + " must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = " +
-                s(tokens) + " (the MoE splits them over the tensor-parallel ranks): use one of " + divisors(tokens));
+                s(tokens) + " (the MoE and sequence parallelism split them over the tensor-parallel ranks): use one of " + divisors(tokens));
   }
   const long long dp_tp = (long long)p.dp * p.tp;
   require(dp_tp % p.ep == 0, c, "parallel.ep",

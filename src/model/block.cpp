@@ -9,8 +9,10 @@ Block::Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& pre
       attn_(make_attention(env, cfg, prefix + ".attn", max_in_flight)), saved_(max_in_flight) {
   using I = ParamStore::Init;
   ParamStore& p = *env.params;
-  norm1 = p.add(prefix + ".attn_norm", {d_}, I::ones, false);
-  norm2 = p.add(prefix + ".ffn_norm", {d_}, I::ones, false);
+  // Under sequence parallelism each rank norms its own rows: a part of the weights' gradient.
+  const Spread norms = env.shard.split_rows() ? Spread::tensor_partial : Spread::replicated;
+  norm1 = p.add(prefix + ".attn_norm", {d_}, I::ones, false, norms);
+  norm2 = p.add(prefix + ".ffn_norm", {d_}, I::ones, false, norms);
   if (!moe) {
     // Hidden units split over the tensor-parallel group: gate and up by rows, down by columns.
     const int64_t H = cfg.ffn_hidden, D = d_;
@@ -31,24 +33,29 @@ SwigluWeights Block::dense_weights() const {
 double Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
                       float aux_grad_scale, bool recompute) {
   Saved& s = saved_[slot];
-  const int rows = batch * seq_;
-  const size_t n = size_t(rows) * d_;
+  const int all_rows = batch * seq_, rows = env_.shard.row_share(all_rows);
+  const bool split = env_.shard.split_rows();
+  const size_t n = size_t(rows) * d_, all = size_t(all_rows) * d_;
   s.rows = rows;
   s.x = x;
   s.rstd1 = arena.floats(rows);
   s.x1 = arena.floats(n);
   s.rstd2 = arena.floats(rows);
   const Backend& be = env_.be();
-  s.n1 = norm(redo, rows, x, norm1, s.rstd1, true);
-  attn_->forward(slot, arena, redo, temp, s.n1, batch, s.x1);
-  env_.tp_sum(s.x1, n);
+  // Under sequence parallelism the norms of this rank's rows live only until they are gathered.
+  Arena& mine = split ? temp : redo;
+  s.n1 = env_.gather_rows(redo, norm(mine, rows, x, norm1, s.rstd1, true), n);
+  float* attn_out = split ? temp.floats(all) : s.x1;
+  attn_->forward(slot, arena, redo, temp, s.n1, batch, attn_out);
+  env_.tp_sum_rows(attn_out, s.x1, n);
   // The residual add happens in the norm, in place: x1 = attention's output + x.
-  s.n2 = norm(redo, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1);  // the MoE also moves the rows to its experts
+  s.n2 = env_.gather_rows(redo, norm(mine, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1), n);  // the MoE also moves the rows to its experts
   double aux = 0;
   if (moe_) aux = moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, recompute);
   else {
-    swiglu_forward(env_, arena, redo, dense_weights(), s.n2, rows, y, false, s.ffn);
-    env_.tp_sum(y, n);
+    float* ffn_out = split ? temp.floats(all) : y;
+    swiglu_forward(env_, arena, redo, dense_weights(), s.n2, all_rows, ffn_out, false, s.ffn);
+    env_.tp_sum_rows(ffn_out, y, n);
   }
   be.add({.n = n, .x = s.x1, .y = y});
   return aux;
@@ -68,9 +75,10 @@ GemmInput Block::norm(Arena& redo, int rows, const float* x, int weight, float* 
 
 void Block::redo(int slot, Arena& redo) {
   Saved& s = saved_[slot];
-  s.n1 = norm(redo, s.rows, s.x, norm1, s.rstd1, true);
+  const size_t n = size_t(s.rows) * d_;
+  s.n1 = env_.gather_rows(redo, norm(redo, s.rows, s.x, norm1, s.rstd1, true), n);
   attn_->redo(slot, redo, s.n1);
-  s.n2 = norm(redo, s.rows, s.x1, norm2, s.rstd2, !moe_);
+  s.n2 = env_.gather_rows(redo, norm(redo, s.rows, s.x1, norm2, s.rstd2, !moe_), n);
   if (moe_) moe_->redo(slot, redo, s.n2.f32);
   else swiglu_redo(env_, redo, dense_weights(), s.n2, s.ffn);
 }
@@ -79,21 +87,26 @@ void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const int rows = s.rows;
-  const size_t n = size_t(rows) * d_;
+  const bool split = env_.shard.split_rows();
+  const size_t n = size_t(rows) * d_, all = split ? n * env_.shard.tp_size : n;
   const Backend& be = env_.be();
   s.dy = dy;
   s.dn2 = arena.floats(n);
   s.dx1 = arena.floats(n);
   s.dn1 = arena.floats(n);
+  // Under sequence parallelism the FFN and attention take every row's gradient and give back
+  // their part of every row's, summed onto this rank's rows.
   if (moe_) moe_->backward_input(slot, arena, dy, s.dn2);
   else {
-    swiglu_backward_input(env_, arena, dense_weights(), dy, s.dn2, false, s.ffn);
-    env_.tp_sum(s.dn2, n);
+    float* dn2_all = split ? arena.floats(all) : s.dn2;
+    swiglu_backward_input(env_, arena, dense_weights(), env_.gather_rows(arena, dy, n), dn2_all, false, s.ffn);
+    env_.tp_sum_rows(dn2_all, s.dn2, n);
   }
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn2, .x = s.x1, .weight = p.value(norm2),
                              .rstd = s.rstd2, .dx = s.dx1, .residual_grad = dy});
-  attn_->backward_input(slot, arena, s.dx1, s.dn1);
-  env_.tp_sum(s.dn1, n);
+  float* dn1_all = split ? arena.floats(all) : s.dn1;
+  attn_->backward_input(slot, arena, env_.gather_rows(arena, s.dx1, n), dn1_all);
+  env_.tp_sum_rows(dn1_all, s.dn1, n);
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn1, .x = s.x, .weight = p.value(norm1),
                              .rstd = s.rstd1, .dx = dx, .residual_grad = s.dx1});
 }

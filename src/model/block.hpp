@@ -4,6 +4,9 @@
 // Under tensor parallelism the attention and the dense FFN each end in a sum over the group
 // (forward: their outputs; backward: their input gradients), so the block's input and output
 // are whole on every rank. The MoE splits the tokens over the group instead (model/moe.hpp).
+// With sequence parallelism (ShardPlace::split_rows) the block's input, output, residual adds
+// and norms hold this rank's share of the rows: the normed rows are all-gathered before attention
+// and the FFN, whose sums are reduce-scattered back onto the share (Korthikanti et al. 2022).
 #include <memory>
 #include <string>
 #include <vector>

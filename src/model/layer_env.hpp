@@ -11,12 +11,19 @@ namespace mt {
 
 // The slice of every layer this rank holds: attention heads and dense-FFN hidden units split
 // tp ways (Megatron-style column- then row-parallel pairs), routed experts split ep ways.
+// With sequence parallelism the rows between those pairs (the residual stream, its norms, what
+// moves between pipeline stages) are split tp ways too: rank i holds rows [i rows/tp, (i+1) rows/tp).
 struct ShardPlace {
   int tp_rank = 0, tp_size = 1;
   int ep_rank = 0, ep_size = 1;
+  bool sequence_parallel = false;
   DeviceComm* tp = nullptr;  // set when tp_size > 1
   DeviceComm* ep = nullptr;  // set when ep_size > 1
   Split tp_split(int dim) const { return {dim, tp_size, tp_rank}; }
+  bool split_rows() const { return sequence_parallel && tp_size > 1; }
+  // How many of `rows` whole rows this rank holds between the tensor-parallel regions, and the first.
+  int row_share(int rows) const { return split_rows() ? rows / tp_size : rows; }
+  int first_row(int rows) const { return split_rows() ? tp_rank * (rows / tp_size) : 0; }
 };
 
 // The GEMM precision of a model: the inputs' storage, and with fp8 the recipe and which of the
@@ -57,6 +64,31 @@ struct LayerEnv {
   // parallel one) over the tensor-parallel group.
   void tp_sum(float* x, size_t n) const {
     if (shard.tp_size > 1) shard.tp->all_reduce_sum(device_span(x, n));
+  }
+  // The same sum, from `whole` (this rank's part, for every row) to this rank's `mine` (its
+  // `values` of the row share, ShardPlace::row_share): a reduce-scatter under sequence parallelism,
+  // else the all-reduce, in place (`mine` is `whole`).
+  void tp_sum_rows(float* whole, float* mine, size_t values) const {
+    if (!shard.split_rows()) return tp_sum(whole, values);
+    shard.tp->reduce_scatter_sum(device_span(whole, values * shard.tp_size), device_span(mine, values));
+  }
+  // Every row, into `arena`, from each rank's share (`values` each); `mine` itself without
+  // sequence parallelism. A bfloat16 share stays bfloat16.
+  GemmInput gather_rows(Arena& arena, GemmInput mine, size_t values) const {
+    if (!shard.split_rows()) return mine;
+    const size_t all = values * size_t(shard.tp_size);
+    if (mine.bf16) {
+      Bf16* rows = arena.bf16s(all);
+      const size_t bytes = sizeof(Bf16) * values;
+      shard.tp->all_gather({const_cast<Bf16*>(mine.bf16), bytes, DType::u8}, {rows, bytes * shard.tp_size, DType::u8});
+      return rows;
+    }
+    float* rows = arena.floats(all);
+    shard.tp->all_gather(device_span(mine.f32, values), device_span(rows, all));
+    return rows;
+  }
+  const float* gather_rows(Arena& arena, const float* mine, size_t values) const {
+    return gather_rows(arena, GemmInput(mine), values).f32;
   }
 
   // RMSNorm (a's output left unset) into `arena`, for an output only GEMMs read: bfloat16 under

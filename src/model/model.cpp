@@ -124,8 +124,8 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   const LayerEnv& env = chunk_env_[chunk];
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
-  const int rows = mb.batch * cfg_.seq_len;
-  const size_t n = size_t(rows) * D;
+  const int rows = mb.batch * cfg_.seq_len, mine = env.shard.row_share(rows), first_row = env.shard.first_row(rows);
+  const size_t n = size_t(mine) * D;  // what passes between blocks: this rank's rows
   s.rows = rows;
   // The caller's token buffers may be reused before backward_weight runs: keep a copy.
   int* inputs = arena.ints(rows);
@@ -140,7 +140,8 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.acts[0] = arena.floats(n);
   if (stage.first)
     with_values(chunk, {embedding}, [&] {
-      be.embedding_forward({.rows = rows, .dim = D, .tokens = s.inputs, .table = params.value(embedding), .out = s.acts[0]});
+      be.embedding_forward({.rows = mine, .dim = D, .tokens = s.inputs + first_row, .table = params.value(embedding),
+                            .out = s.acts[0]});
     });
   else
     be.copy(s.acts[0], input, n * sizeof(float));
@@ -158,11 +159,14 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
     });
   }
   if (!stage.last) return r;
-  s.normed = arena.floats(n);
+  // The head, the loss and MTP's projections see every row on every tensor-parallel rank.
+  s.top = env.gather_rows(arena, s.acts[nb], n);
+  const size_t whole = size_t(rows) * D;
+  s.normed = arena.floats(whole);
   s.rstd = arena.floats(rows);
   s.logits = arena.floats(size_t(rows) * V);
   with_values(chunk, head_group(), [&] {
-    be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.acts[nb],
+    be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.top,
                         .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
     head_env(chunk).linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
   });
@@ -187,7 +191,7 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, T = cfg_.seq_len, rows = s.rows, shift = k + 1;
   const float eps = float(cfg_.norm_eps);
-  m.h_prev = k == 0 ? s.acts.back() : s.mtp[k - 1].h;
+  m.h_prev = k == 0 ? s.top : s.mtp[k - 1].h;
   m.tokens = arena.ints(rows);
   int* targets = arena.ints(rows);
   be.shift_tokens({.rows = rows, .seq = T, .shift = shift, .tokens = s.inputs, .targets = s.targets,
@@ -208,10 +212,14 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   be.copy_columns({.rows = rows, .cols = D, .src = m.b, .src_stride = D, .dst = m.cat + D, .dst_stride = 2 * D});
   m.hp = arena.floats(n);
   env.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
-  m.h = arena.floats(n);
+  // The block holds this rank's rows under sequence parallelism; the out norm and head all of them.
+  const ShardPlace& shard = env.shard;
+  const size_t mine = size_t(shard.row_share(rows)) * D;
+  float* h = arena.floats(mine);
   Arena& temp = scratch_[chunk];
   temp.reset();
-  *aux += mod.block->forward(slot, arena, arena, temp, m.hp, s.rows / T, m.h, scales.aux);
+  *aux += mod.block->forward(slot, arena, arena, temp, m.hp + size_t(shard.first_row(rows)) * D, s.rows / T, h, scales.aux);
+  m.h = env.gather_rows(arena, h, mine);
   m.n = arena.floats(n);
   m.n_rstd = arena.floats(rows);
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
@@ -239,8 +247,11 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
                              .rstd = m.n_rstd, .dx = m.dh});
   if (dh_next) be.add({.n = n, .x = dh_next, .y = m.dh});
-  m.dhp = arena.floats(n);
-  mod.block->backward_input(slot, arena, m.dh, m.dhp);
+  const ShardPlace& shard = env.shard;
+  const size_t mine = size_t(shard.row_share(rows)) * D;
+  float* dhp = arena.floats(mine);
+  mod.block->backward_input(slot, arena, m.dh + size_t(shard.first_row(rows)) * D, dhp);
+  m.dhp = env.gather_rows(arena, dhp, mine);
   float* dcat = arena.floats(2 * n);
   env.linear_backward_input(m.dhp, params.value(mod.proj), rows, 2 * D, D, dcat);
   m.da = arena.floats(n);
@@ -288,22 +299,25 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
   const LayerEnv& env = chunk_env_[chunk];
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
-  const size_t n = size_t(s.rows) * D;
+  const size_t n = size_t(env.shard.row_share(s.rows)) * D, whole = size_t(s.rows) * D;
   s.grads.assign(nb + 1, nullptr);
-  s.grads[nb] = arena.floats(n);
   if (stage.last) {
-    s.dnormed = arena.floats(n);
+    // Every row's gradient (as every tensor-parallel rank computed the head's), then this rank's.
+    float* top_grad = arena.floats(whole);
+    s.dnormed = arena.floats(whole);
     with_values(chunk, head_group(), [&] {
       head_env(chunk).linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
-      be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb],
-                                 .weight = params.value(final_norm), .rstd = s.rstd, .dx = s.grads[nb]});
+      be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top,
+                                 .weight = params.value(final_norm), .rstd = s.rstd, .dx = top_grad});
     });
     // The MTP modules, deepest first, add their gradient w.r.t. the last block's output.
     const float* dh = nullptr;
     for (int k = int(mtp.size()) - 1; k >= 0; --k)
       with_values(chunk, mtp_values(k), [&] { dh = mtp_backward_input(chunk, slot, k, dh); });
-    if (dh) be.add({.n = n, .x = dh, .y = s.grads[nb]});
+    if (dh) be.add({.n = whole, .x = dh, .y = top_grad});
+    s.grads[nb] = top_grad + size_t(env.shard.first_row(s.rows)) * D;
   } else {
+    s.grads[nb] = arena.floats(n);
     be.copy(s.grads[nb], output_grad, n * sizeof(float));
   }
   s.blocks_weighted = weights_now || recompute_ != Recompute::none;
@@ -340,7 +354,7 @@ void Model::backward_weight(int chunk, int slot) {
   if (stage.last)
     weigh(chunk, head_group(), [&] {
       head_env(chunk).linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
-      be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.acts[nb], .rstd = s.rstd,
+      be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top, .rstd = s.rstd,
                                   .dweight = params.grad(final_norm)});
     });
   if (!s.blocks_weighted)
@@ -350,11 +364,13 @@ void Model::backward_weight(int chunk, int slot) {
     }
   if (stage.last)
     for (size_t k = 0; k < mtp.size(); ++k) mtp_backward_weight(chunk, slot, int(k));
-  if (stage.first)
+  if (stage.first) {
+    // Every row's gradient, so that each tensor-parallel rank's copy of the embedding gets the whole sum.
+    const float* dout = env.gather_rows(arenas_[chunk][slot], s.grads[0], size_t(env.shard.row_share(s.rows)) * D);
     weigh(chunk, {embedding}, [&] {
-      be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = s.grads[0],
-                             .dtable = params.grad(embedding)});
+      be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = dout, .dtable = params.grad(embedding)});
     });
+  }
 }
 
 std::vector<std::vector<int>> Model::grad_groups(int chunk) const {

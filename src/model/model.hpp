@@ -157,7 +157,8 @@ class Model {
     float aux_scale = 0;  // the forward's balance-loss weight, for a recomputation
     const int* inputs = nullptr;   // device copies of the micro-batch's tokens
     const int* targets = nullptr;
-    std::vector<float*> acts;  // inputs of the chunk's blocks; the last entry is its output
+    std::vector<float*> acts;  // inputs of the chunk's blocks; the last entry is its output (this rank's rows)
+    const float* top = nullptr;  // a last chunk's output, every row (acts.back() unless sequence parallel)
     float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
     std::vector<float*> grads;  // gradient w.r.t. each entry of acts (grads[0]: the chunk's input)
     bool blocks_weighted = false;  // the blocks' weight gradients were taken in backward_input
@@ -165,8 +166,10 @@ class Model {
       const float* h_prev = nullptr;
       int* tokens = nullptr;
       float *emb = nullptr, *a = nullptr, *a_rstd = nullptr, *b = nullptr, *b_rstd = nullptr, *cat = nullptr;
-      float *hp = nullptr, *h = nullptr, *n = nullptr, *n_rstd = nullptr, *dlogits = nullptr;
-      float *dn = nullptr, *dh = nullptr, *dhp = nullptr, *da = nullptr, *db = nullptr, *demb = nullptr;
+      float *hp = nullptr, *n = nullptr, *n_rstd = nullptr, *dlogits = nullptr;
+      const float* h = nullptr;    // the block's output, every row
+      const float* dhp = nullptr;  // the gradient w.r.t. the block's input, every row
+      float *dn = nullptr, *dh = nullptr, *da = nullptr, *db = nullptr, *demb = nullptr;
     };
     std::vector<Mtp> mtp;
   };

@@ -52,7 +52,7 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
   // This rank's share of the tokens: its rows of x, y and the routing.
   const int n = s.share = rows / tp_, first = s.first = env_.shard.tp_rank * n;
   const float* xs = x + size_t(first) * d_;
-  float* ys = tp_ > 1 ? arena.floats(size_t(n) * d_) : y;
+  float* ys = gathered() ? arena.floats(size_t(n) * d_) : y;
   double* load = recompute ? nullptr : router_.step_load().f64();
   const GemmInput xe = dispatcher_.permute(arena, s.routing.chosen + size_t(first) * top_k_, n, xs, load, s.dispatch);
   s.ye = arena.floats(size_t(n) * top_k_ * d_);
@@ -72,7 +72,7 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
       });
   be.moe_combine({.tokens = n, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
                   .gates = s.routing.gates + size_t(first) * top_k_, .y = ys});
-  if (tp_ > 1) env_.shard.tp->all_gather(device_span(ys, size_t(n) * d_), device_span(y, size_t(rows) * d_));
+  if (gathered()) env_.shard.tp->all_gather(device_span(ys, size_t(n) * d_), device_span(y, size_t(rows) * d_));
   return aux;
 }
 
@@ -88,8 +88,8 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   const Backend& be = env_.be();
   const int rows = s.rows, n = s.share, first = s.first;
   const size_t pairs = size_t(n) * top_k_;
-  const float* dys = dy + size_t(first) * d_;
-  const bool split = tp_ > 1;
+  const bool split = tp_ > 1, own_rows = env_.shard.split_rows();
+  const float* dys = own_rows ? dy : dy + size_t(first) * d_;
   // Through the gating product: d(expert output) = g dy, d(gate) = dy . expert output.
   float* dye = arena.floats(pairs * d_);
   float* dgate = arena.floats(size_t(rows) * top_k_);
@@ -98,7 +98,7 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
                            .slot_row = s.dispatch.slot_row, .gates = s.routing.gates + size_t(first) * top_k_,
                            .drows = dye, .dgate = dgate_s});
   float* dxe = arena.floats(pairs * d_);
-  float* dxs = split ? arena.floats(size_t(n) * d_) : dx;
+  float* dxs = gathered() ? arena.floats(size_t(n) * d_) : dx;
   const GroupedExpertWeights w = expert_weights();
   beside_shared(
       [&] {
@@ -115,12 +115,12 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       });
   be.moe_combine({.tokens = n, .top_k = top_k_, .dim = d_, .rows = dxe, .slot_row = s.dispatch.slot_row,
                   .gates = nullptr, .y = dxs});
-  if (split) {
-    env_.shard.tp->all_gather(device_span(dxs, size_t(n) * d_), device_span(dx, size_t(rows) * d_));
-    env_.shard.tp->all_gather(device_span(dgate_s, pairs), device_span(dgate, size_t(rows) * top_k_));
-  }
-  // The router ran on every token on each rank: its backward does too.
-  router_.backward_input(arena, s.routing, dgate, dx);
+  if (gathered()) env_.shard.tp->all_gather(device_span(dxs, size_t(n) * d_), device_span(dx, size_t(rows) * d_));
+  if (split) env_.shard.tp->all_gather(device_span(dgate_s, pairs), device_span(dgate, size_t(rows) * top_k_));
+  // The router ran on every token on each rank: its backward does too, and adds to the input
+  // gradient of the rows this rank holds.
+  if (own_rows) router_.backward_input(arena, s.routing, dgate, dx, {.first = first, .count = n});
+  else router_.backward_input(arena, s.routing, dgate, dx, {.first = 0, .count = rows});
 }
 
 void MoE::beside_shared(const std::function<void()>& shared,

@@ -10,6 +10,8 @@
 // router is small, and its loss and statistics stay whole), but sends only its 1/tp share of them
 // to the experts, shared and routed; the shares' outputs, and in backward their input and gate
 // gradients, are all-gathered over the tensor-parallel group. So each token meets its experts once.
+// With sequence parallelism the share is the rank's own rows of the block: its output and input
+// gradient stay there, and only the gates' gradient is gathered for the router.
 // A global-batch balance loss needs every micro-batch's routing before any backward pass: the
 // trainer runs all forwards, calls finish_global_balance(), then the backwards.
 #include <functional>
@@ -27,7 +29,8 @@ namespace mt {
 class MoE {
  public:
   MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  // x, y: [batch*seq, d_model]. aux_weight is the weight of one group's balance loss in the
+  // x: [batch*seq, d_model]; y the same, or this rank's share of the rows under sequence
+  // parallelism (ShardPlace::split_rows), as dy and dx in backward_input. aux_weight is the weight of one group's balance loss in the
   // objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of
   // alpha sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns).
   // `recompute`: a repeat of this micro-batch's forward, which adds nothing to the step's load.
@@ -57,6 +60,8 @@ class MoE {
   GroupedExpertWeights expert_weights() const;
   SwigluWeights shared_weights() const;
 
+  // Whether the shares' outputs and input gradients are gathered into whole rows.
+  bool gathered() const { return tp_ > 1 && !env_.shard.split_rows(); }
   // Runs the shared experts' part of a pass (or y = 0 without them) beside `routed`, the rest.
   void beside_shared(const std::function<void()>& shared, const std::function<void(const std::function<void()>&)>& routed);
 

@@ -57,7 +57,7 @@ double Router::finish_global_balance(long tokens) {
                                    .load = load_.f64(), .prob_sum = prob_sum_.f64(), .f = global_f_.f64()});
 }
 
-void Router::backward_input(Arena& arena, Routing& r, const float* dgate, float* dx) {
+void Router::backward_input(Arena& arena, Routing& r, const float* dgate, float* dx, Rows of_dx) {
   const int group = group_size(r.tokens);
   const bool global = balance_ == BalanceLoss::global_batch;
   RouterBackwardArgs a{.tokens = r.tokens, .experts = experts_, .top_k = top_k_, .route_scale = route_scale_,
@@ -71,7 +71,8 @@ void Router::backward_input(Arena& arena, Routing& r, const float* dgate, float*
   r.dlogits = arena.floats(size_t(r.tokens) * experts_);
   a.dlogits = r.dlogits;
   env_.be().router_backward(a);
-  env_.linear_backward_input(r.dlogits, env_.params->value(weight), r.tokens, d_, experts_, dx, true);
+  env_.linear_backward_input(r.dlogits + size_t(of_dx.first) * experts_, env_.params->value(weight), of_dx.count, d_,
+                             experts_, dx, true);
 }
 
 void Router::backward_weight(const Routing& r) {

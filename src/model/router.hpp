@@ -40,9 +40,13 @@ class Router {
   // finish_global_balance() returns).
   // `recompute`: a repeat of a forward, which adds nothing to the step's statistics.
   double forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, bool recompute = false);
+  // The tokens [first, first + count) of a routing.
+  struct Rows {
+    int first = 0, count = 0;
+  };
   // dx += the gradient through the router from the gates' gradient dgate [tokens, K] and the
-  // balance loss.
-  void backward_input(Arena& arena, Routing& r, const float* dgate, float* dx);
+  // balance loss, for the tokens `of_dx` (dx holds those rows only).
+  void backward_input(Arena& arena, Routing& r, const float* dgate, float* dx, Rows of_dx);
   void backward_weight(const Routing& r);
 
   // global_batch only: after every forward of the step (and the sum of the statistics over the

@@ -20,7 +20,7 @@ ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
 
 std::string layout_text(const Layout& l) {
   std::ostringstream s;
-  s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep;
+  s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep << (l.sp ? " sp" : "");
   if (l.scheduled()) s << " " << name_of(l.schedule);
   if (l.scheduled() && l.schedule == pipeline::Kind::interleaved) s << " vpp=" << l.vpp;
   s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << name_of(l.recompute) << (l.fp8 ? " fp8" : "");
@@ -40,7 +40,7 @@ Layout parse_layout(const std::string& text, int gpus) {
     // layout_text's bare words: a schedule's name, and "fp8".
     pipeline::Kind named;
     if (eq == std::string::npos && value_of(item, named)) key = "schedule", value = item;
-    if (item == "fp8") key = "fp8", value = "on";
+    if (item == "fp8" || item == "sp") key = item, value = "on";
     auto bad = [&](const std::string& valid) {
       return UserError("--layout " + text + ": '" + item + "': " + valid);
     };
@@ -68,13 +68,17 @@ Layout parse_layout(const std::string& text, int gpus) {
     } else if (key == "fp8") {
       if (value != "on" && value != "off") throw bad("fp8 must be on or off");
       l.fp8 = value == "on";
+    } else if (key == "sp") {
+      if (value != "on" && value != "off") throw bad("sp must be on or off");
+      l.sp = value == "on";
     } else if (key == "storage") {
       if (!value_of(value, l.storage))
         throw bad("storage must be bf16 (the BF16 recipe), fp32 (moetrain) or mixed (moetrain under bf16 GEMMs)");
     } else {
-      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, storage");
+      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, sp, storage");
     }
   }
+  if (l.sp && l.tp == 1) throw UserError("--layout " + text + ": sp (sequence parallelism) needs tp > 1");
   if (!dp_given) {
     if (gpus % (l.tp * l.pp) != 0)
       throw UserError("--layout " + text + ": tp*pp = " + std::to_string(l.tp * l.pp) + " does not divide " +
@@ -93,6 +97,7 @@ std::vector<std::string> train_sets(const Layout& l) {
                                 set("parallel.ep", n(l.ep)), set("parallel.schedule", schedule)};
   sets.push_back(set("parallel.vpp", n(l.scheduled() && l.schedule == pipeline::Kind::interleaved ? l.vpp : 1)));
   sets.push_back(set("parallel.zero", n(l.zero)));
+  sets.push_back(set("parallel.sequence_parallel", l.sp ? "true" : "false"));
   sets.push_back(set("training.micro_batch", n(l.micro_batch)));
   sets.push_back(set("training.recompute", name_of(l.recompute)));
   // The planner times BF16 GEMMs unless the layout is FP8.
@@ -115,6 +120,7 @@ Layout layout_of_config(const Config& c) {
   l.ep = p.ep;
   l.vpp = p.vpp;
   l.zero = p.zero;
+  l.sp = p.sequence_parallel;
   l.schedule = p.schedule;
   l.micro_batch = c.training.micro_batch;
   l.recompute = c.training.recompute;

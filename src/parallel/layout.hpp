@@ -36,6 +36,7 @@ struct Layout {
   int micro_batch = 1;            // sequences per micro-batch
   Recompute recompute = Recompute::none;
   bool fp8 = false;
+  bool sp = false;                // sequence parallelism (tp > 1 only)
   Storage storage = Storage::bf16_recipe;
   int world() const { return dp * tp * pp; }
   // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
@@ -44,12 +45,13 @@ struct Layout {
   bool scheduled() const { return pp > 1 || schedule == pipeline::Kind::dualpipev; }
 };
 
-// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8" (and " storage=fp32"): how
+// "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8" (" sp" after the tp
+// sizes with sequence parallelism, " storage=fp32" at the end): how
 // plan prints a layout, and how checkpoints and logs record the one they ran.
 std::string layout_text(const Layout& l);
-// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,vpp=2][,dp=128]
-// [,storage=fp32]", and layout_text's own form too (entries apart by spaces, the schedule by its
-// name alone, "fp8" alone), so a layout a run recorded can be planned again as it is.
+// Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,sp=on][,vpp=2]
+// [,dp=128][,storage=fp32]", and layout_text's own form too (entries apart by spaces, the schedule
+// by its name alone, "fp8" and "sp" alone), so a layout a run recorded can be planned again as it is.
 // dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
 Layout parse_layout(const std::string& text, int gpus);
 

@@ -84,13 +84,24 @@ struct BlockValues {
   double kept = 0, work = 0, temp = 0;
 };
 // `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1.
-BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double half) {
+// `sp`: sequence parallelism, the block's own rows 1/tp of them (model/block.hpp).
+BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double half, bool sp) {
   const auto& a = m.attention;
-  const double d = m.d_model, H = double(m.n_heads) / tp;
-  double kept = d + 2;                   // x1, rstd1, rstd2
-  double dropped = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move): selective recomputation redoes them
-  double back = 3 * d;      // dn2, dx1, dn1
+  const double d = m.d_model, H = double(m.n_heads) / tp, own = sp ? 1.0 / tp : 1.0;
+  const double norms = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move)
+  double kept = own * (d + 2);  // x1, rstd1, rstd2
+  double dropped = norms;       // selective recomputation redoes them (under sp: gathered)
+  double back = own * 3 * d;    // dn2, dx1, dn1
   double temp = 0, redone = 0;  // the forward's temporaries; those selective recomputation makes again
+  if (sp) {
+    // The norms of the own rows before they are gathered (again under selective recomputation);
+    // attention's output and a dense FFN's before they are reduce-scattered; in backward the
+    // gathered gradient of each one's output and its input gradient before the reduce-scatter
+    // (the MoE takes and gives the own rows).
+    temp += own * norms + d + (moe ? 0 : d);
+    redone += own * norms;
+    back += moe ? 2 * d : 4 * d;
+  }
   if (a.kind == "mla") {
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
                  v = a.v_head_dim, qk = nope + rope;
@@ -98,7 +109,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     kept += (ql > 0 ? (1 + half) * ql + 1 : 0) + (kl + rope) + (1 + half) * kl + 1 + H * v + H;
     dropped += half * (2 * H * qk + H * v);  // q, k, v per head: attention's inputs only
     temp += H * (nope + v) + (half < 1 ? H * qk : 0);  // [k_nope; v], and q before RoPE rounds it
-    redone = temp;  // selective recomputation makes them again
+    redone += H * (nope + v) + (half < 1 ? H * qk : 0);  // selective recomputation makes them again
     back += 2 * H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
   } else {
     const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;
@@ -111,13 +122,14 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double K = m.moe.top_k, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,
                  shared = double(m.moe.n_shared_experts) * m.moe.expert_hidden;
     // The router keeps every token (scores, choices, gates; in backward its logits' and the gates'
-    // gradients); the rest is this rank's 1/tp share of the tokens, with under tp > 1 its own
-    // output and input gradient (and gates' gradient) before they are gathered.
-    const double share = 1.0 / tp, gathered = tp > 1 ? 1 : 0;
+    // gradients); the rest is this rank's 1/tp share of the tokens, with under tp > 1 its gates'
+    // gradient, and without sequence parallelism its output and input gradient, before they are
+    // gathered.
+    const double share = 1.0 / tp, split = tp > 1 ? 1 : 0, gathered = tp > 1 && !sp ? 1 : 0;
     // The rows to the experts (bfloat16 under mixed storage) and back.
     kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * K * hid + 2 * shared + gathered * d);
     dropped += share * half * (K * hid + shared);  // SwiGLU products
-    back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + gathered * (K + d));
+    back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + split * K + gathered * d);
     // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
     // average), gathered into expert order, their outputs and those going back; the same again
     // for the gradients.
@@ -130,7 +142,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   }
   // Under recomputation the forward's scratch holds what it drops beside its temporaries; the
   // forward again (full, with its output) or its dropped part (selective) stays for the backward.
-  if (recompute == Recompute::full) return {0, kept + dropped + temp + d + back, kept + dropped + temp};
+  if (recompute == Recompute::full) return {0, kept + dropped + temp + own * d + back, kept + dropped + temp};
   if (recompute == Recompute::selective) return {kept, dropped + redone + back, dropped + temp};
   return {kept + dropped, back, temp};
 }
@@ -254,19 +266,25 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
     for (int c = 0; c < placement.chunks_per_rank; ++c) {
       const int pos = placement.locate(r, c)->position;
       const int nb = cut[size_t(pos) + 1] - cut[size_t(pos)];
+      // Under sequence parallelism what passes between blocks is the rank's own rows; a first
+      // stage gathers its input gradient for the embedding, a last its output for the head (and
+      // that output's gradient is whole).
+      const bool sp = l.sp && l.tp > 1;
+      const double own = sp ? d / l.tp : d, whole = sp ? d : 0;
       // tokens, block inputs; input gradients
-      double slot = 2 + (nb + 1) * d, later = (nb + 1) * d, work = 0, temp = 0;
+      double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0), work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
-        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, half);
+        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, half, sp);
         slot += b.kept;
         later += b.work;
         work = std::max(work, b.work);
         temp = std::max(temp, b.temp);
       }
       if (pos == placement.stages - 1) {
-        slot += 2 * d + V + 2;  // final norm, logits (their gradient in place)
-        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, half);
-        slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work);  // MTP modules keep everything
+        slot += 2 * d + V + 2 + 2 * whole;  // final norm, logits (their gradient in place)
+        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, half, sp);
+        // MTP modules keep everything (their blocks' own rows beside the gathered ones)
+        slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work + (sp ? 2 * own : 0));
         if (m.mtp.depth > 0) temp = std::max(temp, b.temp);
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
@@ -287,7 +305,7 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
             free_arenas.pop_back();
           } else if (t.pass != pipeline::Pass::weight_grad) {
             const bool deferred = t.pass == pipeline::Pass::input_grad && l.recompute == Recompute::none;
-            arena[size_t(a)] = std::max(arena[size_t(a)], slot + (deferred ? later : 2 * d));
+            arena[size_t(a)] = std::max(arena[size_t(a)], slot + (deferred ? later : 2 * own + (pos == 0 ? whole : 0)));
             scratch = scratch || !deferred;
           }
           if (t.pass == pipeline::Pass::backward || t.pass == pipeline::Pass::weight_grad) free_arenas.push_back(a);
@@ -358,9 +376,10 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
     return "tp = " + s(l.tp) + " does not divide the " + s(kv) + " key/value heads";
   if (m.n_dense_layers > 0 && m.ffn_hidden % l.tp != 0)
     return "tp = " + s(l.tp) + " does not divide the dense FFN's " + s(m.ffn_hidden) + " hidden units";
-  if (moe_layer_count(m) > 0 && (long(l.micro_batch) * m.seq_len) % l.tp != 0)
+  if ((moe_layer_count(m) > 0 || l.sp) && (long(l.micro_batch) * m.seq_len) % l.tp != 0)
     return "tp = " + s(l.tp) + " does not divide a micro-batch's " + s(long(l.micro_batch) * m.seq_len) +
-           " tokens, which the MoE splits over the tensor-parallel ranks";
+           " tokens, which the MoE and sequence parallelism split over the tensor-parallel ranks";
+  if (l.sp && l.tp == 1) return "sequence parallelism (sp) needs tp > 1";
   if ((l.dp * l.tp) % l.ep != 0) return "ep = " + s(l.ep) + " does not divide dp*tp = " + s(l.dp * l.tp);
   if (moe_layer_count(m) == 0 && l.ep > 1) return "ep = " + s(l.ep) + " but the model has no routed experts";
   if (moe_layer_count(m) > 0 && m.moe.n_routed_experts % l.ep != 0)

@@ -31,7 +31,8 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
           for (int zero : {1, 2, 3})
             for (int mbs : {1, 2, 4})
               for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
-                Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8};
+                // The cost model splits activations by sequence parallelism under tp.
+                Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8, tp > 1};
                 if (!layout_problem(m, global_batch, c, l).empty()) continue;
                 Estimate e = estimate_step(m, global_batch, c, l, timings, true);
                 ++out.considered;

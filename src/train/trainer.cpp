@@ -130,15 +130,15 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   layout_ = layout_text(layout_of_config(cfg));
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
-                         .tp = layer_tp, .ep = layer_ep};
+                         .sequence_parallel = p.sequence_parallel, .tp = layer_tp, .ep = layer_ep};
   if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
   model_->set_recompute(t.recompute);
   optimizer_ = std::make_unique<Optimizer>(*model_, cfg.optimizer, groups_, p.zero);
   if (schedule_)
-    transfers_ = std::make_unique<TransferBuffers>(device_.backend,
-                                                   size_t(t.micro_batch) * cfg.model.seq_len * cfg.model.d_model);
+    transfers_ = std::make_unique<TransferBuffers>(
+        device_.backend, size_t(shard.row_share(t.micro_batch * cfg.model.seq_len)) * cfg.model.d_model);
 }
 
 Trainer::~Trainer() {

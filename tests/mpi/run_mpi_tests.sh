@@ -135,6 +135,18 @@ same "recompute full: pp=2 dualpipev, MTP" 'pp=2,schedule="dualpipev"' -- model.
   training.recompute=\"full\"
 same "recompute selective: tp=2 x ep=2, MLA" tp=2,ep=2 -- model.attention.kind=\"mla\" training.recompute=\"selective\"
 same "recompute selective: pp=4 zb-h1" 'pp=4,schedule="zb-h1"' -- model.n_layers=4 training.recompute=\"selective\"
+# Sequence parallelism: the residual stream, its norms and the stage transfers hold 1/tp of the
+# rows; the normed rows are gathered before attention and the FFN, their sums reduce-scattered.
+same "tp=2 sp, dense MHA with grouped key/value heads" tp=2,sequence_parallel=true -- model.n_dense_layers=2 \
+  model.n_heads=4 model.head_dim=8 model.attention.n_kv_heads=2
+same "tp=2 sp, MoE on the own rows, MLA with query compression, MTP" tp=2,sequence_parallel=true -- \
+  model.attention.kind=\"mla\" model.attention.q_lora_rank=16 model.mtp.depth=1
+same "tp=2 x pp=2 zb-h1 sp, MTP (own rows between stages)" 'tp=2,pp=2,schedule="zb-h1",sequence_parallel=true' -- \
+  model.n_layers=4 model.mtp.depth=1 model.n_dense_layers=1
+same "tp=2 x ep=2 x dp=2 sp, ZeRO-3, selective recomputation" dp=2,tp=2,ep=2,zero=3,sequence_parallel=true -- \
+  model.attention.kind=\"mla\" training.recompute=\"selective\" model.n_dense_layers=1
+same "recompute full: tp=2 sp pp=1 dualpipev, MTP" 'tp=2,schedule="dualpipev",sequence_parallel=true' -- \
+  training.recompute=\"full\" model.mtp.depth=1
 same "tp=2 x pp=2 gpipe, global-batch balance loss" 'tp=2,pp=2,schedule="gpipe"' -- model.moe.aux_loss=\"global_batch\" model.moe.aux_alpha=0.01
 # FP8: data, expert and pipeline parallelism leave every product's K whole, so each layout
 # quantizes what one rank does, bit for bit. Under tp=2 the row-parallel products' K is halved and
@@ -155,6 +167,8 @@ same "fp8: ep=4 x dp=4, rows dispatched in FP8" dp=4,ep=4 -- precision.matmul=\"
 same "bf16: ep=2 x dp=2, MLA, rows dispatched in bfloat16" dp=2,ep=2 -- precision.matmul=\"bf16\" \
   model.attention.kind=\"mla\" model.attention.q_lora_rank=16
 same "bf16: tp=2, MLA (losses within 1e-4)" tp=2 -- precision.matmul=\"bf16\" model.attention.kind=\"mla\"
+same "bf16: tp=2 sp, MLA, bfloat16 rows gathered (losses within 1e-4)" tp=2,sequence_parallel=true -- \
+  precision.matmul=\"bf16\" model.attention.kind=\"mla\" model.n_dense_layers=1
 [[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO stops after
@@ -176,8 +190,8 @@ resume_case() {
 resume_case 1 4 pp=2 tp=2
 # ZeRO-2's moments go out by global slice like ZeRO-1's; ZeRO-2 resumes them on another dp.
 resume_case 2 4 dp=4 zero=2
-# ZeRO-3's weights go out by global slice too, and come back in pieces.
-resume_case 3 2 tp=2
+# ZeRO-3's weights go out by global slice too, and come back in pieces, here to sequence parallelism.
+resume_case 3 2 tp=2 sequence_parallel=true
 
 # Killing one rank ends the whole job, with mpirun naming the rank. Event-driven, no sleeping:
 # rank 1 records its pid, and rank 0 kills it with SIGKILL as soon as it prints its first step.

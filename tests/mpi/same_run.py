@@ -55,6 +55,8 @@ with h5py.File(f"{run_a}/log.h5", "r") as a, h5py.File(f"{run_b}/log.h5", "r") a
         token = kv.replace('"', "")
         if token.startswith("schedule="):  # the layout text names the schedule alone, as plan prints it
             token = token.split("=", 1)[1]
+        if token == "sequence_parallel=true":  # and sequence parallelism as "sp"
+            token = "sp"
         if token not in written.split():
             problems.append(f"log.h5 layout attribute '{written}' lacks {kv}")
     # Run b's log times every phase of every rank's step.

@@ -90,6 +90,28 @@ void run_all(mt::Comm& world, const mt::Backend& be, const std::string& backend_
     check("all_gather", ok);
   }
   {
+    // Bytes (bfloat16 rows travel so) arrive as they left, a NaN's payload included; a block of
+    // bytes that is not whole 4-byte words is refused.
+    const uint8_t nan_payload[4] = {0x01, 0x00, 0xC0, 0x7F};
+    std::vector<uint8_t> bytes(8);
+    for (int i = 0; i < 4; ++i) bytes[size_t(i)] = uint8_t(r * 16 + i), bytes[size_t(4 + i)] = nan_payload[i];
+    Buffer mine(be, DType::u8, 8), all(be, DType::u8, 8 * size_t(n));
+    mine.upload(bytes.data(), 8);
+    c.all_gather(device_span(mine), device_span(all));
+    std::vector<uint8_t> h(8 * size_t(n));
+    all.download(h.data(), h.size());
+    bool ok = true;
+    for (int q = 0; q < n; ++q)
+      for (int i = 0; i < 4; ++i) ok = ok && h[size_t(8 * q + i)] == uint8_t(q * 16 + i) && h[size_t(8 * q + 4 + i)] == nan_payload[i];
+    bool refused = false;
+    try {
+      c.all_gather({mine.raw(), 6, DType::u8}, {all.raw(), 6 * size_t(n), DType::u8});
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    check("all_gather of bytes", ok && refused);
+  }
+  {
     Buffer send, recv(be, DType::f32, size_t(n) * (r + 1));
     std::unique_ptr<mt::Request> exchange;
     {  // the count vectors are gone before the wait: the request keeps what it needs
