@@ -11,6 +11,7 @@ void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs&);
 void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs&);
 void attention_forward(DeviceState*, const AttentionForwardArgs&);
 void attention_backward(DeviceState*, const AttentionBackwardArgs&);
+void attention_decode(DeviceState*, const AttentionDecodeArgs&);
 void rope(DeviceState*, const RopeArgs&);
 void swiglu_forward(DeviceState*, const SwigluForwardArgs&);
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs&);

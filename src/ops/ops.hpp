@@ -110,8 +110,9 @@ struct RmsNormBackwardWeightArgs {
 // out_bf16 (the cast fused into the rotation): x is only read, and every feature of each head,
 // rotated where the rotation applies, is written there rounded to bfloat16 (same layout).
 // scaling: YaRN (ops/op_math.hpp), plain RoPE by default.
+// Row r is at position first_position + r % seq_len (a decoder's new rows start after its cache).
 struct RopeArgs {
-  int rows = 0, heads = 0, head_dim = 0, rot_offset = 0, rot_dim = 0, seq_len = 0;
+  int rows = 0, heads = 0, head_dim = 0, rot_offset = 0, rot_dim = 0, seq_len = 0, first_position = 0;
   float theta = 10000.0f; bool inverse = false;
   float* x = nullptr;  // [rows, heads, head_dim]
   Bf16* out_bf16 = nullptr;
@@ -143,6 +144,19 @@ struct AttentionBackwardArgs {
   float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
   GemmInputs inputs = GemmInputs::fp32;
   const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in forward
+};
+
+// The attention of one new position over the keys and values of every position so far (a
+// decoder's cache, the new one last): out[h] = sum_s p[h,s] v[s,g], p[h] = softmax_s(scale
+// q[h] . k[s,g]) over s < length, where query head h reads key/value head g = h / (heads /
+// kv_heads; 0: heads). fp32 throughout; `scores` [heads, length] is the op's workspace.
+struct AttentionDecodeArgs {
+  int length = 0, heads = 0, kv_heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
+  const float* q = nullptr;  // [heads, qk_dim]
+  const float* k = nullptr;  // [length, kv_heads, qk_dim]
+  const float* v = nullptr;  // [length, kv_heads, v_dim]
+  float* scores = nullptr;
+  float* out = nullptr;      // [heads, v_dim]
 };
 
 // h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
@@ -212,6 +226,7 @@ struct OpTable {
   void (*rope)(DeviceState*, const RopeArgs&);
   void (*attention_forward)(DeviceState*, const AttentionForwardArgs&);
   void (*attention_backward)(DeviceState*, const AttentionBackwardArgs&);
+  void (*attention_decode)(DeviceState*, const AttentionDecodeArgs&);
   void (*swiglu_forward)(DeviceState*, const SwigluForwardArgs&);
   void (*swiglu_backward)(DeviceState*, const SwigluBackwardArgs&);
   double (*cross_entropy)(DeviceState*, const CrossEntropyArgs&);
@@ -244,7 +259,7 @@ struct OpTable {
 // backend's guards).
 #define MT_OP_LIST(X)                                                                                 \
   X(gemm) X(rmsnorm_forward) X(rmsnorm_backward_input) X(rmsnorm_backward_weight) X(rope)             \
-  X(attention_forward) X(attention_backward) X(swiglu_forward) X(swiglu_backward) X(cross_entropy)    \
+  X(attention_forward) X(attention_backward) X(attention_decode) X(swiglu_forward) X(swiglu_backward) X(cross_entropy)    \
   X(embedding_forward) X(embedding_backward) X(add) X(copy_columns) X(grouped_gemm) X(sigmoid)        \
   X(router_select) X(moe_permute) X(gather_rows) X(moe_combine) X(moe_combine_backward)               \
   X(balance_loss) X(balance_prob_sums) X(global_balance) X(router_backward) X(bias_update)             \
@@ -265,6 +280,7 @@ struct Backend {
   void rope(const RopeArgs& a) const { ops->rope(state, a); }
   void attention_forward(const AttentionForwardArgs& a) const { ops->attention_forward(state, a); }
   void attention_backward(const AttentionBackwardArgs& a) const { ops->attention_backward(state, a); }
+  void attention_decode(const AttentionDecodeArgs& a) const { ops->attention_decode(state, a); }
   void swiglu_forward(const SwigluForwardArgs& a) const { ops->swiglu_forward(state, a); }
   void swiglu_backward(const SwigluBackwardArgs& a) const { ops->swiglu_backward(state, a); }
   double cross_entropy(const CrossEntropyArgs& a) const { return ops->cross_entropy(state, a); }

@@ -230,6 +230,7 @@ void check_rmsnorm_weight_many_rows(Report& rep, const Backend& cpu, const Backe
 
 struct RopeShape {
   int rows, heads, head_dim, rot_offset, rot_dim, seq_len;
+  int first_position = 0;  // a decoder's row: position first_position + row % seq_len
 };
 
 void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeShape& sh, bool inverse,
@@ -237,7 +238,8 @@ void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeS
   Lcg rng(seed);
   const std::vector<float> x = random_values(size_t(sh.rows) * sh.heads * sh.head_dim, rng, -2.0f, 2.0f);
   RopeArgs r{.rows = sh.rows, .heads = sh.heads, .head_dim = sh.head_dim, .rot_offset = sh.rot_offset,
-             .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .theta = 10000.0f, .inverse = inverse, .scaling = scaling};
+             .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .first_position = sh.first_position, .theta = 10000.0f,
+             .inverse = inverse, .scaling = scaling};
   std::vector<float> want = x;
   r.x = want.data();
   cpu.rope(r);
@@ -245,9 +247,10 @@ void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeS
   r.x = gx.get();
   gpu.rope(r);
   char name[160];
-  std::snprintf(name, sizeof name, "rope%s%s rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d seq_len=%d%s",
+  std::snprintf(name, sizeof name, "rope%s%s rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d seq_len=%d%s%s",
                 scaling.factor > 1 ? " yarn" : "", inverse ? " inverse" : "", sh.rows, sh.heads, sh.head_dim,
-                sh.rot_offset, sh.rot_dim, sh.seq_len, offset ? " unaligned" : "");
+                sh.rot_offset, sh.rot_dim, sh.seq_len, offset ? " unaligned" : "",
+                sh.first_position ? (" from position " + std::to_string(sh.first_position)).c_str() : "");
   rep.check(name, relative_error(gx.download(), want), kTol);
 }
 
@@ -411,6 +414,29 @@ void check_embedding(Report& rep, const Backend& cpu, const Backend& gpu, int ro
 // product's inputs that differ by an ulp of fp32 (another summation order) can round to
 // neighbouring bfloat16 values, and forward rounds the probabilities before their normalisation
 // on the GPU and after it on the CPU; that leaves differences of bfloat16's 2^-8, so 1e-2.
+// A decoder's attention of one position over its cache (fp32 both sides: summation order only).
+void check_attention_decode(Report& rep, const Backend& cpu, const Backend& gpu, int length, int heads, int kv_heads,
+                            int qk_dim, int v_dim, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<float> q = random_values(size_t(heads) * qk_dim, rng);
+  const std::vector<float> k = random_values(size_t(length) * kv_heads * qk_dim, rng);
+  const std::vector<float> v = random_values(size_t(length) * kv_heads * v_dim, rng);
+  const float scale = 1.0f / std::sqrt(float(qk_dim));
+  std::vector<float> scores(size_t(heads) * length), out(size_t(heads) * v_dim);
+  cpu.attention_decode({.length = length, .heads = heads, .kv_heads = kv_heads, .qk_dim = qk_dim, .v_dim = v_dim,
+                        .scale = scale, .q = q.data(), .k = k.data(), .v = v.data(), .scores = scores.data(),
+                        .out = out.data()});
+  DeviceFloats gq(gpu, q), gk(gpu, k), gv(gpu, v), gscores(gpu, scores);
+  DeviceFloats gout(gpu, std::vector<float>(out.size(), NAN));
+  gpu.attention_decode({.length = length, .heads = heads, .kv_heads = kv_heads, .qk_dim = qk_dim, .v_dim = v_dim,
+                        .scale = scale, .q = gq.get(), .k = gk.get(), .v = gv.get(), .scores = gscores.get(),
+                        .out = gout.get()});
+  char name[160];
+  std::snprintf(name, sizeof name, "attention_decode length=%d heads=%d kv_heads=%d qk=%d v=%d", length, heads,
+                kv_heads, qk_dim, v_dim);
+  rep.check(name, relative_error(gout.download(), out), kTol);
+}
+
 void check_attention(Report& rep, const Backend& cpu, const Backend& gpu, int batch, int seq, int heads, int qk_dim,
                      int v_dim, mt::GemmInputs inputs, uint64_t seed) {
   Lcg rng(seed);
@@ -530,9 +556,13 @@ int main(int argc, char** argv) {
   for (const RopeShape& sh : rope_shapes)
     for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, sh, inverse, 0, seed++);
   check_rope(rep, cpu, gpu, {33, 3, 40, 8, 32, 11}, false, 1, seed++);
+  // A decoder's row after its cache (MHA's keys; MLA's shared key), and with YaRN below.
+  check_rope(rep, cpu, gpu, {1, 8, 64, 0, 64, 1, 4000}, false, 0, seed++);
+  check_rope(rep, cpu, gpu, {1, 1, 576, 512, 64, 1, 777}, false, 0, seed++);
   // YaRN (DeepSeek-V3's context extension) at 4x an original context of 128.
   const mt::RopeScaling yarn{.factor = 4, .original_seq_len = 128, .beta_fast = 32, .beta_slow = 1, .magnitude = 1.2f};
   for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, {1024, 4, 192, 128, 64, 512}, inverse, 0, seed++, yarn);
+  check_rope(rep, cpu, gpu, {1, 16, 192, 128, 64, 1, 500}, false, 0, seed++, yarn);
   check_rope_bf16(rep, cpu, gpu, {4096, 8, 64, 0, 64, 1024}, seed++);    // MHA's queries
   check_rope_bf16(rep, cpu, gpu, {1024, 16, 192, 128, 64, 512}, seed++);  // MLA's: [nope; rope]
   check_rope_bf16(rep, cpu, gpu, {33, 3, 40, 8, 31, 11}, seed++);         // an odd rot_dim: last feature copied
@@ -574,7 +604,9 @@ int main(int argc, char** argv) {
                                 {3, 65, 4, 32, 32}, {3, 33, 7, 32, 48}};
   for (const auto& s : bf16_shapes)
     check_attention(rep, cpu, gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::bf16, seed++);
-
+  // length, heads, kv_heads, qk, v: the first position, GQA, MLA's up-projected cache, a long cache.
+  const int decode_shapes[][5] = {{1, 4, 4, 64, 64}, {37, 8, 2, 64, 64}, {300, 16, 16, 192, 128}, {5000, 2, 1, 32, 32}};
+  for (const auto& s : decode_shapes) check_attention_decode(rep, cpu, gpu, s[0], s[1], s[2], s[3], s[4], seed++);
 
   parity::check_moe_ops(rep, cpu, gpu, seed);
   parity::check_fp8(rep, cpu, gpu, !stand_in, seed);

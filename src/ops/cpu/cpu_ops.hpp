@@ -18,6 +18,7 @@ void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs&);
 void rope(DeviceState*, const RopeArgs&);
 void attention_forward(DeviceState*, const AttentionForwardArgs&);
 void attention_backward(DeviceState*, const AttentionBackwardArgs&);
+void attention_decode(DeviceState*, const AttentionDecodeArgs&);
 void swiglu_forward(DeviceState*, const SwigluForwardArgs&);
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs&);
 double cross_entropy(DeviceState*, const CrossEntropyArgs&);

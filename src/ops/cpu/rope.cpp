@@ -15,7 +15,7 @@ void rope(DeviceState*, const RopeArgs& a) {
   for (int pos = 0; pos < a.seq_len; ++pos)
     for (int i = 0; i < pairs; ++i) {
       const size_t at = size_t(pos) * pairs + i;
-      rope_cos_sin(pos, i, a.rot_dim, a.theta, a.scaling, a.inverse, &cos_t[at], &sin_t[at]);
+      rope_cos_sin(a.first_position + pos, i, a.rot_dim, a.theta, a.scaling, a.inverse, &cos_t[at], &sin_t[at]);
     }
   std::vector<float> head(a.out_bf16 ? size_t(a.head_dim) : 0);
   for (int r = 0; r < a.rows; ++r) {
