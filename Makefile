@@ -58,8 +58,12 @@ deps:
 data/fortunes/train_000000.bin: | moetrain
 	./moetrain prepare --input /usr/share/games/fortunes --out data/fortunes
 
+# What the demos' closing samples continue.
+DEMO_PROMPT := The meaning of life
+
 run: moetrain data/fortunes/train_000000.bin
 	./moetrain train configs/tiny.toml
+	./moetrain sample runs/tiny --prompt "$(DEMO_PROMPT)" --tokens 80
 
 # The second corpus (GCIDE, 40 MB of English) as BPE shards, and a longer run on it.
 data/gcide/train_000000.bin: | moetrain
@@ -67,6 +71,7 @@ data/gcide/train_000000.bin: | moetrain
 
 gcide: moetrain data/gcide/train_000000.bin
 	./moetrain train configs/gcide.toml
+	./moetrain sample runs/gcide --prompt "$(DEMO_PROMPT)" --tokens 80
 
 test: all $(if $(filter 1,$(CUDA)),gpu-bundle)
 	bash tests/run_tests.sh

@@ -12,6 +12,7 @@
 #include "comm/mpi_comm.hpp"
 #include "config/config.hpp"
 #include "config/reference.hpp"
+#include "infer/sample.hpp"
 #include "inspect/inspect.hpp"
 #include "io/bpe.hpp"
 #include "io/h5util.hpp"
@@ -363,6 +364,18 @@ int main(int argc, char** argv) {
   inspect->add_option("--window", inspect_opt.window, "steps the smoothed training loss averages over (default 20)")
       ->check(CLI::PositiveNumber);
 
+  mt::SampleOptions sample_opt;
+  CLI::App* sample = app.add_subcommand("sample", "Continue a prompt with a trained run's newest checkpoint, one token at a time (key/value cache)");
+  sample->add_option("run", sample_opt.run_dir, "run directory holding ckpt/, e.g. runs/tiny")->required();
+  sample->add_option("--prompt", sample_opt.prompt, "text to continue (default: none, a new document)");
+  sample->add_option("--tokens", sample_opt.tokens, "new tokens at most (default 200; the model's seq_len bounds prompt + sample)")
+      ->check(CLI::PositiveNumber);
+  sample->add_option("--temperature", sample_opt.temperature, "0 picks the likeliest token; above 1 flattens (default 0.8)")
+      ->check(CLI::NonNegativeNumber);
+  sample->add_option("--top-k", sample_opt.top_k, "draw among the k likeliest tokens, 0 = all (default 40)")
+      ->check(CLI::NonNegativeNumber);
+  sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)");
+
   std::vector<std::string> plot_runs;
   std::string plot_out;
   bool plot_log_steps = false;
@@ -392,6 +405,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps);
+    if (*sample) {
+      if (world) throw mt::UserError("sample: start it without mpirun; it runs on one device");
+      mt::sample_text(sample_opt);
+      return 0;
+    }
     if (*keys) {
       std::fputs(mt::config_reference_markdown().c_str(), stdout);
       return 0;

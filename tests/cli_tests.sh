@@ -18,6 +18,24 @@ expect "dry run validates and prints the resolved config" 0 "valid" -- $bin trai
 expect "train runs and writes log and checkpoint" 0 "done: 4 steps" -- $bin train "$tmp/exp.toml"
 if [[ -f $tmp/runs/cli/log.h5 && -f $tmp/runs/cli/ckpt/step_00000004/rank_00000.h5 ]]; then echo "PASS outputs exist"; else echo "FAIL outputs exist"; fi
 expect "log.h5 is readable by h5dump" 0 "DATASET \"loss\"" -- h5dump -H "$tmp/runs/cli/log.h5"
+# Sampling: the newest checkpoint, its tokenizer (here bytes), a key/value cache, seeded draws.
+expect "sample continues a prompt from the newest checkpoint" 0 "sample: [0-9]+ tokens in" -- \
+  $bin sample "$tmp/runs/cli" --prompt "fo" --tokens 4 --seed 2
+expect "sample names the checkpoint and the tokens" 0 "step 4 \(.*step_00000004\); .*byte-level tokens; 4 new tokens, temperature 1.5, top-k 0, seed 9" -- \
+  $bin sample "$tmp/runs/cli" --tokens 4 --temperature 1.5 --top-k 0 --seed 9
+draws() { $bin sample "$tmp/runs/cli" --tokens 6 --temperature 1.5 --top-k 0 --seed "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n'; }
+if [[ -n $(draws 9) && $(draws 9) == "$(draws 9)" ]]; then echo "PASS sample: the same seed draws the same tokens"
+else echo "FAIL sample: the same seed drew '$(draws 9)' and '$(draws 9)'"; fi
+expect "sample: the model's context bounds the sample" 0 "5 new tokens \(model.seq_len = 8 positions\)" -- \
+  $bin sample "$tmp/runs/cli" --prompt "ab" --tokens 50
+expect "sample: a prompt beyond the model's context" 2 "--prompt: 12 tokens with the document start; the model reads 8 positions \(model.seq_len\): shorten it" -- \
+  $bin sample "$tmp/runs/cli" --prompt "abcdefghijk"
+expect "sample: a directory without checkpoints" 2 "$tmp/data: no complete checkpoint" -- $bin sample "$tmp/data"
+$bin prepare --input "$tmp/quotes" --out "$tmp/bpe" --vocab 262 > /dev/null
+expect "a run on BPE shards keeps its tokenizer, and samples with it" 0 "runs/bpe/tokenizer.bpe, 262 tokens" -- bash -c \
+  "$bin train '$tmp/exp.toml' --set run.name=bpe --set model.vocab_size=262 --set data.train='\"$tmp/bpe/train_*.bin\"' \
+     --set data.val='\"$tmp/bpe/val_*.bin\"' --set training.steps=2 >/dev/null && cmp '$tmp/bpe/tokenizer.bpe' \
+     '$tmp/runs/bpe/tokenizer.bpe' && rm '$tmp/bpe/tokenizer.bpe' && $bin sample '$tmp/runs/bpe' --tokens 3"
 out=$($bin train "$tmp/exp.toml" --profile --set run.name=profiled --set training.steps=3 2>&1)
 if grep -q "mean of 2 step(s)" <<<"$out" && grep -qE "^  gemm +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +-$" <<<"$out" &&
   grep -qE "^  add +[0-9.]+ +[0-9.]+ +[0-9.]+% +- +[0-9.]+$" <<<"$out" &&

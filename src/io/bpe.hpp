@@ -32,6 +32,8 @@ class Bpe {
   static Bpe train(const std::vector<std::string_view>& documents, int vocab,
                    const std::function<void(int)>& progress = nullptr);
   static Bpe load(const std::string& path);
+  // The byte tokenizer of `moetrain prepare` without --vocab: no merges.
+  static Bpe byte_level() { return Bpe({}); }
   void save(const std::string& path) const;
 
   int vocab() const { return kFirstMerge + int(merges_.size()); }
