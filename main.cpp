@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "config/reference.hpp"
 #include "infer/sample.hpp"
+#include "interop/hf.hpp"
 #include "inspect/inspect.hpp"
 #include "io/bpe.hpp"
 #include "io/h5util.hpp"
@@ -312,6 +313,8 @@ int main(int argc, char** argv) {
   dump->add_option("--out", dump_out, "output HDF5 file")->required();
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
+  std::string dump_from;
+  dump->add_option("--from", dump_from, "a checkpoint directory of the same model: its parameters instead of the initial ones");
 
   std::string grid_path;
   CLI::App* sweep = app.add_subcommand("sweep",
@@ -376,6 +379,17 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)");
 
+  std::string export_run, export_out;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write a run's newest checkpoint as a Hugging Face model (transformers' DeepseekV3ForCausalLM)");
+  export_cmd->add_option("run", export_run, "run directory holding ckpt/, e.g. runs/tiny")->required();
+  export_cmd->add_option("--hf", export_out, "output directory: config.json, model.safetensors, tokenizer.json")->required();
+  std::string import_dir, import_out;
+  long long import_seed = 1234;
+  CLI::App* import_cmd = app.add_subcommand("import", "Turn a Hugging Face DeepSeek-V3 model into a moetrain checkpoint a run resumes from");
+  import_cmd->add_option("hf", import_dir, "directory with config.json and model.safetensors")->required();
+  import_cmd->add_option("--out", import_out, "output directory: model.toml and ckpt/step_00000000")->required();
+  import_cmd->add_option("--seed", import_seed, "the run.seed the checkpoint records (default 1234, run.seed's default)");
+
   std::vector<std::string> plot_runs;
   std::string plot_out;
   bool plot_log_steps = false;
@@ -394,7 +408,7 @@ int main(int argc, char** argv) {
       return mt::run_sweep(grid_path);
     }
     if (*dump) {
-      mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out, dump_start_only);
+      mt::dump_step(mt::load_config(dump_exp, dump_sets), dump_out, dump_start_only, dump_from);
       std::printf("dump-step: wrote %s\n", dump_out.c_str());
       return 0;
     }
@@ -405,6 +419,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps);
+    if (*export_cmd) {
+      mt::export_hf(export_run, export_out);
+      return 0;
+    }
+    if (*import_cmd) {
+      mt::import_hf(import_dir, import_out, import_seed);
+      return 0;
+    }
     if (*sample) {
       if (world) throw mt::UserError("sample: start it without mpirun; it runs on one device");
       mt::sample_text(sample_opt);

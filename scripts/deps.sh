@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs everything moetrain's build, demo and tests need on Debian 12 (make included, so this
 # runs on a fresh machine; sudo is used when not run as root), then the Python environment of
-# the PyTorch oracle (tests/oracle/) and the tokenizer tests in .venv: torch, numpy, h5py and
-# tokenizers from PyPI.
+# the PyTorch oracle (tests/oracle/), the tokenizer tests and the Hugging Face round trips
+# (tests/hf/) in .venv: torch, numpy, h5py, tokenizers, transformers and safetensors from PyPI.
 set -e
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -12,10 +12,10 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   make g++ pkg-config libtomlplusplus-dev libcli11-dev doctest-dev libhdf5-dev hdf5-tools \
   libopenmpi-dev openmpi-bin libopenblas-dev patchelf fortunes dict-gcide librsvg2-bin python3 python3-venv inotify-tools >/dev/null
 echo "deps: Debian packages installed"
-if ! .venv/bin/python -c "import torch, numpy, h5py, tokenizers" 2>/dev/null; then
-  echo "deps: downloading PyTorch, numpy, h5py and tokenizers from PyPI into .venv (about 5 GB with PyTorch's CUDA"
-  echo "      libraries): several minutes without output"
+if ! .venv/bin/python -c "import torch, numpy, h5py, tokenizers, transformers, safetensors" 2>/dev/null; then
+  echo "deps: downloading PyTorch, numpy, h5py, tokenizers, transformers and safetensors from PyPI into .venv"
+  echo "      (about 5 GB with PyTorch's CUDA libraries): several minutes without output"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check torch numpy h5py tokenizers
+  .venv/bin/pip install -q --disable-pip-version-check torch numpy h5py tokenizers transformers safetensors
 fi
 echo "deps: Python environment for the PyTorch oracle in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

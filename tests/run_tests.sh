@@ -46,6 +46,7 @@ line_suite "inspect tests" tests/inspect_tests.sh
 line_suite "sweep tests" tests/sweep_tests.sh
 line_suite "tokenizer tests" tests/tokenizer/run_tokenizer_tests.sh
 line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
+line_suite "Hugging Face round trips" tests/hf/run_hf_tests.sh
 line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
 # The layout matrix again with device memory unreadable by the host and every stream's ops run
 # behind it (the strict backend): payloads staged through host memory, stream order by marks only.

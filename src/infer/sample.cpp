@@ -9,11 +9,9 @@
 #include <random>
 
 #include "config/config.hpp"
+#include "infer/checkpoint_model.hpp"
 #include "infer/decoder.hpp"
 #include "io/bpe.hpp"
-#include "io/checkpoint.hpp"
-#include "io/h5util.hpp"
-#include "io/shards.hpp"
 #include "model/model.hpp"
 #include "train/device.hpp"
 
@@ -50,19 +48,8 @@ std::string run_tokenizer(const std::string& run_dir, const std::string& train_s
 }
 
 void sample_text(const SampleOptions& o) {
-  const std::vector<std::string> checkpoints = complete_checkpoints(o.run_dir);
-  if (checkpoints.empty())
-    throw UserError(o.run_dir + ": no complete checkpoint (ckpt/step_*/manifest.toml): name a run directory that "
-                    "training wrote a checkpoint into, e.g. runs/tiny");
-  const std::string step_dir = checkpoints.front();
-  h5::silence_errors();
-  std::string toml;
-  try {
-    toml = h5::read_string_attr(h5::open_file(step_dir + "/rank_00000.h5", false), "config_toml");
-  } catch (const h5::Failure& e) {
-    throw UserError(step_dir + "/rank_00000.h5: cannot read the run's configuration: " + e.what());
-  }
-  const Config cfg = parse_config(toml, step_dir + " (config_toml)");
+  const std::string step_dir = newest_checkpoint(o.run_dir);
+  const Config cfg = checkpoint_config(step_dir);
   const ModelConfig& m = cfg.model;
 
   const std::string tokenizer_path = run_tokenizer(o.run_dir, cfg.data.train);
@@ -79,9 +66,7 @@ void sample_text(const SampleOptions& o) {
   DeviceChoice device = choose_device(cfg, 1);
   {
     Model model(m, uint64_t(cfg.run.seed), device.backend, {}, 1);
-    std::vector<float> values, exp_avg, exp_avg_sq;
-    const TrainState state = load_checkpoint(step_dir, {model.params, values, exp_avg, exp_avg_sq});
-    model.params.set_values(values);
+    const TrainState state = load_model(model, step_dir);
     const int room = m.seq_len - int(prompt.size()), n = std::min(o.tokens, room);
     std::fprintf(stderr, "sample: %s, step %lld (%s); %s; %s; %d new tokens%s, temperature %g, top-k %d, seed %llu\n",
                  o.run_dir.c_str(), state.step, step_dir.c_str(), device.description.c_str(),

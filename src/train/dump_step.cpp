@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "comm/comm.hpp"
+#include "infer/checkpoint_model.hpp"
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
 #include "io/shards.hpp"
@@ -17,7 +18,8 @@ namespace mt {
 
 namespace {
 
-void dump_on(const Config& cfg, const std::string& path, const Backend& be, int slots, bool start_only) {
+void dump_on(const Config& cfg, const std::string& path, const Backend& be, int slots, bool start_only,
+             const std::string& from) {
   const auto& m = cfg.model;
   const auto& t = cfg.training;
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
@@ -25,6 +27,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   Model model(m, uint64_t(cfg.run.seed), be, matmul_setup(cfg), slots);
   model.set_keep_logits(true);
   model.set_recompute(cfg.training.recompute);
+  if (!from.empty()) load_model(model, from);
 
   h5::silence_errors();
   h5::Handle f = h5::create_file(path, false);
@@ -83,11 +86,11 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
 
 }  // namespace
 
-void dump_step(const Config& cfg, const std::string& path, bool start_only) {
+void dump_step(const Config& cfg, const std::string& path, bool start_only, const std::string& from) {
   const int slots = slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch);
   DeviceChoice device = choose_device(cfg, slots);
   try {
-    dump_on(cfg, path, device.backend, slots, start_only);
+    dump_on(cfg, path, device.backend, slots, start_only, from);
   } catch (...) {
     release_device(device);
     throw;

@@ -14,6 +14,7 @@
 
 namespace mt {
 // start_only: only the config, the initial state and the batch (what a throughput comparison
-// needs), without running the step.
-void dump_step(const Config& cfg, const std::string& path, bool start_only = false);
+// needs), without running the step. `from`: a checkpoint directory of the same model whose
+// parameters and buffers replace the initial ones (a trained or imported model's step).
+void dump_step(const Config& cfg, const std::string& path, bool start_only = false, const std::string& from = "");
 }  // namespace mt

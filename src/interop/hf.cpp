@@ -1,0 +1,329 @@
+#include "interop/hf.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "comm/comm.hpp"
+#include "infer/checkpoint_model.hpp"
+#include "infer/sample.hpp"
+#include "io/bpe.hpp"
+#include "io/json.hpp"
+#include "io/run_lock.hpp"
+#include "io/safetensors.hpp"
+#include "parallel/groups.hpp"
+#include "parallel/layout.hpp"
+
+namespace mt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// One transformers tensor and the moetrain parameter (or model buffer) it is, or for a routed
+// expert the slice `expert` of one along its first dimension.
+struct HfName {
+  std::string ours, hf;
+  int expert = -1;
+  bool buffer = false;
+};
+
+std::vector<HfName> deepseek_names(const ModelConfig& m) {
+  std::vector<HfName> out{{"embedding", "model.embed_tokens.weight"}, {"final_norm", "model.norm.weight"},
+                          {"head", "lm_head.weight"}};
+  for (int i = 0; i < m.n_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i), h = "model.layers." + std::to_string(i);
+    auto add = [&](const std::string& ours, const std::string& hf) { out.push_back({b + ours, h + hf}); };
+    add(".attn_norm", ".input_layernorm.weight");
+    add(".ffn_norm", ".post_attention_layernorm.weight");
+    if (m.attention.q_lora_rank > 0) {
+      add(".attn.wq_a", ".self_attn.q_a_proj.weight");
+      add(".attn.q_norm", ".self_attn.q_a_layernorm.weight");
+      add(".attn.wq_b", ".self_attn.q_b_proj.weight");
+    } else {
+      add(".attn.wq", ".self_attn.q_proj.weight");
+    }
+    add(".attn.wkv_a", ".self_attn.kv_a_proj_with_mqa.weight");
+    add(".attn.kv_norm", ".self_attn.kv_a_layernorm.weight");
+    add(".attn.wkv_b", ".self_attn.kv_b_proj.weight");
+    add(".attn.wo", ".self_attn.o_proj.weight");
+    const char* projections[][2] = {{"w_gate", "gate_proj"}, {"w_up", "up_proj"}, {"w_down", "down_proj"}};
+    if (i < m.n_dense_layers) {
+      for (auto& p : projections) add(std::string(".ffn.") + p[0], std::string(".mlp.") + p[1] + ".weight");
+      continue;
+    }
+    add(".moe.router", ".mlp.gate.weight");
+    out.push_back({b + ".moe.router_bias", h + ".mlp.gate.e_score_correction_bias", -1, true});
+    if (m.moe.n_shared_experts > 0)
+      for (auto& p : projections) add(std::string(".moe.shared.") + p[0], std::string(".mlp.shared_experts.") + p[1] + ".weight");
+    for (int e = 0; e < m.moe.n_routed_experts; ++e)
+      for (auto& p : projections)
+        out.push_back({b + ".moe.experts." + p[0], h + ".mlp.experts." + std::to_string(e) + "." + p[1] + ".weight", e});
+  }
+  return out;
+}
+
+// What transformers' DeepseekV3 cannot hold.
+void check_exportable(const ModelConfig& m, const std::string& where) {
+  if (m.attention.kind != "mla")
+    throw UserError(where + ": model.attention.kind = \"" + m.attention.kind +
+                    "\": export writes transformers' DeepseekV3ForCausalLM, which runs MLA; no transformers class "
+                    "pairs multi-head attention with DeepSeek-V3's sigmoid routing");
+  if (m.n_layers > m.n_dense_layers && m.moe.n_shared_experts == 0)
+    throw UserError(where + ": model.moe.n_shared_experts = 0: transformers' DeepseekV3 always has shared experts");
+}
+
+std::string number(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.17g", v);
+  return s;
+}
+
+std::string deepseek_config_json(const ModelConfig& m) {
+  const auto& a = m.attention;
+  const auto& e = m.moe;
+  const auto& r = m.rope_scaling;
+  // moetrain's document start begins and ends a document, where the vocabulary has it.
+  const std::string document_start = m.vocab_size > Bpe::kDocumentStart ? std::to_string(Bpe::kDocumentStart) : "null";
+  std::ostringstream o;
+  o << "{\n  \"architectures\": [\"DeepseekV3ForCausalLM\"],\n  \"model_type\": \"deepseek_v3\",\n"
+    << "  \"vocab_size\": " << m.vocab_size << ",\n  \"hidden_size\": " << m.d_model << ",\n"
+    << "  \"intermediate_size\": " << m.ffn_hidden << ",\n  \"moe_intermediate_size\": " << e.expert_hidden << ",\n"
+    << "  \"num_hidden_layers\": " << m.n_layers << ",\n  \"first_k_dense_replace\": " << m.n_dense_layers << ",\n"
+    << "  \"moe_layer_freq\": 1,\n  \"n_routed_experts\": " << e.n_routed_experts << ",\n"
+    << "  \"n_shared_experts\": " << e.n_shared_experts << ",\n  \"num_experts_per_tok\": " << e.top_k << ",\n"
+    << "  \"n_group\": " << e.n_groups << ",\n  \"topk_group\": " << e.topk_groups << ",\n"
+    << "  \"routed_scaling_factor\": " << number(e.route_scale) << ",\n  \"norm_topk_prob\": true,\n"
+    << "  \"scoring_func\": \"sigmoid\",\n  \"topk_method\": \"noaux_tc\",\n"
+    << "  \"num_attention_heads\": " << m.n_heads << ",\n  \"num_key_value_heads\": " << m.n_heads << ",\n"
+    << "  \"q_lora_rank\": " << (a.q_lora_rank > 0 ? std::to_string(a.q_lora_rank) : "null") << ",\n"
+    << "  \"kv_lora_rank\": " << a.kv_lora_rank << ",\n  \"qk_nope_head_dim\": " << a.qk_nope_head_dim << ",\n"
+    << "  \"qk_rope_head_dim\": " << a.qk_rope_head_dim << ",\n  \"v_head_dim\": " << a.v_head_dim << ",\n"
+    << "  \"hidden_act\": \"silu\",\n  \"rms_norm_eps\": " << number(m.norm_eps) << ",\n"
+    << "  \"max_position_embeddings\": " << m.seq_len << ",\n  \"rope_theta\": " << number(m.rope_theta) << ",\n"
+    << "  \"rope_scaling\": ";
+  if (r.kind == "yarn")
+    o << "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": " << number(r.factor)
+      << ", \"original_max_position_embeddings\": " << r.original_seq_len << ", \"beta_fast\": " << number(r.beta_fast)
+      << ", \"beta_slow\": " << number(r.beta_slow) << ", \"mscale\": " << number(r.mscale)
+      << ", \"mscale_all_dim\": " << number(r.mscale_all_dim) << "}";
+  else
+    o << "null";
+  o << ",\n  \"rope_interleave\": true,\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
+    << "  \"tie_word_embeddings\": false,\n  \"num_nextn_predict_layers\": 0,\n"
+    << "  \"bos_token_id\": " << document_start << ",\n  \"eos_token_id\": " << document_start << ",\n"
+    << "  \"initializer_range\": " << number(m.init_std) << ",\n  \"torch_dtype\": \"float32\"\n}\n";
+  return o.str();
+}
+
+// The [model] table of a transformers DeepseekV3 config.json.
+std::string model_toml(const Json& c, const std::string& where) {
+  auto integer = [&](const std::string& key) { return std::to_string((long long)c.at(key, where).number); };
+  auto real = [&](const Json& j, const std::string& key) { return number(j.at(key, where).number); };
+  auto optional = [&](const std::string& key, long long fallback) {
+    return c.has(key) && c.object.at(key).kind == Json::Kind::number ? (long long)c.object.at(key).number : fallback;
+  };
+  if (c.has("norm_topk_prob") && !c.object.at("norm_topk_prob").boolean)
+    throw UserError(where + ": norm_topk_prob = false: moetrain's gates are always normalised over the chosen experts");
+  if (c.has("scoring_func") && c.object.at("scoring_func").string != "sigmoid")
+    throw UserError(where + ": scoring_func = \"" + c.object.at("scoring_func").string +
+                    "\": moetrain routes by sigmoid affinities, as DeepSeek-V3 does");
+  const long long layers = optional("num_hidden_layers", 0), heads = optional("num_attention_heads", 0);
+  const long long dense = std::min(optional("first_k_dense_replace", 0), layers);
+  std::ostringstream t;
+  t << "[model]\nvocab_size = " << integer("vocab_size") << "\nd_model = " << integer("hidden_size")
+    << "\nn_layers = " << layers << "\nn_dense_layers = " << dense << "\nn_heads = " << heads
+    << "\nhead_dim = " << 2 * std::max(1LL, (long long)c.at("hidden_size", where).number / std::max(1LL, heads) / 2)
+    << "\nffn_hidden = " << integer("intermediate_size") << "\nseq_len = " << integer("max_position_embeddings")
+    << "\nnorm_eps = " << real(c, "rms_norm_eps") << "\n";
+  // transformers 4 writes rope_theta and rope_scaling; 5 may write rope_parameters instead.
+  const Json* rope = nullptr;
+  if (c.has("rope_scaling") && c.object.at("rope_scaling").kind == Json::Kind::object) rope = &c.object.at("rope_scaling");
+  if (c.has("rope_parameters") && c.object.at("rope_parameters").kind == Json::Kind::object) rope = &c.object.at("rope_parameters");
+  const double theta = c.has("rope_theta") ? c.object.at("rope_theta").number
+                       : rope && rope->has("rope_theta") ? rope->object.at("rope_theta").number : 10000.0;
+  t << "rope_theta = " << number(theta) << "\n";
+  t << "[model.attention]\nkind = \"mla\"\nq_lora_rank = " << optional("q_lora_rank", 0)
+    << "\nkv_lora_rank = " << integer("kv_lora_rank") << "\nqk_nope_head_dim = " << integer("qk_nope_head_dim")
+    << "\nqk_rope_head_dim = " << integer("qk_rope_head_dim") << "\nv_head_dim = " << integer("v_head_dim") << "\n";
+  t << "[model.moe]\nn_routed_experts = " << std::max(1LL, optional("n_routed_experts", 1))
+    << "\nn_shared_experts = " << optional("n_shared_experts", 0) << "\ntop_k = " << std::max(1LL, optional("num_experts_per_tok", 1))
+    << "\nexpert_hidden = " << std::max(1LL, optional("moe_intermediate_size", 1)) << "\nroute_scale = "
+    << number(c.has("routed_scaling_factor") ? c.object.at("routed_scaling_factor").number : 1.0)
+    << "\nn_groups = " << std::max(1LL, optional("n_group", 1)) << "\ntopk_groups = " << std::max(1LL, optional("topk_group", 1))
+    << "\n";
+  const std::string kind = rope ? (rope->has("rope_type") ? rope->object.at("rope_type").string
+                                   : rope->has("type") ? rope->object.at("type").string : "default")
+                                : "default";
+  if (kind == "yarn") {
+    auto get = [&](const char* key, double fallback) { return rope->has(key) ? rope->object.at(key).number : fallback; };
+    t << "[model.rope_scaling]\nkind = \"yarn\"\nfactor = " << number(get("factor", 1.0))
+      << "\noriginal_seq_len = " << (long long)get("original_max_position_embeddings", 4096)
+      << "\nbeta_fast = " << number(get("beta_fast", 32)) << "\nbeta_slow = " << number(get("beta_slow", 1))
+      << "\nmscale = " << number(get("mscale", 1)) << "\nmscale_all_dim = " << number(get("mscale_all_dim", 0)) << "\n";
+  } else if (kind != "default") {
+    throw UserError(where + ": rope type \"" + kind + "\": moetrain has RoPE without scaling and YaRN");
+  }
+  return t.str();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UserError(path + ": cannot read");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Every tensor of a transformers model directory: model.safetensors, or the files its index names.
+std::map<std::string, Tensor> read_weights(const std::string& dir) {
+  const fs::path one = fs::path(dir) / "model.safetensors", index = fs::path(dir) / "model.safetensors.index.json";
+  if (fs::exists(one)) return read_safetensors(one.string());
+  if (!fs::exists(index))
+    throw UserError(dir + ": neither model.safetensors nor model.safetensors.index.json is there");
+  std::set<std::string> files;
+  for (const auto& [name, file] : parse_json(read_text(index.string()), index.string()).at("weight_map", index.string()).object)
+    files.insert(file.string);
+  std::map<std::string, Tensor> all;
+  for (const std::string& f : files) all.merge(read_safetensors((fs::path(dir) / f).string()));
+  return all;
+}
+
+std::map<std::string, int> ids_by_name(const ParamStore& p) {
+  std::map<std::string, int> ids;
+  for (size_t i = 0; i < p.infos.size(); ++i) ids[p.infos[i].name] = int(i);
+  return ids;
+}
+
+std::map<std::string, int> buffers_by_name(const ParamStore& p) {
+  std::map<std::string, int> ids;
+  for (size_t i = 0; i < p.buffer_names.size(); ++i) ids[p.buffer_names[i]] = int(i);
+  return ids;
+}
+
+// The shape of one transformers tensor, and where its values start in the moetrain parameter.
+std::vector<int64_t> slice_shape(const ParamInfo& info, int expert, size_t* first) {
+  if (expert < 0) {
+    *first = 0;
+    return info.shape;
+  }
+  const std::vector<int64_t> shape(info.shape.begin() + 1, info.shape.end());
+  *first = size_t(expert) * info.numel / size_t(info.shape[0]);
+  return shape;
+}
+
+}  // namespace
+
+void export_hf(const std::string& run_dir, const std::string& out_dir) {
+  const std::string step_dir = newest_checkpoint(run_dir);
+  const Config cfg = checkpoint_config(step_dir);
+  const ModelConfig& m = cfg.model;
+  check_exportable(m, step_dir);
+  Model model(m, uint64_t(cfg.run.seed), cpu_backend(), {}, 1);
+  const TrainState state = load_model(model, step_dir);
+  const ParamStore& p = model.params;
+  const std::vector<float> values = p.host_values();
+  const std::map<std::string, int> ids = ids_by_name(p), buffers = buffers_by_name(p);
+  std::map<std::string, Tensor> tensors;
+  for (const HfName& n : deepseek_names(m)) {
+    Tensor& t = tensors[n.hf];
+    if (n.buffer) {
+      t.values = p.host_buffer(buffers.at(n.ours));
+      t.shape = {int64_t(t.values.size())};
+      continue;
+    }
+    const ParamInfo& info = p.info(ids.at(n.ours));
+    size_t first = 0;
+    t.shape = slice_shape(info, n.expert, &first);
+    size_t count = 1;
+    for (int64_t d : t.shape) count *= size_t(d);
+    const auto from = values.begin() + long(info.offset + first);
+    t.values.assign(from, from + long(count));
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw UserError(out_dir + ": cannot create the directory: " + ec.message());
+  write_safetensors(out_dir + "/model.safetensors", tensors);
+  const std::string tokenizer = run_tokenizer(run_dir, cfg.data.train);
+  const Bpe bpe = tokenizer.empty() ? Bpe::byte_level() : Bpe::load(tokenizer);
+  for (const auto& [name, text] : {std::pair{"config.json", deepseek_config_json(m)}, std::pair{"tokenizer.json", bpe.hf_json()}}) {
+    std::ofstream f(out_dir + "/" + name);
+    f << text;
+    if (!f.flush()) throw UserError(out_dir + "/" + name + ": cannot write (is the disk full?)");
+  }
+  std::printf("export: %s (step %lld) -> %s: config.json (DeepseekV3ForCausalLM), model.safetensors (%zu tensors), "
+              "tokenizer.json (%s)\n",
+              step_dir.c_str(), state.step, out_dir.c_str(), tensors.size(),
+              tokenizer.empty() ? "bytes" : ("BPE of " + std::to_string(bpe.vocab()) + " tokens").c_str());
+  if (m.mtp.depth > 0)
+    std::printf("export: the %d MTP module(s) are left out: transformers' DeepseekV3 does not run them\n", m.mtp.depth);
+}
+
+std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed) {
+  const std::string config_path = hf_dir + "/config.json";
+  const Json hf = parse_json(read_text(config_path), config_path);
+  const std::string type = hf.has("model_type") ? hf.object.at("model_type").string : "";
+  if (type != "deepseek_v3")
+    throw UserError(config_path + ": model_type \"" + type + "\": moetrain imports deepseek_v3 (DeepseekV3ForCausalLM)");
+  const std::string table = model_toml(hf, config_path);
+  const Config cfg = parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
+  const ModelConfig& m = cfg.model;
+  Model model(m, uint64_t(seed), cpu_backend(), {}, 1);
+  ParamStore& p = model.params;
+  std::vector<float> values = p.host_values();
+  const std::map<std::string, int> ids = ids_by_name(p), buffers = buffers_by_name(p);
+  std::map<std::string, Tensor> tensors = read_weights(hf_dir);
+  for (const HfName& n : deepseek_names(m)) {
+    auto it = tensors.find(n.hf);
+    if (it == tensors.end()) throw UserError(hf_dir + ": no tensor " + n.hf + " in its safetensors");
+    const Tensor& t = it->second;
+    auto shape_text = [](const std::vector<int64_t>& s) {
+      std::string out;
+      for (int64_t d : s) out += (out.empty() ? "[" : ", ") + std::to_string(d);
+      return out + "]";
+    };
+    if (n.buffer) {
+      if (t.values.size() != p.buffer_size(buffers.at(n.ours)))
+        throw UserError(hf_dir + ": " + n.hf + " has " + std::to_string(t.values.size()) + " values, the model's " +
+                        std::to_string(p.buffer_size(buffers.at(n.ours))));
+      p.set_buffer(buffers.at(n.ours), t.values);
+    } else {
+      const ParamInfo& info = p.info(ids.at(n.ours));
+      size_t first = 0;
+      const std::vector<int64_t> want = slice_shape(info, n.expert, &first);
+      if (t.shape != want)
+        throw UserError(hf_dir + ": " + n.hf + " has shape " + shape_text(t.shape) + ", config.json makes it " + shape_text(want));
+      std::copy(t.values.begin(), t.values.end(), values.begin() + long(info.offset + first));
+    }
+    tensors.erase(it);
+  }
+  p.set_values(values);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw UserError(out_dir + ": cannot create the directory: " + ec.message());
+  {
+    std::ofstream f(out_dir + "/model.toml");
+    f << "# " << config_path << " as moetrain's [model] table (moetrain import)\n" << table;
+    if (!f.flush()) throw UserError(out_dir + "/model.toml: cannot write (is the disk full?)");
+  }
+  const auto one_rank = make_local_comm();
+  const ParallelGroups groups = make_groups(*one_rank, {}, cpu_backend());
+  std::vector<float> zeros(values.size(), 0.0f), zeros_sq(values.size(), 0.0f);
+  RunLock lock(out_dir);
+  save_checkpoint(out_dir, {p, values, zeros, zeros_sq}, TrainState{0, 0, seed},
+                  {cfg.resolved_toml, layout_text(layout_of_config(cfg)), 1}, groups);
+  const std::string step_dir = checkpoint_dir(out_dir, 0);
+  std::printf("import: %s -> %s (%zu parameters), %s/model.toml\n", hf_dir.c_str(), step_dir.c_str(),
+              p.total() + p.buffers_total(), out_dir.c_str());
+  if (!tensors.empty())
+    std::printf("import: %zu tensors not used (e.g. %s): transformers' MTP layers and others moetrain's model lacks\n",
+                tensors.size(), tensors.begin()->first.c_str());
+  std::printf("import: train it with that [model] table, run.seed = %lld and --set checkpoint.resume='\"%s\"'\n", seed,
+              step_dir.c_str());
+  return step_dir;
+}
+
+}  // namespace mt

@@ -1,0 +1,28 @@
+#pragma once
+// Hugging Face interop: a moetrain model as transformers' DeepseekV3ForCausalLM (config.json,
+// model.safetensors, tokenizer.json), and such a model back as a moetrain checkpoint.
+//   moetrain                        transformers (DeepSeek-V3's checkpoint names)
+//   embedding, head, final_norm     model.embed_tokens, lm_head, model.norm
+//   blocks.i.attn_norm / ffn_norm   model.layers.i.input_layernorm / post_attention_layernorm
+//   blocks.i.attn.wq_a, q_norm, wq_b (or wq), wkv_a, kv_norm, wkv_b, wo
+//                                   self_attn.q_a_proj, q_a_layernorm, q_b_proj (q_proj),
+//                                   kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj
+//   blocks.i.ffn.w_gate, w_up, w_down            mlp.gate_proj, up_proj, down_proj
+//   blocks.i.moe.router, router_bias (buffer)    mlp.gate.weight, mlp.gate.e_score_correction_bias
+//   blocks.i.moe.shared.*, experts.*[e]          mlp.shared_experts.*, mlp.experts.e.*
+// The layouts agree as they are (RoPE on interleaved pairs: rope_interleave; [c_kv; k_rope] and
+// per-head [k_nope; v] in that order), so no tensor is reordered. The MTP modules, which
+// transformers does not run, are left out.
+#include <string>
+
+namespace mt {
+
+// Writes out_dir/{config.json, model.safetensors, tokenizer.json} from the run's newest checkpoint.
+void export_hf(const std::string& run_dir, const std::string& out_dir);
+// Reads hf_dir/config.json and its safetensors (one file, or several by model.safetensors.index.json);
+// writes out_dir/model.toml (the [model] table for an experiment) and the checkpoint
+// out_dir/ckpt/step_00000000 (AdamW moments zero, trained with `seed`), which a run of that model
+// resumes from under any layout. Returns the checkpoint's directory.
+std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed);
+
+}  // namespace mt

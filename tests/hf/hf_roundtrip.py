@@ -1,0 +1,202 @@
+"""moetrain and Hugging Face transformers on the same weights, both ways, on CPU:
+  import  a random transformers DeepseekV3ForCausalLM (query compression, group-limited routing,
+          shared experts, a non-zero selection bias) -> `moetrain import` -> the logits of
+          `moetrain dump-step --from` its checkpoint against transformers' own;
+  export  a moetrain run trained a few steps -> `moetrain export --hf` -> transformers loads it
+          (from_pretrained) -> its logits against moetrain's; the exported tokenizer.json loads
+          in `tokenizers` and gives the byte ids;
+each without and with YaRN, read at twice its original context.
+Usage: hf_roundtrip.py MOETRAIN WORKDIR. Prints one PASS or FAIL line per case."""
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+moetrain, work = sys.argv[1], sys.argv[2]
+VOCAB, SEQ = 64, 16
+BOUND = 1e-5  # the largest logit difference, relative to the largest logit
+failures = 0
+
+
+def report(name, ok, detail):
+    global failures
+    failures += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {name} ({detail})")
+
+
+def run(*args):
+    r = subprocess.run([moetrain, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"moetrain {' '.join(args)} failed:\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+    return r.stdout
+
+
+def write_shard(path, tokens):
+    header = np.zeros(256, dtype=np.int32)
+    header[:3] = [20240520, 1, len(tokens)]
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(np.asarray(tokens, dtype=np.uint16).tobytes())
+
+
+rng = np.random.default_rng(7)
+data = os.path.join(work, "data")
+os.makedirs(data, exist_ok=True)
+write_shard(os.path.join(data, "train_000000.bin"), rng.integers(0, VOCAB, 4096))
+write_shard(os.path.join(data, "val_000000.bin"), rng.integers(0, VOCAB, 1024))
+
+YARN = {"type": "yarn", "rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": SEQ // 2,
+        "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}
+
+
+def experiment(path, model_toml, name, extra=""):
+    with open(path, "w") as f:
+        f.write(model_toml + f"""
+[run]
+name = "{name}"
+out_dir = "{work}/runs"
+[data]
+train = "{data}/train_*.bin"
+val = "{data}/val_*.bin"
+[training]
+steps = 3
+global_batch = 2
+micro_batch = 1
+eval_every = 0
+{extra}
+""")
+
+
+def moetrain_logits(exp, checkpoint, tag):
+    out = os.path.join(work, f"{tag}.h5")
+    run("dump-step", exp, "--out", out, "--from", checkpoint, "--set", f"model.seq_len={SEQ}")
+    with h5py.File(out, "r") as f:
+        return np.array(f["batch/inputs"]), np.array(f["logits"])
+
+
+def transformers_logits(model, inputs):
+    with torch.no_grad():
+        return model(torch.tensor(inputs, dtype=torch.long)).logits.reshape(-1, VOCAB).numpy()
+
+
+def relative_error(a, b):
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def import_case(yarn):
+    tag = "import" + ("-yarn" if yarn else "")
+    torch.manual_seed(3)
+    config = DeepseekV3Config(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_hidden_layers=3,
+        first_k_dense_replace=1, n_routed_experts=8, n_shared_experts=1, num_experts_per_tok=2, n_group=4,
+        topk_group=2, routed_scaling_factor=2.5, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=12,
+        kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, max_position_embeddings=SEQ,
+        initializer_range=0.2, rope_scaling=YARN if yarn else None, num_nextn_predict_layers=0)
+    model = DeepseekV3ForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layernorm.weight") or name.endswith("norm.weight"):
+                p.copy_(1 + 0.2 * torch.randn_like(p))
+        for layer in model.model.layers[1:]:
+            layer.mlp.gate.e_score_correction_bias.copy_(0.3 * torch.randn(8))
+    hf_dir = os.path.join(work, tag + "-hf")
+    model.save_pretrained(hf_dir)
+    out = os.path.join(work, tag + "-moetrain")
+    run("import", hf_dir, "--out", out)
+    exp = os.path.join(work, tag + ".toml")
+    experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
+    inputs, ours = moetrain_logits(exp, os.path.join(out, "ckpt", "step_00000000"), tag)
+    err = relative_error(ours, transformers_logits(model, inputs))
+    report(f"import: transformers' DeepseekV3 in moetrain{' with YaRN at 2x its context' if yarn else ''}, the same logits",
+           err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
+    if not yarn:
+        resume_case(exp, os.path.join(out, "ckpt", "step_00000000"), tag)
+
+
+def resume_case(exp, checkpoint, tag):
+    """The imported checkpoint trains on, on one rank and under tp=2 x ep=2 (two ranks): the same losses."""
+    sets = ["--set", f"model.seq_len={SEQ}", "--set", f"checkpoint.resume=\"{checkpoint}\""]
+    run("train", exp, "--set", f"run.name={tag}-1", *sets)
+    launcher = ["mpirun", "--oversubscribe", "-np", "2"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
+    r = subprocess.run(launcher + [moetrain, "train", exp, "--set", f"run.name={tag}-2", "--set", "parallel.tp=2",
+                                   "--set", "parallel.ep=2", *sets], capture_output=True, text=True)
+    resumed = r.returncode == 0 and f"from {checkpoint} (step 0)" in r.stdout
+    losses = []
+    for name in (f"{tag}-1", f"{tag}-2"):
+        with h5py.File(os.path.join(work, "runs", name, "log.h5"), "r", libver="latest", swmr=True) as f:
+            losses.append(np.array(f["loss"]))
+    rel = float(np.max(np.abs(losses[0] - losses[1]) / np.abs(losses[0]))) if losses[0].shape == losses[1].shape else 1.0
+    report("import: the checkpoint trains on under tp=2 x ep=2 as on one rank", resumed and rel < BOUND,
+           f"resumed: {resumed}; losses {np.round(losses[0], 5).tolist()}, largest relative difference {rel:.1e}")
+
+
+def export_case(yarn):
+    tag = "export" + ("-yarn" if yarn else "")
+    model_toml = f"""[model]
+vocab_size = {VOCAB}
+d_model = 32
+n_layers = 3
+n_dense_layers = 1
+n_heads = 4
+ffn_hidden = 48
+seq_len = {SEQ}
+init_std = 0.2
+[model.attention]
+kind = "mla"
+q_lora_rank = 12
+kv_lora_rank = 16
+qk_nope_head_dim = 8
+qk_rope_head_dim = 4
+v_head_dim = 8
+[model.moe]
+n_routed_experts = 8
+n_shared_experts = 1
+top_k = 2
+expert_hidden = 16
+route_scale = 2.5
+n_groups = 4
+topk_groups = 2
+bias_update_speed = 0.05
+[model.mtp]
+depth = 1
+"""
+    if yarn:
+        model_toml += f"""[model.rope_scaling]
+kind = "yarn"
+factor = 2.0
+original_seq_len = {SEQ // 2}
+mscale = 1.0
+mscale_all_dim = 1.0
+"""
+    exp = os.path.join(work, tag + ".toml")
+    experiment(exp, model_toml, tag, "[optimizer]\nlr = 0.01")
+    run("train", exp)
+    hf_dir = os.path.join(work, tag + "-hf")
+    run("export", os.path.join(work, "runs", tag), "--hf", hf_dir)
+    model = DeepseekV3ForCausalLM.from_pretrained(hf_dir, attn_implementation="eager").eval()
+    checkpoint = os.path.join(work, "runs", tag, "ckpt", "step_00000003")
+    inputs, ours = moetrain_logits(exp, checkpoint, tag)
+    err = relative_error(transformers_logits(model, inputs), ours)
+    bias = max(float(layer.mlp.gate.e_score_correction_bias.abs().max()) for layer in model.model.layers[1:])
+    report(f"export: a moetrain run in transformers{' with YaRN at 2x its context' if yarn else ''}, the same logits",
+           err < BOUND and bias > 0,
+           f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}; selection bias up to {bias:.3f}")
+    if not yarn:
+        ids = Tokenizer.from_file(os.path.join(hf_dir, "tokenizer.json")).encode("moe, train!").ids
+        report("export: tokenizer.json loads in tokenizers and gives the byte ids", ids == list(b"moe, train!"), f"ids {ids}")
+
+
+for case in (import_case, export_case):
+    for yarn in (False, True):
+        try:
+            case(yarn)
+        except Exception as e:  # a failed step is one failed case; the others still run
+            report(f"{case.__name__}{' yarn' if yarn else ''}", False, str(e).splitlines()[0] if str(e) else repr(e))
+            print("    " + str(e)[-1200:].replace("\n", "\n    "))
+sys.exit(1 if failures else 0)
