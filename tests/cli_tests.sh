@@ -31,6 +31,15 @@ expect "sample: the model's context bounds the sample" 0 "5 new tokens \(model.s
 expect "sample: a prompt beyond the model's context" 2 "--prompt: 12 tokens with the document start; the model reads 8 positions \(model.seq_len\): shorten it" -- \
   $bin sample "$tmp/runs/cli" --prompt "abcdefghijk"
 expect "sample: a directory without checkpoints" 2 "$tmp/data: no complete checkpoint" -- $bin sample "$tmp/data"
+expect "export refuses an MHA model with MoE blocks, saying why" 2 \
+  "model.attention.kind = \"mha\" with MoE blocks \(model.n_dense_layers = 1 of 2\): transformers' DeepseekV3 runs MLA" -- \
+  $bin export "$tmp/runs/cli" --hf "$tmp/hf"
+mkdir -p "$tmp/hf-gpt2" && echo '{"model_type": "gpt2"}' > "$tmp/hf-gpt2/config.json"
+expect "import refuses a model type it has no map for" 2 \
+  "hf-gpt2/config.json: model_type \"gpt2\": moetrain imports deepseek_v3 \(DeepseekV3ForCausalLM\) and llama" -- \
+  $bin import "$tmp/hf-gpt2" --out "$tmp/imported"
+echo '{"model_type": "llama",' > "$tmp/hf-gpt2/config.json"
+expect "import: a damaged config.json names the byte" 2 "config.json: byte 24: " -- $bin import "$tmp/hf-gpt2" --out "$tmp/imported"
 $bin prepare --input "$tmp/quotes" --out "$tmp/bpe" --vocab 262 > /dev/null
 expect "a run on BPE shards keeps its tokenizer, and samples with it" 0 "runs/bpe/tokenizer.bpe, 262 tokens" -- bash -c \
   "$bin train '$tmp/exp.toml' --set run.name=bpe --set model.vocab_size=262 --set data.train='\"$tmp/bpe/train_*.bin\"' \

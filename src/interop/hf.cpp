@@ -15,6 +15,7 @@
 #include "io/run_lock.hpp"
 #include "io/safetensors.hpp"
 #include "parallel/groups.hpp"
+#include "model/rope_scaling.hpp"
 #include "parallel/layout.hpp"
 
 namespace mt {
@@ -29,7 +30,45 @@ struct HfName {
   std::string ours, hf;
   int expert = -1;
   bool buffer = false;
+  int rope_head_dim = 0;  // Llama's q and k: each head's rows reordered (to_halves)
 };
+
+// Llama's RoPE turns feature i of a head with feature i + hd/2; moetrain's turns 2i with 2i + 1.
+// Reordering the rows of each head of the query and key projections alike (2i -> i, 2i+1 ->
+// hd/2 + i) makes one the other: the products q.k are sums over the same pairs.
+// `back`: Llama's order to moetrain's.
+std::vector<float> to_halves(const std::vector<float>& w, size_t rows, size_t cols, int head_dim, bool back) {
+  std::vector<float> out(w.size());
+  const size_t hd = size_t(head_dim), half = hd / 2;
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t head = r / hd, f = r % hd;
+    const size_t theirs = head * hd + (f % 2 ? half + f / 2 : f / 2);
+    const size_t from = back ? theirs : r, to = back ? r : theirs;
+    std::copy_n(w.begin() + long(from * cols), cols, out.begin() + long(to * cols));
+  }
+  return out;
+}
+
+std::vector<HfName> llama_names(const ModelConfig& m) {
+  std::vector<HfName> out{{"embedding", "model.embed_tokens.weight"}, {"final_norm", "model.norm.weight"},
+                          {"head", "lm_head.weight"}};
+  for (int i = 0; i < m.n_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i), h = "model.layers." + std::to_string(i);
+    auto add = [&](const std::string& ours, const std::string& hf, int rope = 0) {
+      out.push_back({b + ours, h + hf, -1, false, rope});
+    };
+    add(".attn_norm", ".input_layernorm.weight");
+    add(".ffn_norm", ".post_attention_layernorm.weight");
+    add(".attn.wq", ".self_attn.q_proj.weight", m.head_dim);
+    add(".attn.wk", ".self_attn.k_proj.weight", m.head_dim);
+    add(".attn.wv", ".self_attn.v_proj.weight");
+    add(".attn.wo", ".self_attn.o_proj.weight");
+    add(".ffn.w_gate", ".mlp.gate_proj.weight");
+    add(".ffn.w_up", ".mlp.up_proj.weight");
+    add(".ffn.w_down", ".mlp.down_proj.weight");
+  }
+  return out;
+}
 
 std::vector<HfName> deepseek_names(const ModelConfig& m) {
   std::vector<HfName> out{{"embedding", "model.embed_tokens.weight"}, {"final_norm", "model.norm.weight"},
@@ -68,10 +107,11 @@ std::vector<HfName> deepseek_names(const ModelConfig& m) {
 
 // What transformers' DeepseekV3 cannot hold.
 void check_exportable(const ModelConfig& m, const std::string& where) {
-  if (m.attention.kind != "mla")
-    throw UserError(where + ": model.attention.kind = \"" + m.attention.kind +
-                    "\": export writes transformers' DeepseekV3ForCausalLM, which runs MLA; no transformers class "
-                    "pairs multi-head attention with DeepSeek-V3's sigmoid routing");
+  if (m.attention.kind != "mla" && m.n_layers > m.n_dense_layers)
+    throw UserError(where + ": model.attention.kind = \"" + m.attention.kind + "\" with MoE blocks (model.n_dense_layers = " +
+                    std::to_string(m.n_dense_layers) + " of " + std::to_string(m.n_layers) +
+                    "): transformers' DeepseekV3 runs MLA, LlamaForCausalLM has no MoE, and no transformers class pairs "
+                    "multi-head attention with DeepSeek-V3's sigmoid routing; export MLA models, or dense MHA ones");
   if (m.n_layers > m.n_dense_layers && m.moe.n_shared_experts == 0)
     throw UserError(where + ": model.moe.n_shared_experts = 0: transformers' DeepseekV3 always has shared experts");
 }
@@ -82,12 +122,61 @@ std::string number(double v) {
   return s;
 }
 
+// YaRN as transformers' rope_scaling, its factor on cos and sin (attention_factor) written out so
+// that neither library's defaults decide it. DeepSeek-V3's attention also multiplies its softmax
+// scale by m(mscale_all_dim)^2, as moetrain's does; Llama's does not, so there all of moetrain's
+// m(mscale)^2 on q.k goes into cos and sin.
+std::string rope_scaling_json(const ModelConfig& m, bool deepseek) {
+  const RopeScalingConfig& r = m.rope_scaling;
+  if (r.kind != "yarn") return "null";
+  const double m_all = yarn_magnitude(r, r.mscale_all_dim), factor = yarn_magnitude(r, r.mscale) / (deepseek ? m_all : 1.0);
+  std::ostringstream o;
+  o << "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": " << number(r.factor)
+    << ", \"original_max_position_embeddings\": " << r.original_seq_len << ", \"beta_fast\": " << number(r.beta_fast)
+    << ", \"beta_slow\": " << number(r.beta_slow) << ", \"attention_factor\": " << number(factor);
+  if (deepseek) o << ", \"mscale\": " << number(r.mscale) << ", \"mscale_all_dim\": " << number(r.mscale_all_dim);
+  o << "}";
+  return o.str();
+}
+
+// moetrain's mscale and mscale_all_dim for transformers' YaRN entries: the factor on cos and sin
+// as transformers computes it, and (DeepSeek-V3 only) the softmax scale's m(mscale_all_dim)^2.
+std::pair<double, double> yarn_mscales(const Json& rope, double factor, bool deepseek) {
+  auto get = [&](const char* key) {
+    return rope.has(key) && rope.object.at(key).kind == Json::Kind::number ? rope.object.at(key).number : 0.0;
+  };
+  auto m = [&](double x) { return factor > 1 ? 0.1 * x * std::log(factor) + 1.0 : 1.0; };
+  const double ms = get("mscale"), all = get("mscale_all_dim");
+  double cos_sin = rope.has("attention_factor") ? get("attention_factor") : ms != 0 && all != 0 ? m(ms) / m(all) : m(1);
+  const double kept = deepseek ? all : 0.0;
+  if (factor <= 1) return {1.0, kept};
+  return {(cos_sin * m(kept) - 1.0) / (0.1 * std::log(factor)), kept};
+}
+
+// moetrain's document start begins and ends a document, where the vocabulary has it.
+std::string document_start(const ModelConfig& m) {
+  return m.vocab_size > Bpe::kDocumentStart ? std::to_string(Bpe::kDocumentStart) : "null";
+}
+
+std::string llama_config_json(const ModelConfig& m) {
+  std::ostringstream o;
+  o << "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+    << "  \"vocab_size\": " << m.vocab_size << ",\n  \"hidden_size\": " << m.d_model << ",\n"
+    << "  \"intermediate_size\": " << m.ffn_hidden << ",\n  \"num_hidden_layers\": " << m.n_layers << ",\n"
+    << "  \"num_attention_heads\": " << m.n_heads << ",\n  \"num_key_value_heads\": "
+    << (m.attention.n_kv_heads ? m.attention.n_kv_heads : m.n_heads) << ",\n  \"head_dim\": " << m.head_dim << ",\n"
+    << "  \"hidden_act\": \"silu\",\n  \"rms_norm_eps\": " << number(m.norm_eps) << ",\n"
+    << "  \"max_position_embeddings\": " << m.seq_len << ",\n  \"rope_theta\": " << number(m.rope_theta) << ",\n"
+    << "  \"rope_scaling\": " << rope_scaling_json(m, false) << ",\n  \"attention_bias\": false,\n"
+    << "  \"mlp_bias\": false,\n  \"tie_word_embeddings\": false,\n"
+    << "  \"bos_token_id\": " << document_start(m) << ",\n  \"eos_token_id\": " << document_start(m) << ",\n"
+    << "  \"initializer_range\": " << number(m.init_std) << ",\n  \"torch_dtype\": \"float32\"\n}\n";
+  return o.str();
+}
+
 std::string deepseek_config_json(const ModelConfig& m) {
   const auto& a = m.attention;
   const auto& e = m.moe;
-  const auto& r = m.rope_scaling;
-  // moetrain's document start begins and ends a document, where the vocabulary has it.
-  const std::string document_start = m.vocab_size > Bpe::kDocumentStart ? std::to_string(Bpe::kDocumentStart) : "null";
   std::ostringstream o;
   o << "{\n  \"architectures\": [\"DeepseekV3ForCausalLM\"],\n  \"model_type\": \"deepseek_v3\",\n"
     << "  \"vocab_size\": " << m.vocab_size << ",\n  \"hidden_size\": " << m.d_model << ",\n"
@@ -104,66 +193,73 @@ std::string deepseek_config_json(const ModelConfig& m) {
     << "  \"qk_rope_head_dim\": " << a.qk_rope_head_dim << ",\n  \"v_head_dim\": " << a.v_head_dim << ",\n"
     << "  \"hidden_act\": \"silu\",\n  \"rms_norm_eps\": " << number(m.norm_eps) << ",\n"
     << "  \"max_position_embeddings\": " << m.seq_len << ",\n  \"rope_theta\": " << number(m.rope_theta) << ",\n"
-    << "  \"rope_scaling\": ";
-  if (r.kind == "yarn")
-    o << "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": " << number(r.factor)
-      << ", \"original_max_position_embeddings\": " << r.original_seq_len << ", \"beta_fast\": " << number(r.beta_fast)
-      << ", \"beta_slow\": " << number(r.beta_slow) << ", \"mscale\": " << number(r.mscale)
-      << ", \"mscale_all_dim\": " << number(r.mscale_all_dim) << "}";
-  else
-    o << "null";
+    << "  \"rope_scaling\": " << rope_scaling_json(m, true);
   o << ",\n  \"rope_interleave\": true,\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
     << "  \"tie_word_embeddings\": false,\n  \"num_nextn_predict_layers\": 0,\n"
-    << "  \"bos_token_id\": " << document_start << ",\n  \"eos_token_id\": " << document_start << ",\n"
+    << "  \"bos_token_id\": " << document_start(m) << ",\n  \"eos_token_id\": " << document_start(m) << ",\n"
     << "  \"initializer_range\": " << number(m.init_std) << ",\n  \"torch_dtype\": \"float32\"\n}\n";
   return o.str();
 }
 
-// The [model] table of a transformers DeepseekV3 config.json.
+// The [model] table of a transformers config.json: DeepseekV3 (model_type deepseek_v3) or Llama.
 std::string model_toml(const Json& c, const std::string& where) {
+  const std::string type = c.has("model_type") ? c.object.at("model_type").string : "";
+  const bool deepseek = type == "deepseek_v3";
+  if (!deepseek && type != "llama")
+    throw UserError(where + ": model_type \"" + type + "\": moetrain imports deepseek_v3 (DeepseekV3ForCausalLM) and llama");
   auto integer = [&](const std::string& key) { return std::to_string((long long)c.at(key, where).number); };
-  auto real = [&](const Json& j, const std::string& key) { return number(j.at(key, where).number); };
   auto optional = [&](const std::string& key, long long fallback) {
     return c.has(key) && c.object.at(key).kind == Json::Kind::number ? (long long)c.object.at(key).number : fallback;
   };
+  for (const char* key : {"attention_bias", "mlp_bias", "tie_word_embeddings"})
+    if (c.has(key) && c.object.at(key).boolean)
+      throw UserError(where + ": " + key + " = true: moetrain's model has no such biases and no tied embedding");
   if (c.has("norm_topk_prob") && !c.object.at("norm_topk_prob").boolean)
     throw UserError(where + ": norm_topk_prob = false: moetrain's gates are always normalised over the chosen experts");
   if (c.has("scoring_func") && c.object.at("scoring_func").string != "sigmoid")
     throw UserError(where + ": scoring_func = \"" + c.object.at("scoring_func").string +
                     "\": moetrain routes by sigmoid affinities, as DeepSeek-V3 does");
   const long long layers = optional("num_hidden_layers", 0), heads = optional("num_attention_heads", 0);
-  const long long dense = std::min(optional("first_k_dense_replace", 0), layers);
+  const long long hidden = optional("hidden_size", 0);
   std::ostringstream t;
-  t << "[model]\nvocab_size = " << integer("vocab_size") << "\nd_model = " << integer("hidden_size")
-    << "\nn_layers = " << layers << "\nn_dense_layers = " << dense << "\nn_heads = " << heads
-    << "\nhead_dim = " << 2 * std::max(1LL, (long long)c.at("hidden_size", where).number / std::max(1LL, heads) / 2)
+  t << "[model]\nvocab_size = " << integer("vocab_size") << "\nd_model = " << hidden << "\nn_layers = " << layers
+    << "\nn_dense_layers = " << (deepseek ? std::min(optional("first_k_dense_replace", 0), layers) : layers)
+    << "\nn_heads = " << heads << "\nhead_dim = "
+    << (deepseek ? 2 * std::max(1LL, hidden / std::max(1LL, heads) / 2) : optional("head_dim", hidden / std::max(1LL, heads)))
     << "\nffn_hidden = " << integer("intermediate_size") << "\nseq_len = " << integer("max_position_embeddings")
-    << "\nnorm_eps = " << real(c, "rms_norm_eps") << "\n";
+    << "\nnorm_eps = " << number(c.at("rms_norm_eps", where).number) << "\n";
   // transformers 4 writes rope_theta and rope_scaling; 5 may write rope_parameters instead.
   const Json* rope = nullptr;
-  if (c.has("rope_scaling") && c.object.at("rope_scaling").kind == Json::Kind::object) rope = &c.object.at("rope_scaling");
-  if (c.has("rope_parameters") && c.object.at("rope_parameters").kind == Json::Kind::object) rope = &c.object.at("rope_parameters");
+  for (const char* key : {"rope_scaling", "rope_parameters"})
+    if (c.has(key) && c.object.at(key).kind == Json::Kind::object) rope = &c.object.at(key);
   const double theta = c.has("rope_theta") ? c.object.at("rope_theta").number
                        : rope && rope->has("rope_theta") ? rope->object.at("rope_theta").number : 10000.0;
   t << "rope_theta = " << number(theta) << "\n";
-  t << "[model.attention]\nkind = \"mla\"\nq_lora_rank = " << optional("q_lora_rank", 0)
-    << "\nkv_lora_rank = " << integer("kv_lora_rank") << "\nqk_nope_head_dim = " << integer("qk_nope_head_dim")
-    << "\nqk_rope_head_dim = " << integer("qk_rope_head_dim") << "\nv_head_dim = " << integer("v_head_dim") << "\n";
-  t << "[model.moe]\nn_routed_experts = " << std::max(1LL, optional("n_routed_experts", 1))
-    << "\nn_shared_experts = " << optional("n_shared_experts", 0) << "\ntop_k = " << std::max(1LL, optional("num_experts_per_tok", 1))
-    << "\nexpert_hidden = " << std::max(1LL, optional("moe_intermediate_size", 1)) << "\nroute_scale = "
-    << number(c.has("routed_scaling_factor") ? c.object.at("routed_scaling_factor").number : 1.0)
-    << "\nn_groups = " << std::max(1LL, optional("n_group", 1)) << "\ntopk_groups = " << std::max(1LL, optional("topk_group", 1))
-    << "\n";
+  if (deepseek) {
+    t << "[model.attention]\nkind = \"mla\"\nq_lora_rank = " << optional("q_lora_rank", 0)
+      << "\nkv_lora_rank = " << integer("kv_lora_rank") << "\nqk_nope_head_dim = " << integer("qk_nope_head_dim")
+      << "\nqk_rope_head_dim = " << integer("qk_rope_head_dim") << "\nv_head_dim = " << integer("v_head_dim") << "\n";
+    t << "[model.moe]\nn_routed_experts = " << std::max(1LL, optional("n_routed_experts", 1))
+      << "\nn_shared_experts = " << optional("n_shared_experts", 0)
+      << "\ntop_k = " << std::max(1LL, optional("num_experts_per_tok", 1))
+      << "\nexpert_hidden = " << std::max(1LL, optional("moe_intermediate_size", 1)) << "\nroute_scale = "
+      << number(c.has("routed_scaling_factor") ? c.object.at("routed_scaling_factor").number : 1.0)
+      << "\nn_groups = " << std::max(1LL, optional("n_group", 1))
+      << "\ntopk_groups = " << std::max(1LL, optional("topk_group", 1)) << "\n";
+  } else {
+    t << "[model.attention]\nkind = \"mha\"\nn_kv_heads = " << optional("num_key_value_heads", heads) << "\n";
+  }
   const std::string kind = rope ? (rope->has("rope_type") ? rope->object.at("rope_type").string
                                    : rope->has("type") ? rope->object.at("type").string : "default")
                                 : "default";
   if (kind == "yarn") {
     auto get = [&](const char* key, double fallback) { return rope->has(key) ? rope->object.at(key).number : fallback; };
-    t << "[model.rope_scaling]\nkind = \"yarn\"\nfactor = " << number(get("factor", 1.0))
+    const double factor = get("factor", 1.0);
+    const auto [mscale, mscale_all_dim] = yarn_mscales(*rope, factor, deepseek);
+    t << "[model.rope_scaling]\nkind = \"yarn\"\nfactor = " << number(factor)
       << "\noriginal_seq_len = " << (long long)get("original_max_position_embeddings", 4096)
       << "\nbeta_fast = " << number(get("beta_fast", 32)) << "\nbeta_slow = " << number(get("beta_slow", 1))
-      << "\nmscale = " << number(get("mscale", 1)) << "\nmscale_all_dim = " << number(get("mscale_all_dim", 0)) << "\n";
+      << "\nmscale = " << number(mscale) << "\nmscale_all_dim = " << number(mscale_all_dim) << "\n";
   } else if (kind != "default") {
     throw UserError(where + ": rope type \"" + kind + "\": moetrain has RoPE without scaling and YaRN");
   }
@@ -228,7 +324,8 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
   const std::vector<float> values = p.host_values();
   const std::map<std::string, int> ids = ids_by_name(p), buffers = buffers_by_name(p);
   std::map<std::string, Tensor> tensors;
-  for (const HfName& n : deepseek_names(m)) {
+  const bool deepseek = m.attention.kind == "mla";
+  for (const HfName& n : deepseek ? deepseek_names(m) : llama_names(m)) {
     Tensor& t = tensors[n.hf];
     if (n.buffer) {
       t.values = p.host_buffer(buffers.at(n.ours));
@@ -242,6 +339,7 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
     for (int64_t d : t.shape) count *= size_t(d);
     const auto from = values.begin() + long(info.offset + first);
     t.values.assign(from, from + long(count));
+    if (n.rope_head_dim) t.values = to_halves(t.values, size_t(t.shape[0]), size_t(t.shape[1]), n.rope_head_dim, false);
   }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -249,25 +347,22 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
   write_safetensors(out_dir + "/model.safetensors", tensors);
   const std::string tokenizer = run_tokenizer(run_dir, cfg.data.train);
   const Bpe bpe = tokenizer.empty() ? Bpe::byte_level() : Bpe::load(tokenizer);
-  for (const auto& [name, text] : {std::pair{"config.json", deepseek_config_json(m)}, std::pair{"tokenizer.json", bpe.hf_json()}}) {
+  for (const auto& [name, text] : {std::pair{"config.json", deepseek ? deepseek_config_json(m) : llama_config_json(m)},
+                                   std::pair{"tokenizer.json", bpe.hf_json()}}) {
     std::ofstream f(out_dir + "/" + name);
     f << text;
     if (!f.flush()) throw UserError(out_dir + "/" + name + ": cannot write (is the disk full?)");
   }
-  std::printf("export: %s (step %lld) -> %s: config.json (DeepseekV3ForCausalLM), model.safetensors (%zu tensors), "
-              "tokenizer.json (%s)\n",
-              step_dir.c_str(), state.step, out_dir.c_str(), tensors.size(),
+  std::printf("export: %s (step %lld) -> %s: config.json (%s), model.safetensors (%zu tensors), tokenizer.json (%s)\n",
+              step_dir.c_str(), state.step, out_dir.c_str(), deepseek ? "DeepseekV3ForCausalLM" : "LlamaForCausalLM", tensors.size(),
               tokenizer.empty() ? "bytes" : ("BPE of " + std::to_string(bpe.vocab()) + " tokens").c_str());
   if (m.mtp.depth > 0)
-    std::printf("export: the %d MTP module(s) are left out: transformers' DeepseekV3 does not run them\n", m.mtp.depth);
+    std::printf("export: the %d MTP module(s) are left out: transformers' classes do not run them\n", m.mtp.depth);
 }
 
 std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed) {
   const std::string config_path = hf_dir + "/config.json";
   const Json hf = parse_json(read_text(config_path), config_path);
-  const std::string type = hf.has("model_type") ? hf.object.at("model_type").string : "";
-  if (type != "deepseek_v3")
-    throw UserError(config_path + ": model_type \"" + type + "\": moetrain imports deepseek_v3 (DeepseekV3ForCausalLM)");
   const std::string table = model_toml(hf, config_path);
   const Config cfg = parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
   const ModelConfig& m = cfg.model;
@@ -276,7 +371,7 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, lon
   std::vector<float> values = p.host_values();
   const std::map<std::string, int> ids = ids_by_name(p), buffers = buffers_by_name(p);
   std::map<std::string, Tensor> tensors = read_weights(hf_dir);
-  for (const HfName& n : deepseek_names(m)) {
+  for (const HfName& n : m.attention.kind == "mla" ? deepseek_names(m) : llama_names(m)) {
     auto it = tensors.find(n.hf);
     if (it == tensors.end()) throw UserError(hf_dir + ": no tensor " + n.hf + " in its safetensors");
     const Tensor& t = it->second;
@@ -296,7 +391,9 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, lon
       const std::vector<int64_t> want = slice_shape(info, n.expert, &first);
       if (t.shape != want)
         throw UserError(hf_dir + ": " + n.hf + " has shape " + shape_text(t.shape) + ", config.json makes it " + shape_text(want));
-      std::copy(t.values.begin(), t.values.end(), values.begin() + long(info.offset + first));
+      const std::vector<float> ours =
+          n.rope_head_dim ? to_halves(t.values, size_t(want[0]), size_t(want[1]), n.rope_head_dim, true) : t.values;
+      std::copy(ours.begin(), ours.end(), values.begin() + long(info.offset + first));
     }
     tensors.erase(it);
   }

@@ -1,6 +1,7 @@
 #pragma once
-// Hugging Face interop: a moetrain model as transformers' DeepseekV3ForCausalLM (config.json,
-// model.safetensors, tokenizer.json), and such a model back as a moetrain checkpoint.
+// Hugging Face interop: a moetrain model as transformers' DeepseekV3ForCausalLM (MLA models) or
+// LlamaForCausalLM (dense MHA/GQA models) — config.json, model.safetensors, tokenizer.json — and
+// such a model back as a moetrain checkpoint.
 //   moetrain                        transformers (DeepSeek-V3's checkpoint names)
 //   embedding, head, final_norm     model.embed_tokens, lm_head, model.norm
 //   blocks.i.attn_norm / ffn_norm   model.layers.i.input_layernorm / post_attention_layernorm
@@ -11,15 +12,18 @@
 //   blocks.i.moe.router, router_bias (buffer)    mlp.gate.weight, mlp.gate.e_score_correction_bias
 //   blocks.i.moe.shared.*, experts.*[e]          mlp.shared_experts.*, mlp.experts.e.*
 // The layouts agree as they are (RoPE on interleaved pairs: rope_interleave; [c_kv; k_rope] and
-// per-head [k_nope; v] in that order), so no tensor is reordered. The MTP modules, which
-// transformers does not run, are left out.
+// per-head [k_nope; v] in that order), so no tensor is reordered. Llama's names are the same for
+// what it has (q_proj, k_proj, v_proj, o_proj and the dense MLP); its RoPE turns feature i with
+// i + head_dim/2, so the rows of each head of q_proj and k_proj are reordered. The MTP modules,
+// which transformers does not run, are left out.
 #include <string>
 
 namespace mt {
 
-// Writes out_dir/{config.json, model.safetensors, tokenizer.json} from the run's newest checkpoint.
+// Writes out_dir/{config.json, model.safetensors, tokenizer.json} from the run's newest checkpoint;
+// an MHA model with MoE blocks (no transformers class has them) is refused.
 void export_hf(const std::string& run_dir, const std::string& out_dir);
-// Reads hf_dir/config.json and its safetensors (one file, or several by model.safetensors.index.json);
+// Reads hf_dir/config.json (model_type deepseek_v3 or llama) and its safetensors (one file, or several by model.safetensors.index.json);
 // writes out_dir/model.toml (the [model] table for an experiment) and the checkpoint
 // out_dir/ckpt/step_00000000 (AdamW moments zero, trained with `seed`), which a run of that model
 // resumes from under any layout. Returns the checkpoint's directory.

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+from transformers import DeepseekV3Config, DeepseekV3ForCausalLM, LlamaConfig, LlamaForCausalLM
 
 moetrain, work = sys.argv[1], sys.argv[2]
 VOCAB, SEQ = 64, 16
@@ -192,7 +192,62 @@ mscale_all_dim = 1.0
         report("export: tokenizer.json loads in tokenizers and gives the byte ids", ids == list(b"moe, train!"), f"ids {ids}")
 
 
-for case in (import_case, export_case):
+def llama_import_case(yarn):
+    tag = "llama-import" + ("-yarn" if yarn else "")
+    torch.manual_seed(5)
+    rope = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": SEQ // 2, "rope_theta": 10000.0}
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=SEQ,
+                         initializer_range=0.2, rope_scaling=rope if yarn else None)
+    model = LlamaForCausalLM(config).eval()
+    hf_dir = os.path.join(work, tag + "-hf")
+    model.save_pretrained(hf_dir)
+    out = os.path.join(work, tag + "-moetrain")
+    run("import", hf_dir, "--out", out)
+    exp = os.path.join(work, tag + ".toml")
+    experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
+    inputs, ours = moetrain_logits(exp, os.path.join(out, "ckpt", "step_00000000"), tag)
+    err = relative_error(ours, transformers_logits(LlamaForCausalLM.from_pretrained(hf_dir).eval(), inputs))
+    report(f"import: transformers' Llama (GQA) in moetrain{' with YaRN at 2x its context' if yarn else ''}, the same logits",
+           err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
+
+
+def llama_export_case(yarn):
+    tag = "llama-export" + ("-yarn" if yarn else "")
+    model_toml = f"""[model]
+vocab_size = {VOCAB}
+d_model = 32
+n_layers = 2
+n_dense_layers = 2
+n_heads = 4
+head_dim = 8
+ffn_hidden = 48
+seq_len = {SEQ}
+init_std = 0.2
+[model.attention]
+n_kv_heads = 2
+"""
+    if yarn:
+        model_toml += f"""[model.rope_scaling]
+kind = "yarn"
+factor = 2.0
+original_seq_len = {SEQ // 2}
+mscale = 1.0
+mscale_all_dim = 0.5
+"""
+    exp = os.path.join(work, tag + ".toml")
+    experiment(exp, model_toml, tag, "[optimizer]\nlr = 0.01")
+    run("train", exp)
+    hf_dir = os.path.join(work, tag + "-hf")
+    run("export", os.path.join(work, "runs", tag), "--hf", hf_dir)
+    model = LlamaForCausalLM.from_pretrained(hf_dir).eval()
+    inputs, ours = moetrain_logits(exp, os.path.join(work, "runs", tag, "ckpt", "step_00000003"), tag)
+    err = relative_error(transformers_logits(model, inputs), ours)
+    report(f"export: a dense GQA moetrain run as transformers' Llama{' with YaRN at 2x its context' if yarn else ''}, "
+           "the same logits", err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
+
+
+for case in (import_case, export_case, llama_import_case, llama_export_case):
     for yarn in (False, True):
         try:
             case(yarn)
