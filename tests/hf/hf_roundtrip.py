@@ -89,6 +89,36 @@ def relative_error(a, b):
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
+def yarn_table(mscale_all_dim):
+    return f"""[model.rope_scaling]
+kind = "yarn"
+factor = 2.0
+original_seq_len = {SEQ // 2}
+mscale = 1.0
+mscale_all_dim = {mscale_all_dim}
+"""
+
+
+def imported(tag, hf_dir):
+    """`moetrain import` of a saved transformers model: the experiment file, the checkpoint, moetrain's logits."""
+    out = os.path.join(work, tag + "-moetrain")
+    run("import", hf_dir, "--out", out)
+    exp = os.path.join(work, tag + ".toml")
+    experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
+    checkpoint = os.path.join(out, "ckpt", "step_00000000")
+    return (exp, checkpoint) + moetrain_logits(exp, checkpoint, tag)
+
+
+def exported(tag, model_toml):
+    """A moetrain run of 3 steps, exported: its directory, and moetrain's logits of the last checkpoint."""
+    exp = os.path.join(work, tag + ".toml")
+    experiment(exp, model_toml, tag, "[optimizer]\nlr = 0.01")
+    run("train", exp)
+    hf_dir = os.path.join(work, tag + "-hf")
+    run("export", os.path.join(work, "runs", tag), "--hf", hf_dir)
+    return (hf_dir,) + moetrain_logits(exp, os.path.join(work, "runs", tag, "ckpt", "step_00000003"), tag)
+
+
 def import_case(yarn):
     tag = "import" + ("-yarn" if yarn else "")
     torch.manual_seed(3)
@@ -107,16 +137,12 @@ def import_case(yarn):
             layer.mlp.gate.e_score_correction_bias.copy_(0.3 * torch.randn(8))
     hf_dir = os.path.join(work, tag + "-hf")
     model.save_pretrained(hf_dir)
-    out = os.path.join(work, tag + "-moetrain")
-    run("import", hf_dir, "--out", out)
-    exp = os.path.join(work, tag + ".toml")
-    experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
-    inputs, ours = moetrain_logits(exp, os.path.join(out, "ckpt", "step_00000000"), tag)
+    exp, checkpoint, inputs, ours = imported(tag, hf_dir)
     err = relative_error(ours, transformers_logits(model, inputs))
     report(f"import: transformers' DeepseekV3 in moetrain{' with YaRN at 2x its context' if yarn else ''}, the same logits",
            err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
     if not yarn:
-        resume_case(exp, os.path.join(out, "ckpt", "step_00000000"), tag)
+        resume_case(exp, checkpoint, tag)
 
 
 def resume_case(exp, checkpoint, tag):
@@ -165,23 +191,9 @@ topk_groups = 2
 bias_update_speed = 0.05
 [model.mtp]
 depth = 1
-"""
-    if yarn:
-        model_toml += f"""[model.rope_scaling]
-kind = "yarn"
-factor = 2.0
-original_seq_len = {SEQ // 2}
-mscale = 1.0
-mscale_all_dim = 1.0
-"""
-    exp = os.path.join(work, tag + ".toml")
-    experiment(exp, model_toml, tag, "[optimizer]\nlr = 0.01")
-    run("train", exp)
-    hf_dir = os.path.join(work, tag + "-hf")
-    run("export", os.path.join(work, "runs", tag), "--hf", hf_dir)
+""" + (yarn_table(1.0) if yarn else "")
+    hf_dir, inputs, ours = exported(tag, model_toml)
     model = DeepseekV3ForCausalLM.from_pretrained(hf_dir, attn_implementation="eager").eval()
-    checkpoint = os.path.join(work, "runs", tag, "ckpt", "step_00000003")
-    inputs, ours = moetrain_logits(exp, checkpoint, tag)
     err = relative_error(transformers_logits(model, inputs), ours)
     bias = max(float(layer.mlp.gate.e_score_correction_bias.abs().max()) for layer in model.model.layers[1:])
     report(f"export: a moetrain run in transformers{' with YaRN at 2x its context' if yarn else ''}, the same logits",
@@ -202,11 +214,7 @@ def llama_import_case(yarn):
     model = LlamaForCausalLM(config).eval()
     hf_dir = os.path.join(work, tag + "-hf")
     model.save_pretrained(hf_dir)
-    out = os.path.join(work, tag + "-moetrain")
-    run("import", hf_dir, "--out", out)
-    exp = os.path.join(work, tag + ".toml")
-    experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
-    inputs, ours = moetrain_logits(exp, os.path.join(out, "ckpt", "step_00000000"), tag)
+    _, _, inputs, ours = imported(tag, hf_dir)
     err = relative_error(ours, transformers_logits(LlamaForCausalLM.from_pretrained(hf_dir).eval(), inputs))
     report(f"import: transformers' Llama (GQA) in moetrain{' with YaRN at 2x its context' if yarn else ''}, the same logits",
            err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
@@ -226,22 +234,9 @@ seq_len = {SEQ}
 init_std = 0.2
 [model.attention]
 n_kv_heads = 2
-"""
-    if yarn:
-        model_toml += f"""[model.rope_scaling]
-kind = "yarn"
-factor = 2.0
-original_seq_len = {SEQ // 2}
-mscale = 1.0
-mscale_all_dim = 0.5
-"""
-    exp = os.path.join(work, tag + ".toml")
-    experiment(exp, model_toml, tag, "[optimizer]\nlr = 0.01")
-    run("train", exp)
-    hf_dir = os.path.join(work, tag + "-hf")
-    run("export", os.path.join(work, "runs", tag), "--hf", hf_dir)
+""" + (yarn_table(0.5) if yarn else "")
+    hf_dir, inputs, ours = exported(tag, model_toml)
     model = LlamaForCausalLM.from_pretrained(hf_dir).eval()
-    inputs, ours = moetrain_logits(exp, os.path.join(work, "runs", tag, "ckpt", "step_00000003"), tag)
     err = relative_error(transformers_logits(model, inputs), ours)
     report(f"export: a dense GQA moetrain run as transformers' Llama{' with YaRN at 2x its context' if yarn else ''}, "
            "the same logits", err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
