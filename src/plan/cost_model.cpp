@@ -336,12 +336,15 @@ double model_activations_per_token(const ModelConfig& m, const Layout& l) {
 double recipe_activations(const ModelConfig& m, const Layout& l, double T, int pieces, int live) {
   double per_token_piece = model_activations_per_token(m, l) / pieces;
   if (l.recompute == Recompute::full) {
-    // Only each layer's input is kept; one layer is rebuilt at a time during backward.
+    // Only each layer's input is kept (BF16; under sequence parallelism its 1/tp of the rows); one
+    // layer is rebuilt at a time during backward.
     Layout plain = l;
     plain.recompute = Recompute::none;
     LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
     const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
-    per_token_piece = 2.0 * m.d_model * layers_per_piece + (a.attention + a.ffn) / l.tp / std::max(1.0, double(live));
+    const double input_share = l.sp && l.tp > 1 ? 1.0 / l.tp : 1.0;
+    per_token_piece = 2.0 * m.d_model * layers_per_piece * input_share +
+                      (a.attention + a.ffn) / l.tp / std::max(1.0, double(live));
   }
   const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
   return per_token_piece * T * live + logits;
