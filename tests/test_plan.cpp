@@ -269,3 +269,38 @@ TEST_CASE("a layout as printed parses back to itself, for every layout a search 
   CHECK(fp32.storage == mt::Storage::fp32);
   CHECK(fp32.recompute == mt::Recompute::full);
 }
+
+TEST_CASE("every proposed layout's printed parts sum to its step, over the shipped configs and clusters") {
+  const char* configs[] = {"configs/tiny.toml", "configs/moe-1b.toml", "configs/deepseek-v3-small.toml",
+                           "configs/deepseek-v3.toml", "configs/llama3-70b.toml"};
+  const char* clusters[] = {"configs/clusters/a100-selene.toml", "configs/clusters/gb200-nvl72.toml",
+                            "configs/clusters/h100-superpod.toml", "configs/clusters/h800-deepseek.toml",
+                            "configs/clusters/tpu-v5p-pod.toml"};
+  size_t checked = 0;
+  double worst = 0;
+  for (const char* path : configs) {
+    const mt::Config cfg = mt::load_config(path, {});
+    for (const char* cluster_path : clusters) {
+      const Cluster c = load_cluster(cluster_path);
+      for (int gpus : {64, 2048})
+        for (bool fp8 : {false, true}) {
+          if (gpus > c.accelerators) continue;
+          for (const Estimate& e : search_layouts(cfg.model, cfg.training.global_batch, c, gpus, fp8).ranked) {
+            const Breakdown& t = e.time;
+            const double parts = t.compute + t.tp + t.ep + t.imbalance + t.bubble + t.dp + t.optimizer;
+            const double off = std::abs(parts - e.step_s) / e.step_s;
+            if (off > worst) {
+              worst = off;
+              const std::string where = std::string(path) + " on " + cluster_path + ": " + mt::layout_text(e.layout) +
+                                        " step " + std::to_string(e.step_s) + " parts " + std::to_string(parts);
+              CAPTURE(where);
+              CHECK(off < 1e-9);
+            }
+            ++checked;
+          }
+        }
+    }
+  }
+  MESSAGE(checked << " layouts checked, worst relative gap " << worst);
+  CHECK(checked > 1000);
+}

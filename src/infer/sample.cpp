@@ -100,6 +100,7 @@ void sample_text(const SampleOptions& o) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fputs("\n", stdout);
+    std::fflush(stdout);
     std::fprintf(stderr, "sample: %zu tokens in %.2f s (%.0f tokens/s)%s\n", drawn.size(), seconds,
                  double(drawn.size()) / std::max(seconds, 1e-9), ended ? "; the model ended the document" : "");
   }

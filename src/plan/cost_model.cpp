@@ -505,6 +505,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   const double comm_f = tp_f + a2a_f, comm_b = tp_b + a2a_b;
   // The schedule runs at the pace of its busiest rank: scale the average chunk to it.
   const double k = stage_imbalance(m, l);
+  const bool paired = l.scheduled() && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
   pipeline::Costs costs;
   costs.forward = k * (f_c + comm_f);
   costs.backward = k * (b_c + comm_b);
@@ -512,13 +513,21 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   costs.weight_grad = k * w_c;
   // DualPipe overlaps one micro-batch's communication with the other's compute.
   costs.overlapped = k * std::max(f_c + b_c, comm_f + comm_b + dp_chunk);
+  if (paired) {
+    // A chunk outside a pair (the warm-up's forwards, the cool-down's backwards and weight passes)
+    // moves its own sharded-gradient traffic, beside its compute: FSDP's gather before the forward
+    // (a third of it), the rest with the weight gradients.
+    const double dp_f = l.zero == 3 ? dp_chunk / 3 : 0.0, dp_w = dp_chunk - dp_f;
+    costs.forward = k * std::max(f_c + comm_f, dp_f);
+    costs.backward = k * std::max(b_c + comm_b, dp_w);
+    costs.weight_grad = k * std::max(w_c, dp_w);
+  }
   costs.latency = p2p;
   e.chunk_costs = costs;
   e.stage_imbalance = k;
 
   // Work per micro-batch on the average rank in the steady state (the busiest takes k times it).
   double per_mb = 0, per_mb_compute = 0;
-  const bool paired = l.scheduled() && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
   if (!l.scheduled()) {
     per_mb = f_c + b_c + comm_f + comm_b;
     per_mb_compute = f_c + b_c;
@@ -588,6 +597,17 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
     e.time.ep = m_count * held * (a2a_f + a2a_b);
   }
   e.time.imbalance = m_count * per_mb * (k - 1);
+  // The communication shares above assume every micro-batch's chunks run in the steady state; a
+  // short schedule (a few micro-batches, mostly ramps) waits less. The parts are shares of the
+  // step: where they claim more than the step leaves, the exposed communication is scaled down.
+  const double busy = e.time.compute + e.time.imbalance, comm = e.time.tp + e.time.ep + (e.time.dp - dp_time);
+  const double room = makespan - busy;
+  if (comm > room && comm > 0) {
+    const double scale = std::max(0.0, room) / comm;
+    e.time.tp *= scale;
+    e.time.ep *= scale;
+    e.time.dp = dp_time + (e.time.dp - dp_time) * scale;
+  }
   e.time.bubble = std::max(0.0, makespan + dp_time - e.time.compute - e.time.tp - e.time.ep - e.time.dp -
                                         e.time.imbalance);
   e.time.optimizer = opt_time;
