@@ -28,17 +28,17 @@ struct Produced {
   int rank;
 };
 
-}  // namespace
-
-Timeline simulate(const Schedule& s, const Costs& costs) { return simulate(s.placement, compute_order(s), costs); }
-
-Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& costs) {
+// The sweep: returns the makespan; `on_op(rank, op, start, end)` sees every operation as it is placed.
+template <class OnOp>
+double sweep(const Placement& pl, const RankOrders& order, const Costs& costs, OnOp on_op) {
   const int n = static_cast<int>(order.size());
-  Timeline tl;
-  tl.ranks.resize(n);
-  tl.busy.assign(n, 0);
   std::vector<size_t> next(n, 0);
   std::vector<double> clock(n, 0);
+  // Where each rank's chunks sit, looked up once.
+  std::vector<Location> where(size_t(n) * pl.chunks_per_rank);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < pl.chunks_per_rank; ++c) where[size_t(r) * pl.chunks_per_rank + c] = *pl.locate(r, c);
+  auto locate = [&](int r, int chunk) { return where[size_t(r) * pl.chunks_per_rank + chunk]; };
   // When each transfer's data exists: indexed by payload, flow, micro-batch and position.
   const size_t per_payload = size_t(pl.flows) * pl.microbatches_per_flow * pl.stages;
   std::vector<Produced> produced(2 * per_payload, Produced{-1, -1});
@@ -51,7 +51,7 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
     double t = clock[r];
     for_each_task(op, [&](const Task& task) {
       if (t < 0 || task.pass == Pass::weight_grad) return;
-      Location loc = *pl.locate(r, task.chunk);
+      const Location loc = locate(r, task.chunk);
       bool fwd = task.pass == Pass::forward;
       int from = fwd ? loc.position - 1 : loc.position + 1;
       if (from < 0 || from >= pl.stages) return;
@@ -71,12 +71,11 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
         double start = ready_at(r, op);
         if (start < 0) break;
         double end = start + cost_of(op, costs);
-        tl.ranks[r].push_back({op, start, end});
-        tl.busy[r] += end - start;
+        on_op(r, op, start, end);
         clock[r] = end;
         for_each_task(op, [&](const Task& task) {
           if (task.pass == Pass::weight_grad) return;
-          Location loc = *pl.locate(r, task.chunk);
+          const Location loc = locate(r, task.chunk);
           slot(task.pass == Pass::forward ? 0 : 1, loc.flow, task.microbatch, loc.position) = {end, r};
         });
         ++next[r];
@@ -86,10 +85,29 @@ Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& cos
     }
     if (!progress) throw std::logic_error("simulate: the schedule cannot make progress; run check_schedule first");
   }
-  tl.makespan = *std::max_element(clock.begin(), clock.end());
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+}  // namespace
+
+Timeline simulate(const Schedule& s, const Costs& costs) { return simulate(s.placement, compute_order(s), costs); }
+
+Timeline simulate(const Placement& pl, const RankOrders& order, const Costs& costs) {
+  const int n = static_cast<int>(order.size());
+  Timeline tl;
+  tl.ranks.resize(n);
+  tl.busy.assign(n, 0);
+  tl.makespan = sweep(pl, order, costs, [&](int r, const ComputeOp& op, double start, double end) {
+    tl.ranks[r].push_back({op, start, end});
+    tl.busy[r] += end - start;
+  });
   for (int r = 0; r < n; ++r) tl.bubble.push_back(tl.makespan - tl.busy[r]);
   tl.peak_activations = peak_activations(order);
   return tl;
+}
+
+double simulate_makespan(const Placement& pl, const RankOrders& order, const Costs& costs) {
+  return sweep(pl, order, costs, [](int, const ComputeOp&, double, double) {});
 }
 
 std::vector<int> peak_activations(const RankOrders& order) {

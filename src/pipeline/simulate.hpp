@@ -41,6 +41,8 @@ using RankOrders = std::vector<std::vector<ComputeOp>>;
 // throws std::logic_error otherwise.
 Timeline simulate(const Schedule& s, const Costs& costs);
 Timeline simulate(const Placement& placement, const RankOrders& order, const Costs& costs);
+// The same sweep's makespan alone, recording nothing (the planner runs thousands).
+double simulate_makespan(const Placement& placement, const RankOrders& order, const Costs& costs);
 
 // Live chunk activations per rank, counted in program order: a forward adds one, freed by its
 // full backward or, for a split backward, by its W. In an F&B pair the new activation is

@@ -9,10 +9,13 @@ ScheduleTimings::Result ScheduleTimings::run(const pipeline::ScheduleRequest& re
   const auto key = std::make_tuple(rk, c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency);
   if (auto hit = results_.find(key); hit != results_.end()) return hit->second;
   auto it = orders_.find(rk);
-  if (it == orders_.end())
-    it = orders_.emplace(rk, Orders{pipeline::placement_for(req), pipeline::compute_order_for(req)}).first;
-  pipeline::Timeline tl = pipeline::simulate(it->second.placement, it->second.order, c);
-  Result r{tl.makespan, *std::max_element(tl.peak_activations.begin(), tl.peak_activations.end())};
+  if (it == orders_.end()) {
+    Orders o{pipeline::placement_for(req), pipeline::compute_order_for(req), 0};
+    const std::vector<int> peaks = pipeline::peak_activations(o.order);
+    o.peak_live_chunks = *std::max_element(peaks.begin(), peaks.end());
+    it = orders_.emplace(rk, std::move(o)).first;
+  }
+  Result r{pipeline::simulate_makespan(it->second.placement, it->second.order, c), it->second.peak_live_chunks};
   results_.emplace(key, r);
   return r;
 }

@@ -23,6 +23,7 @@ class ScheduleTimings {
   struct Orders {
     pipeline::Placement placement;
     pipeline::RankOrders order;
+    int peak_live_chunks;  // of the order, whatever the costs
   };
   std::map<RequestKey, Orders> orders_;
   std::map<std::tuple<RequestKey, double, double, double, double, double, double>, Result> results_;
