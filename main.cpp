@@ -378,6 +378,7 @@ int main(int argc, char** argv) {
   sample->add_option("--top-k", sample_opt.top_k, "draw among the k likeliest tokens, 0 = all (default 40)")
       ->check(CLI::NonNegativeNumber);
   sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)");
+  sample->add_option("--device", sample_opt.device, "auto, cpu, cuda or cpu-strict (default: the run's precision.device)");
 
   std::string export_run, export_out;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a run's newest checkpoint as a Hugging Face model (transformers' DeepseekV3ForCausalLM)");

@@ -234,6 +234,21 @@ else
   else
     result "(b) end to end: FAIL ($(tail -n 1 "$work/cmp"))"
   fi
+  # The decoder on the GPU: the cpu run's checkpoint continued greedily on both devices gives the
+  # same text (its logits agree to fp32 rounding; a near tie could still pick another token).
+  if [[ -z $cuda_problem ]]; then
+    text() { grep -v '^sample: ' "$work/last"; }
+    if limited 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device cpu && text > "$work/sample_cpu" &&
+      limited 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device cuda; then
+      if [[ -s $work/sample_cpu ]] && text | cmp -s - "$work/sample_cpu"; then
+        result "(b) sample on cuda: PASS (40 greedy tokens, cpu's text; $(grep -o '[0-9]* tokens/s' "$work/last"))"
+      else
+        result "(b) sample on cuda: FAIL (cuda wrote '$(text | head -c 80)', cpu '$(head -c 80 "$work/sample_cpu")')"
+      fi
+    else
+      result "(b) sample on cuda: FAIL ($(tail -n 1 "$work/last"))"
+    fi
+  fi
   for pair in "cpu cuda" "cuda cpu"; do
     read -r first second <<<"$pair"
     name=${first}_then_$second

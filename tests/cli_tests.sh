@@ -30,6 +30,11 @@ expect "sample: the model's context bounds the sample" 0 "5 new tokens \(model.s
   $bin sample "$tmp/runs/cli" --prompt "ab" --tokens 50
 expect "sample: a prompt beyond the model's context" 2 "--prompt: 12 tokens with the document start; the model reads 8 positions \(model.seq_len\): shorten it" -- \
   $bin sample "$tmp/runs/cli" --prompt "abcdefghijk"
+expect "sample: an unknown --device" 2 "--device tpu: expected auto, cpu, cuda or cpu-strict" -- \
+  $bin sample "$tmp/runs/cli" --device tpu
+expect "sample on the plain CPU backend draws what the strict one does" 0 "^same$" -- bash -c \
+  "[[ \$($bin sample '$tmp/runs/cli' --tokens 5 --temperature 0 --device cpu 2>/dev/null | od -An -tx1) == \
+      \$($bin sample '$tmp/runs/cli' --tokens 5 --temperature 0 --device cpu-strict 2>/dev/null | od -An -tx1) ]] && echo same"
 expect "sample: a directory without checkpoints" 2 "$tmp/data: no complete checkpoint" -- $bin sample "$tmp/data"
 expect "export refuses an MHA model with MoE blocks, saying why" 2 \
   "model.attention.kind = \"mha\" with MoE blocks \(model.n_dense_layers = 1 of 2\): transformers' DeepseekV3 runs MLA" -- \

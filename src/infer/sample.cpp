@@ -49,7 +49,9 @@ std::string run_tokenizer(const std::string& run_dir, const std::string& train_s
 
 void sample_text(const SampleOptions& o) {
   const std::string step_dir = newest_checkpoint(o.run_dir);
-  const Config cfg = checkpoint_config(step_dir);
+  Config cfg = checkpoint_config(step_dir);
+  if (!o.device.empty() && !value_of(o.device, cfg.precision.device))
+    throw UserError("--device " + o.device + ": expected auto, cpu, cuda or cpu-strict");
   const ModelConfig& m = cfg.model;
 
   const std::string tokenizer_path = run_tokenizer(o.run_dir, cfg.data.train);

@@ -13,6 +13,7 @@ struct SampleOptions {
   double temperature = 0.8;  // 0: always the likeliest token
   int top_k = 40;            // draw among the k likeliest (0: all)
   uint64_t seed = 0;
+  std::string device;        // auto, cpu, cuda or cpu-strict; empty: the run's precision.device
 };
 
 // Prints the prompt and then each new token's text as it is drawn (stdout); what it loaded and
