@@ -492,9 +492,11 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   // joins each gradient group.
   const int copies = l.pp > 1 && l.schedule == Kind::dualpipe ? 2 : 1;
   // Data parallelism: reducing the rank's BF16 gradients (all-reduce, or reduce-scatter plus
-  // all-gather of the updated BF16 weights under ZeRO: the same volume).
+  // all-gather of the updated BF16 weights under ZeRO: the same volume). Dense replicas are tp
+  // ranks apart; an expert's replicas ep ranks apart (parallel/layout.hpp), in other domains once
+  // ep reaches a domain.
   const double dp_full = all_reduce_time(c, 2 * p_dense, copies * l.dp, l.tp) +
-                         all_reduce_time(c, 2 * p_expert, copies * expert_dp, l.tp);
+                         all_reduce_time(c, 2 * p_expert, copies * expert_dp, l.ep);
   // Sharded gradients cannot accumulate over micro-batches: under ZeRO-2 each chunk's backward
   // reduce-scatters its gradients at once; FSDP also gathers the chunk's weights before its
   // forward and backward. That traffic runs beside compute, on the links the all-to-all uses.
