@@ -91,7 +91,9 @@ if command -v mpirun > /dev/null; then
   case_ "4 ranks: the pipeline wait is drawn and named in the legend" bash -c "
     [[ \$($check count $tmp/p3/phases.svg rect pipeline_wait) -ge 1 ]] && grep -q '>pipeline wait (bubble)</text>' $tmp/p3/phases.svg"
   if command -v rsvg-convert > /dev/null; then
-    case_ "phases.svg renders, with compute bars" render "$tmp/p3/phases.svg" 78,121,167 500
+    # The bars' lengths are the measured times: on a loaded machine the waits grow and the compute
+    # share shrinks (480 pixels were seen), so the check asks for visible bars, not a size.
+    case_ "phases.svg renders, with compute bars" render "$tmp/p3/phases.svg" 78,121,167 100
   fi
 else
   echo "SKIP plotting a run of several ranks: mpirun is missing (Debian package openmpi-bin)"
