@@ -32,6 +32,7 @@
 #include "model/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
+#include "util/read_file.hpp"
 
 namespace {
 
@@ -126,11 +127,7 @@ int cmd_tokenize(const std::string& tokenizer, const std::vector<std::string>& f
   const mt::Bpe bpe = mt::Bpe::load(tokenizer);
   size_t bytes = 0;
   for (const std::string& path : files) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw mt::UserError(path + ": cannot read");
-    std::stringstream buf;
-    buf << f.rdbuf();
-    const std::string text = buf.str();
+    const std::string text = mt::read_file(path);
     const std::vector<uint16_t> ids = bpe.encode(text);
     bytes += text.size();
     if (round_trip) {

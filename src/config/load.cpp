@@ -9,6 +9,7 @@
 #include "config/schema.hpp"
 #include "config/validate.hpp"
 #include "util/error.hpp"
+#include "util/read_file.hpp"
 
 namespace mt {
 
@@ -164,12 +165,8 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw UserError(path + ": cannot open the experiment file (check the path; configs/tiny.toml is the demo)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path, overrides);
+  return parse_config(read_file(path, "cannot open the experiment file (check the path; configs/tiny.toml is the demo)"),
+                      path, overrides);
 }
 
 }  // namespace mt

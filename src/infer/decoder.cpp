@@ -10,15 +10,11 @@ namespace mt {
 
 Decoder::Decoder(const ModelConfig& cfg, const ParamStore& params, int max_len)
     : cfg_(cfg), params_(params), be_(params.backend()), work_(params.backend()), max_len_(max_len),
-      yarn_(rope_scaling_of(cfg)) {
+      yarn_(rope_scaling_of(cfg)), ids_(params.ids_by_name()), buffer_ids_(params.buffer_ids_by_name()) {
   const auto& a = cfg.attention;
   const bool mla = a.kind == "mla";
   scale_ = attention_scale(cfg, mla ? a.qk_nope_head_dim + a.qk_rope_head_dim : cfg.head_dim);
-  for (size_t id = 0; id < params.infos.size(); ++id) {
-    MT_CHECK(params.infos[id].shape == params.infos[id].global_shape);  // one rank holds everything
-    ids_[params.infos[id].name] = int(id);
-  }
-  for (size_t id = 0; id < params.buffer_names.size(); ++id) buffer_ids_[params.buffer_names[id]] = int(id);
+  for (const ParamInfo& info : params.infos) MT_CHECK(info.shape == info.global_shape);  // one rank holds everything
   const size_t kv = size_t(a.n_kv_heads ? a.n_kv_heads : cfg.n_heads) * cfg.head_dim;
   for (int i = 0; i < cfg.n_layers; ++i)
     cache_.push_back({Buffer(be_, DType::f32, size_t(max_len) * (mla ? a.kv_lora_rank : kv)),

@@ -42,8 +42,8 @@ int draw(const std::vector<float>& logits, double temperature, int top_k, std::m
 std::string run_tokenizer(const std::string& run_dir, const std::string& train_shards) {
   const fs::path beside_run = fs::path(run_dir) / "tokenizer.bpe";
   if (fs::exists(beside_run)) return beside_run.string();
-  const fs::path beside_shards = fs::path(train_shards).parent_path() / "tokenizer.bpe";
-  if (fs::exists(beside_shards)) return beside_shards.string();
+  const std::string beside_shards = tokenizer_beside(train_shards);
+  if (fs::exists(beside_shards)) return beside_shards;
   return "";
 }
 

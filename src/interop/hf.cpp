@@ -17,6 +17,8 @@
 #include "parallel/groups.hpp"
 #include "model/rope_scaling.hpp"
 #include "parallel/layout.hpp"
+#include "util/format.hpp"
+#include "util/read_file.hpp"
 
 namespace mt {
 
@@ -116,11 +118,7 @@ void check_exportable(const ModelConfig& m, const std::string& where) {
     throw UserError(where + ": model.moe.n_shared_experts = 0: transformers' DeepseekV3 always has shared experts");
 }
 
-std::string number(double v) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.17g", v);
-  return s;
-}
+std::string number(double v) { return format_number("%.17g", v); }
 
 // YaRN as transformers' rope_scaling, its factor on cos and sin (attention_factor) written out so
 // that neither library's defaults decide it. DeepSeek-V3's attention also multiplies its softmax
@@ -266,14 +264,6 @@ std::string model_toml(const Json& c, const std::string& where) {
   return t.str();
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UserError(path + ": cannot read");
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // Every tensor of a transformers model directory: model.safetensors, or the files its index names.
 std::map<std::string, Tensor> read_weights(const std::string& dir) {
   const fs::path one = fs::path(dir) / "model.safetensors", index = fs::path(dir) / "model.safetensors.index.json";
@@ -281,23 +271,11 @@ std::map<std::string, Tensor> read_weights(const std::string& dir) {
   if (!fs::exists(index))
     throw UserError(dir + ": neither model.safetensors nor model.safetensors.index.json is there");
   std::set<std::string> files;
-  for (const auto& [name, file] : parse_json(read_text(index.string()), index.string()).at("weight_map", index.string()).object)
+  for (const auto& [name, file] : parse_json(read_file(index.string()), index.string()).at("weight_map", index.string()).object)
     files.insert(file.string);
   std::map<std::string, Tensor> all;
   for (const std::string& f : files) all.merge(read_safetensors((fs::path(dir) / f).string()));
   return all;
-}
-
-std::map<std::string, int> ids_by_name(const ParamStore& p) {
-  std::map<std::string, int> ids;
-  for (size_t i = 0; i < p.infos.size(); ++i) ids[p.infos[i].name] = int(i);
-  return ids;
-}
-
-std::map<std::string, int> buffers_by_name(const ParamStore& p) {
-  std::map<std::string, int> ids;
-  for (size_t i = 0; i < p.buffer_names.size(); ++i) ids[p.buffer_names[i]] = int(i);
-  return ids;
 }
 
 // The shape of one transformers tensor, and where its values start in the moetrain parameter.
@@ -322,7 +300,7 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
   const TrainState state = load_model(model, step_dir);
   const ParamStore& p = model.params;
   const std::vector<float> values = p.host_values();
-  const std::map<std::string, int> ids = ids_by_name(p), buffers = buffers_by_name(p);
+  const auto ids = p.ids_by_name(), buffers = p.buffer_ids_by_name();
   std::map<std::string, Tensor> tensors;
   const bool deepseek = m.attention.kind == "mla";
   for (const HfName& n : deepseek ? deepseek_names(m) : llama_names(m)) {
@@ -362,14 +340,14 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
 
 std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed) {
   const std::string config_path = hf_dir + "/config.json";
-  const Json hf = parse_json(read_text(config_path), config_path);
+  const Json hf = parse_json(read_file(config_path), config_path);
   const std::string table = model_toml(hf, config_path);
   const Config cfg = parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
   const ModelConfig& m = cfg.model;
   Model model(m, uint64_t(seed), cpu_backend(), {}, 1);
   ParamStore& p = model.params;
   std::vector<float> values = p.host_values();
-  const std::map<std::string, int> ids = ids_by_name(p), buffers = buffers_by_name(p);
+  const auto ids = p.ids_by_name(), buffers = p.buffer_ids_by_name();
   std::map<std::string, Tensor> tensors = read_weights(hf_dir);
   for (const HfName& n : m.attention.kind == "mla" ? deepseek_names(m) : llama_names(m)) {
     auto it = tensors.find(n.hf);

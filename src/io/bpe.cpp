@@ -209,8 +209,12 @@ std::vector<size_t> Bpe::token_bytes() const {
   return n;
 }
 
+std::string tokenizer_beside(const std::string& shard) {
+  return std::filesystem::path(shard).parent_path() / "tokenizer.bpe";
+}
+
 std::vector<size_t> token_bytes_of_shards(const std::string& shard, int vocab) {
-  const std::string tokenizer = std::filesystem::path(shard).parent_path() / "tokenizer.bpe";
+  const std::string tokenizer = tokenizer_beside(shard);
   std::vector<size_t> n;
   if (std::filesystem::exists(tokenizer)) n = Bpe::load(tokenizer).token_bytes();
   for (size_t id = n.size(); id < size_t(vocab); ++id) n.push_back(id < size_t(Bpe::kBytes) ? 1 : 0);

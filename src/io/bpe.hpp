@@ -58,6 +58,9 @@ class Bpe {
   mutable std::unordered_map<std::string, std::vector<uint16_t>> cache_;  // encoded chunks
 };
 
+// Where `moetrain prepare --vocab` puts the tokenizer of `shard` (a shard path or glob): beside it.
+std::string tokenizer_beside(const std::string& shard);
+
 // Bytes each token id below `vocab` stands for in shards written by `moetrain prepare`: the
 // tokenizer.bpe beside `shard` says, or without one the byte tokenizer (1 byte; none for the
 // document start and ids beyond it).

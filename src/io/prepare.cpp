@@ -14,6 +14,7 @@
 #include "io/bpe.hpp"
 #include "io/shards.hpp"
 #include "util/error.hpp"
+#include "util/read_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -69,12 +70,8 @@ PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::s
   PrepareStats st;
   std::vector<std::string> docs;
   for (auto& path : expand_inputs(inputs)) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw UserError(path + ": cannot read");
-    std::stringstream buf;
-    buf << f.rdbuf();
     st.files++;
-    for (auto& doc : split_documents(buf.str())) st.bytes += doc.size(), docs.push_back(std::move(doc));
+    for (auto& doc : split_documents(read_file(path))) st.bytes += doc.size(), docs.push_back(std::move(doc));
   }
   st.documents = docs.size();
   auto validation = [](size_t doc) { return doc % 20 == 19; };

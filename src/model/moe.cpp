@@ -119,8 +119,7 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   if (split) env_.shard.tp->all_gather(device_span(dgate_s, pairs), device_span(dgate, size_t(rows) * top_k_));
   // The router ran on every token on each rank: its backward does too, and adds to the input
   // gradient of the rows this rank holds.
-  if (own_rows) router_.backward_input(arena, s.routing, dgate, dx, {.first = first, .count = n});
-  else router_.backward_input(arena, s.routing, dgate, dx, {.first = 0, .count = rows});
+  router_.backward_input(arena, s.routing, dgate, dx, own_rows ? Router::Rows{first, n} : Router::Rows{0, rows});
 }
 
 void MoE::beside_shared(const std::function<void()>& shared,

@@ -92,4 +92,16 @@ void ParamStore::release_values(const std::vector<int>& ids) {
   values_ = std::move(values);
 }
 
+std::unordered_map<std::string, int> ParamStore::ids_by_name() const {
+  std::unordered_map<std::string, int> ids;
+  for (size_t i = 0; i < infos.size(); ++i) ids[infos[i].name] = int(i);
+  return ids;
+}
+
+std::unordered_map<std::string, int> ParamStore::buffer_ids_by_name() const {
+  std::unordered_map<std::string, int> ids;
+  for (size_t i = 0; i < buffer_names.size(); ++i) ids[buffer_names[i]] = int(i);
+  return ids;
+}
+
 }  // namespace mt

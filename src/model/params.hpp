@@ -9,6 +9,7 @@
 // whole parameter's elements, so every layout starts from the same model.
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tensor/buffer.hpp"
@@ -105,6 +106,11 @@ class ParamStore {
   void lend_value(int id, float* at) { lent_values_[size_t(id)] = at; }
   size_t values_total() const { return values_.count(); }
   std::vector<float> host_stored_values() const { return values_.to_host_f32(); }  // value_offset's layout
+
+  // Parameter ids and buffer ids by name, for code that addresses a model by names (a decoder,
+  // another library's checkpoint).
+  std::unordered_map<std::string, int> ids_by_name() const;
+  std::unordered_map<std::string, int> buffer_ids_by_name() const;
 
   std::vector<ParamInfo> infos;
   std::vector<std::string> buffer_names;

@@ -13,6 +13,7 @@
 
 #include "inspect/escape.hpp"
 #include "util/error.hpp"
+#include "util/read_file.hpp"
 
 namespace mt {
 
@@ -147,13 +148,11 @@ const toml::table& section(const toml::table& root, const std::string& name, con
 }  // namespace
 
 Grid load_grid(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open the grid file (check the path; configs/sweeps/lr_x_balance.toml is an example)");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text =
+      read_file(path, "cannot open the grid file (check the path; configs/sweeps/lr_x_balance.toml is an example)");
   toml::table root;
   try {
-    root = toml::parse(std::string_view{text.str()}, std::string_view{path});
+    root = toml::parse(std::string_view{text}, std::string_view{path});
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
     throw UserError(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +

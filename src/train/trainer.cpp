@@ -278,10 +278,10 @@ TrainSummary Trainer::run() {
   if (lead_) lock.emplace(run_dir_);
   // The run keeps its tokenizer, so that `moetrain sample` reads the run's text whatever happens
   // to the shards' directory.
-  const std::filesystem::path tokenizer = std::filesystem::path(train_data_->files().front()).parent_path() / "tokenizer.bpe";
+  const std::string tokenizer = tokenizer_beside(train_data_->files().front());
   if (lead_ && std::filesystem::exists(tokenizer)) {
     std::filesystem::copy_file(tokenizer, run_dir_ + "/tokenizer.bpe", std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec) throw UserError(run_dir_ + "/tokenizer.bpe: cannot copy " + tokenizer.string() + " there: " + ec.message());
+    if (ec) throw UserError(run_dir_ + "/tokenizer.bpe: cannot copy " + tokenizer + " there: " + ec.message());
   }
   std::optional<std::string> resume_from;
   {
