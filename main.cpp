@@ -23,6 +23,7 @@
 #include "pipeline/generators.hpp"
 #include "pipeline/report.hpp"
 #include "plan/plan_report.hpp"
+#include "plan/published.hpp"
 #include "plan/search.hpp"
 #include "plot/plot.hpp"
 #include "sweep/sweep.hpp"
@@ -355,6 +356,12 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> inspect_paths;
   mt::InspectOptions inspect_opt;
+  std::string runs_file = "configs/published/runs.toml";
+  CLI::App* plan_check = app.add_subcommand(
+      "plan-check", "Predict every published run of a runs file and print each error and their distribution");
+  plan_check->add_option("runs", runs_file, "runs file (default configs/published/runs.toml)");
+  bool check_breakdown = false;
+  plan_check->add_flag("--breakdown", check_breakdown, "also print each run's predicted time breakdown and layout");
   CLI::App* inspect = app.add_subcommand("inspect",
       "Summarize a run (or compare several, or show a checkpoint): progress, losses, speed, expert balance");
   inspect->add_option("paths", inspect_paths, "run directories (runs/tiny) or checkpoint directories "
@@ -412,6 +419,18 @@ int main(int argc, char** argv) {
     }
     if (*schedule) return cmd_schedule(sched);
     if (*plan_cmd) return cmd_plan(plan);
+    if (*plan_check) {
+      const std::vector<mt::plan::PublishedRun> runs = mt::plan::load_published_runs(runs_file);
+      std::printf("plan-check: %zu published runs of %s\n", runs.size(), runs_file.c_str());
+      const std::vector<mt::plan::CheckedRun> checked = mt::plan::check_published_runs(runs);
+      std::printf("%s", mt::plan::published_report(checked).c_str());
+      if (check_breakdown) {
+        std::vector<mt::plan::Estimate> rows;
+        for (const mt::plan::CheckedRun& c : checked) rows.push_back(c.estimate);
+        std::printf("\npredicted, run by run (numbered as above):\n%s", mt::plan::estimates_table(rows).c_str());
+      }
+      return 0;
+    }
     if (*inspect) {
       std::fputs(mt::inspect(inspect_paths, inspect_opt).c_str(), stdout);
       return 0;

@@ -21,6 +21,7 @@ ParallelLayout layout_of(const ParallelConfig& p, const ModelConfig& m) {
 std::string layout_text(const Layout& l) {
   std::ostringstream s;
   s << "dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " ep=" << l.ep << (l.sp ? " sp" : "");
+  if (l.cp > 1) s << " cp=" << l.cp;
   if (l.scheduled()) s << " " << name_of(l.schedule);
   if (l.scheduled() && l.schedule == pipeline::Kind::interleaved) s << " vpp=" << l.vpp;
   s << " zero=" << l.zero << " mbs=" << l.micro_batch << " recompute=" << name_of(l.recompute) << (l.fp8 ? " fp8" : "");
@@ -57,6 +58,7 @@ Layout parse_layout(const std::string& text, int gpus) {
     else if (key == "tp") l.tp = integer(1);
     else if (key == "pp") l.pp = integer(1);
     else if (key == "ep") l.ep = integer(1);
+    else if (key == "cp") l.cp = integer(1);
     else if (key == "vpp") l.vpp = integer(1);
     else if (key == "mbs") l.micro_batch = integer(1);
     else if (key == "zero") {
@@ -75,15 +77,15 @@ Layout parse_layout(const std::string& text, int gpus) {
       if (!value_of(value, l.storage))
         throw bad("storage must be bf16 (the BF16 recipe), fp32 (moetrain) or mixed (moetrain under bf16 GEMMs)");
     } else {
-      throw bad("unknown key; valid keys are dp, tp, pp, ep, vpp, schedule, zero, mbs, recompute, fp8, sp, storage");
+      throw bad("unknown key; valid keys are dp, tp, pp, ep, cp, vpp, schedule, zero, mbs, recompute, fp8, sp, storage");
     }
   }
   if (l.sp && l.tp == 1) throw UserError("--layout " + text + ": sp (sequence parallelism) needs tp > 1");
   if (!dp_given) {
-    if (gpus % (l.tp * l.pp) != 0)
-      throw UserError("--layout " + text + ": tp*pp = " + std::to_string(l.tp * l.pp) + " does not divide " +
+    if (gpus % (l.tp * l.cp * l.pp) != 0)
+      throw UserError("--layout " + text + ": tp*cp*pp = " + std::to_string(l.tp * l.cp * l.pp) + " does not divide " +
                       std::to_string(gpus) + " accelerators");
-    l.dp = gpus / (l.tp * l.pp);
+    l.dp = gpus / (l.tp * l.cp * l.pp);
   }
   return l;
 }

@@ -38,7 +38,10 @@ struct Layout {
   bool fp8 = false;
   bool sp = false;                // sequence parallelism (tp > 1 only)
   Storage storage = Storage::bf16_recipe;
-  int world() const { return dp * tp * pp; }
+  // Context parallelism: each sequence's tokens split over cp ranks (ring attention passes keys
+  // and values around them). The planner models it; the trainer does not run it yet.
+  int cp = 1;
+  int world() const { return dp * tp * cp * pp; }
   // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
   // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's
   // communication with another's compute. Otherwise micro-batches run one after another.
@@ -46,13 +49,14 @@ struct Layout {
 };
 
 // "dp=128 tp=1 pp=16 ep=64 dualpipe zero=1 mbs=1 recompute=none fp8" (" sp" after the tp
-// sizes with sequence parallelism, " storage=fp32" at the end): how
+// sizes with sequence parallelism, " cp=N" after them with context parallelism, " storage=fp32"
+// at the end): how
 // plan prints a layout, and how checkpoints and logs record the one they ran.
 std::string layout_text(const Layout& l);
 // Parses "tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on[,sp=on][,vpp=2]
 // [,dp=128][,storage=fp32]", and layout_text's own form too (entries apart by spaces, the schedule
 // by its name alone, "fp8" and "sp" alone), so a layout a run recorded can be planned again as it is.
-// dp defaults to gpus / (tp * pp). Throws UserError naming the bad entry.
+// dp defaults to gpus / (tp * cp * pp). Throws UserError naming the bad entry.
 Layout parse_layout(const std::string& text, int gpus);
 
 // "parallel.dp=512", "parallel.schedule=dualpipev", ..., "precision.matmul=fp8": every key of the

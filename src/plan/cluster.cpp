@@ -127,6 +127,7 @@ Cluster load_cluster(const std::string& path) {
   r.string("cluster.name", {}, c.name);
   r.integer("cluster.accelerators", 1, 1 << 24, c.accelerators);
   r.string("accelerator.name", {}, c.accel.name);
+  r.string("accelerator.vendor", {}, c.accel.vendor);
   r.number("accelerator.bf16_flops", 1e9, 1e18, c.accel.bf16_flops);
   r.number("accelerator.fp8_flops", 1e9, 1e18, c.accel.fp8_flops);
   r.number("accelerator.hbm_bytes", 1e6, 1e15, c.accel.hbm_bytes);
@@ -151,6 +152,10 @@ Cluster load_cluster(const std::string& path) {
   std::string attention;
   r.string("software.attention", {"fused", "materialized"}, attention);
   c.attention_materialized = attention == "materialized";
+  r.boolean("software.overlap_tp", c.overlap_tp);
+  r.boolean("software.overlap_dp", c.overlap_dp);
+  r.boolean("software.overlap_ep", c.overlap_ep);
+  r.number("software.comm_sm_share", 0, 0.9, c.comm_sm_share);
   r.number("efficiency.bus", 0.01, 1, c.bus_efficiency);
   r.number("efficiency.memory_usable", 0.1, 1, c.memory_usable);
   r.refuse_unknown();

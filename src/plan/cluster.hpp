@@ -9,6 +9,7 @@ namespace mt::plan {
 
 struct Accelerator {
   std::string name;
+  std::string vendor;        // who makes it (NVIDIA, AMD, Intel, Google)
   double bf16_flops = 0;     // dense peak, FLOP/s
   double fp8_flops = 0;      // dense peak, FLOP/s (equal to bf16_flops where FP8 is not faster)
   double hbm_bytes = 0;
@@ -35,6 +36,11 @@ struct Cluster {
   double matmul_efficiency_fp8 = 0;   // the same with FP8 matrix multiplies
   double activation_passes = 0;       // HBM traffic of memory-bound ops, in activation sizes per step
   bool attention_materialized = false;  // the software writes the attention score matrix to HBM
+  // What the software overlaps with compute: tensor-parallel collectives with the GEMMs beside
+  // them; gradient reduction with the last backward and the weight gather with the first
+  // forward; in 1F1B schedules, one micro-batch's all-to-alls with another's compute.
+  bool overlap_tp = false, overlap_dp = false, overlap_ep = false;
+  double comm_sm_share = 0;  // of the compute units, what an all-to-all beside compute takes
   double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
   double memory_usable = 0;            // fraction of HBM a training process can use
 

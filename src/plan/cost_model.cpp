@@ -9,6 +9,7 @@
 
 #include "pipeline/generators.hpp"
 #include "model/flops.hpp"
+#include "plan/chunk_compute.hpp"
 #include "util/error.hpp"
 
 namespace mt::plan {
@@ -371,7 +372,10 @@ double stage_imbalance(const ModelConfig& m, const Layout& l) {
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
   auto s = [](long v) { return std::to_string(v); };
   if (l.world() > c.accelerators)
-    return "dp*tp*pp = " + s(l.world()) + " is more than the cluster's " + s(c.accelerators) + " accelerators";
+    return "dp*tp*cp*pp = " + s(l.world()) + " is more than the cluster's " + s(c.accelerators) + " accelerators";
+  if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
+    return "cp = " + s(l.cp) + ": the sequence of " + s(m.seq_len) +
+           " tokens must split into 2*cp equal pieces (each rank takes one from each end, to balance causal attention)";
   if (l.tp > c.domain) return "tp = " + s(l.tp) + " spans scale-up domains of " + s(c.domain) + "; keep tp <= " + s(c.domain);
   // The trainer's rules (config/validate.cpp), so that train runs whatever plan proposes.
   if (m.n_heads % l.tp != 0) return "tp = " + s(l.tp) + " does not divide the " + s(m.n_heads) + " heads";
@@ -379,11 +383,12 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
     return "tp = " + s(l.tp) + " does not divide the " + s(kv) + " key/value heads";
   if (m.n_dense_layers > 0 && m.ffn_hidden % l.tp != 0)
     return "tp = " + s(l.tp) + " does not divide the dense FFN's " + s(m.ffn_hidden) + " hidden units";
-  if ((moe_layer_count(m) > 0 || l.sp) && (long(l.micro_batch) * m.seq_len) % l.tp != 0)
-    return "tp = " + s(l.tp) + " does not divide a micro-batch's " + s(long(l.micro_batch) * m.seq_len) +
-           " tokens, which the MoE and sequence parallelism split over the tensor-parallel ranks";
+  if ((moe_layer_count(m) > 0 || l.sp) && (long(l.micro_batch) * m.seq_len / l.cp) % l.tp != 0)
+    return "tp = " + s(l.tp) + " does not divide a micro-batch's " + s(long(l.micro_batch) * m.seq_len / l.cp) +
+           " tokens per rank, which the MoE and sequence parallelism split over the tensor-parallel ranks";
   if (l.sp && l.tp == 1) return "sequence parallelism (sp) needs tp > 1";
-  if ((l.dp * l.tp) % l.ep != 0) return "ep = " + s(l.ep) + " does not divide dp*tp = " + s(l.dp * l.tp);
+  if ((l.dp * l.tp * l.cp) % l.ep != 0)
+    return "ep = " + s(l.ep) + " does not divide dp*tp*cp = " + s(l.dp * l.tp * l.cp);
   if (moe_layer_count(m) == 0 && l.ep > 1) return "ep = " + s(l.ep) + " but the model has no routed experts";
   if (moe_layer_count(m) > 0 && m.moe.n_routed_experts % l.ep != 0)
     return "ep = " + s(l.ep) + " does not divide the " + s(m.moe.n_routed_experts) + " routed experts";
@@ -424,50 +429,63 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   const int pieces = placement.stages, held = placement.chunks_per_rank;
   const int m_count = global_batch / (l.dp * l.micro_batch);
   e.microbatches = m_count;
-  const double T = double(l.micro_batch) * m.seq_len;  // tokens per micro-batch
+  // Tokens of one micro-batch on one rank: a context-parallel rank holds 1/cp of each sequence.
+  const double T = double(l.micro_batch) * m.seq_len / l.cp;
   const double d = m.d_model;
 
-  // Compute: FLOPs of one micro-batch through one piece, on one rank (tensor parallelism splits it).
-  const double core_fwd = attention_core_forward_flops_per_token(m);
-  const double matmul_fwd = training_flops_per_token(m) / 3 - core_fwd;
-  const double peak = (l.fp8 ? c.accel.fp8_flops : c.accel.bf16_flops) *
-                      (l.fp8 ? c.matmul_efficiency_fp8 : c.matmul_efficiency_bf16);
-  const double rate = peak * l.tp;
-  const double f_mm = T * (matmul_fwd + core_fwd) / pieces / rate;
-  const double w_c = T * matmul_fwd / pieces / rate;  // weight gradients: one matmul per forward matmul
-  // Memory-bound work (norms, activation functions, residual adds, casts, and without a fused
-  // attention kernel the score matrix: Korthikanti et al. 2022's 5*a*s bytes per token) moves
-  // the layer's activations `activation_passes` times over HBM per step: a third forward, two
-  // thirds backward.
-  Layout unrecomputed = l;
-  unrecomputed.recompute = Recompute::none;
-  double moved = model_activations_per_token(m, unrecomputed);
-  if (c.attention_materialized) moved += 5.0 * m.n_heads * m.seq_len * (m.n_layers + m.mtp.depth) / l.tp;
-  const double traffic = c.activation_passes * T * moved / pieces / c.accel.hbm_bandwidth;
-  const double f_c = f_mm + traffic / 3;
-  double b_c = 2 * f_mm + 2 * traffic / 3;  // input and weight gradients
+  // Compute: one micro-batch through one piece, on one rank (tensor parallelism splits it).
+  const ChunkCompute cc = chunk_compute(m, c, l, T, pieces);
+  const double f_c = cc.forward, w_c = cc.weight_grad;
+  double b_c = cc.backward;
   if (l.recompute == Recompute::full) b_c += f_c;
   const double i_c = b_c - w_c;
 
   // Tensor parallelism: two all-reduces of the layer's activations forward, two backward (and
-  // two more when the forward is recomputed), on the scale-up domain.
+  // two more when the forward is recomputed), on the scale-up domain. Software that overlaps
+  // them with the GEMMs they feed and drain (overlap_tp) exposes what the GEMMs cannot hide.
   const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
   const double moe_per_piece = double(moe_layer_count(m)) / pieces;
   const double tp_one = all_reduce_time(c, T * d * 2, l.tp, 1);
-  const double tp_f = 2 * layers_per_piece * tp_one;
-  const double tp_b = (l.recompute == Recompute::full ? 4 : 2) * layers_per_piece * tp_one;
+  double tp_f = 2 * layers_per_piece * tp_one;
+  double tp_b = (l.recompute == Recompute::full ? 4 : 2) * layers_per_piece * tp_one;
+  if (c.overlap_tp) {
+    tp_f = std::max(0.0, tp_f - cc.linear_gemms);
+    tp_b = std::max(0.0, tp_b - (l.recompute == Recompute::full ? 3 : 2) * cc.linear_gemms);
+  }
 
-  // Expert parallelism: dispatch and combine forward, their transposes backward. A token crosses
-  // to at most `limit` other domains (node-limited routing), then fans out to its experts inside.
+  // Context parallelism: a ring passes every layer's keys and values around the cp ranks (each
+  // sends its 1/cp share cp-1 times) forward; backward passes them again with their gradients.
+  // The ring overlaps the attention core it feeds.
+  double cp_f = 0, cp_b = 0;
+  if (l.cp > 1) {
+    const auto& a = m.attention;
+    const double kv_values = a.kind == "mla"
+                                 ? double(m.n_heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+                                 : 2.0 * (a.n_kv_heads ? a.n_kv_heads : m.n_heads) * m.head_dim;
+    const Span s = span(c, l.cp, l.tp);
+    const double bw = s.domains > 1 ? c.scale_out_bandwidth : c.domain_bandwidth(l.cp);
+    const double ring = (l.cp - 1) * T * kv_values / l.tp * 2 / bw / c.bus_efficiency;
+    const double attention = cc.attention / layers_per_piece;
+    cp_f = layers_per_piece * std::max(0.0, ring - attention);
+    cp_b = layers_per_piece * std::max(0.0, 2 * ring - 2 * attention);
+  }
+
+  // Expert parallelism: dispatch and combine forward, their transposes backward, of the rank's
+  // 1/tp share of the tokens. A token crosses once to each other domain holding one of its
+  // experts (top_k experts spread at random over the domains, at most `topk_groups` of them under
+  // node-limited routing), then fans out to its experts inside.
   double a2a_f = 0, a2a_b = 0;
   if (l.ep > 1 && moe_layer_count(m) > 0) {
     Span s = span(c, l.ep, l.tp);
-    const int limit = m.moe.n_groups > 1 ? m.moe.topk_groups : m.moe.top_k;
-    const double remote_domains = s.domains > 1 ? std::min(limit, s.domains) * double(s.domains - 1) / s.domains : 0;
-    const double fan_out = m.moe.top_k * double(s.per_domain - 1) / s.per_domain;
+    const double D = s.domains, K = m.moe.top_k;
+    double reached = D * (1 - std::pow(1 - 1 / D, K));
+    if (m.moe.n_groups > 1) reached = std::min(reached, double(m.moe.topk_groups));
+    const double remote_domains = s.domains > 1 ? reached * (D - 1) / D : 0;
+    const double fan_out = K * double(s.per_domain - 1) / s.per_domain;
+    const double tokens = T / l.tp;
     auto a2a = [&](double bytes_per_value) {
-      double across = remote_domains * T * d * bytes_per_value / c.scale_out_bandwidth;
-      double inside = s.per_domain > 1 ? fan_out * T * d * bytes_per_value / c.domain_bandwidth(s.per_domain) : 0;
+      double across = remote_domains * tokens * d * bytes_per_value / c.scale_out_bandwidth;
+      double inside = s.per_domain > 1 ? fan_out * tokens * d * bytes_per_value / c.domain_bandwidth(s.per_domain) : 0;
       return std::max(across, inside) / c.bus_efficiency;  // the two hops pipeline
     };
     a2a_f = moe_per_piece * (a2a(l.fp8 ? 1 : 2) + a2a(2));  // FP8 dispatch, BF16 combine
@@ -475,10 +493,11 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   }
 
   // Pipeline transfers: one micro-batch's activations (sequence-parallel slice per TP rank),
-  // across domains once a pipeline neighbour is dp*tp ranks away.
+  // across domains once a pipeline neighbour is dp*tp*cp ranks away.
   double p2p = 0;
   if (l.pp > 1) {
-    double bw = l.dp * l.tp >= c.domain ? c.scale_out_bandwidth : c.domain_bandwidth(l.dp * l.tp * 2);
+    const int stage = l.dp * l.tp * l.cp;
+    double bw = stage >= c.domain ? c.scale_out_bandwidth : c.domain_bandwidth(stage * 2);
     p2p = T * d * 2 / l.tp / bw / c.bus_efficiency;
   }
 
@@ -487,7 +506,8 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   const double experts = routed_expert_params(m), dense = total_params(m) - experts;
   const double p_dense = dense / l.tp / pieces * held;
   const double p_expert = experts / l.ep / pieces * held;
-  const int expert_dp = l.dp * l.tp / l.ep;
+  // Context-parallel ranks hold the same weights: they join the data-parallel groups.
+  const int dp_ranks = l.dp * l.cp, expert_dp = l.dp * l.tp * l.cp / l.ep;
   // DualPipe's two copies of a stage live on mirror ranks and sum their gradients: the mirror
   // joins each gradient group.
   const int copies = l.pp > 1 && l.schedule == Kind::dualpipe ? 2 : 1;
@@ -495,7 +515,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   // all-gather of the updated BF16 weights under ZeRO: the same volume). Dense replicas are tp
   // ranks apart; an expert's replicas ep ranks apart (parallel/layout.hpp), in other domains once
   // ep reaches a domain.
-  const double dp_full = all_reduce_time(c, 2 * p_dense, copies * l.dp, l.tp) +
+  const double dp_full = all_reduce_time(c, 2 * p_dense, copies * dp_ranks, l.tp) +
                          all_reduce_time(c, 2 * p_expert, copies * expert_dp, l.ep);
   // Sharded gradients cannot accumulate over micro-batches: under ZeRO-2 each chunk's backward
   // reduce-scatters its gradients at once; FSDP also gathers the chunk's weights before its
@@ -504,7 +524,16 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   // What stays for the end of the step: the all-reduce, or the weight gather after the update.
   const double dp_end = l.zero <= 1 ? dp_full : l.zero == 2 ? 0.5 * dp_full : 0.0;
 
-  const double comm_f = tp_f + a2a_f, comm_b = tp_b + a2a_b;
+  // Software that pairs one micro-batch's forward with another's backward in a 1F1B steady state
+  // (overlap_ep) hides each all-to-all behind the other pass's compute.
+  // The all-to-all kernels take `comm_sm_share` of the compute units from the compute they hide behind.
+  const double slowed = c.comm_sm_share / (1 - c.comm_sm_share);
+  if (c.overlap_ep && l.pp > 1 && l.schedule != Kind::dualpipe && l.schedule != Kind::dualpipev &&
+      l.schedule != Kind::gpipe) {
+    a2a_f = std::max(0.0, a2a_f - b_c) + slowed * std::min(a2a_f, b_c);
+    a2a_b = std::max(0.0, a2a_b - f_c) + slowed * std::min(a2a_b, f_c);
+  }
+  const double comm_f = tp_f + cp_f + a2a_f, comm_b = tp_b + cp_b + a2a_b;
   // The schedule runs at the pace of its busiest rank: scale the average chunk to it.
   const double k = stage_imbalance(m, l);
   const bool paired = l.scheduled() && (l.schedule == Kind::dualpipe || l.schedule == Kind::dualpipev);
@@ -513,8 +542,9 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   costs.backward = k * (b_c + comm_b);
   costs.input_grad = k * (i_c + comm_b);
   costs.weight_grad = k * w_c;
-  // DualPipe overlaps one micro-batch's communication with the other's compute.
-  costs.overlapped = k * std::max(f_c + b_c, comm_f + comm_b + dp_chunk);
+  // DualPipe overlaps one micro-batch's communication with the other's compute, which runs on the
+  // compute units the communication leaves.
+  costs.overlapped = k * std::max((f_c + b_c) * (1 + (comm_f + comm_b > 0 ? slowed : 0.0)), comm_f + comm_b + dp_chunk);
   if (paired) {
     // A chunk outside a pair (the warm-up's forwards, the cool-down's backwards and weight passes)
     // moves its own sharded-gradient traffic, beside its compute: FSDP's gather before the forward
@@ -542,7 +572,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   }
   // Memory per rank besides activations: BF16 weights, FP32 gradients, FP32 master weights and
   // moments, each sharded as the ZeRO stage says.
-  const double shard_dense = l.zero >= 1 ? l.dp : 1, shard_expert = l.zero >= 1 ? expert_dp : 1;
+  const double shard_dense = l.zero >= 1 ? dp_ranks : 1, shard_expert = l.zero >= 1 ? expert_dp : 1;
   const double params = p_dense + p_expert;
   const double shard_all = (p_dense / shard_dense + p_expert / shard_expert);
   e.memory.weights = 2 * (l.zero == 3 ? shard_all : params);
@@ -578,9 +608,18 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   }
   e.peak_live_chunks = peak_chunks;
 
+  // Software that overlaps data-parallel traffic (overlap_dp) reduces gradients during the rank's
+  // last backward and gathers updated weights during its first forward.
+  double dp_end_exposed = dp_end;
+  if (c.overlap_dp) {
+    const double window_b = held * b_c, window_f = held * f_c;
+    if (l.zero == 0) dp_end_exposed = std::max(0.0, dp_end - window_b);
+    else if (l.zero == 1) dp_end_exposed = std::max(0.0, dp_end / 2 - window_b) + std::max(0.0, dp_end / 2 - window_f);
+    else dp_end_exposed = std::max(0.0, dp_end - window_f);
+  }
   // Outside DualPipe's pairs, the per-chunk gradient traffic hides behind the chunk's compute.
   const double dp_time =
-      dp_end + (paired ? 0.0 : m_count * held * std::max(0.0, dp_chunk - (f_c + b_c)));
+      dp_end_exposed + (paired ? 0.0 : m_count * held * std::max(0.0, dp_chunk - (f_c + b_c)));
   // AdamW reads FP32 master weight, moments and gradient and writes them back with a BF16 copy.
   const double opt_time = (p_dense / shard_dense + p_expert / shard_expert) * 30 / c.accel.hbm_bandwidth;
 
@@ -593,24 +632,27 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
     const double total = std::max(comm_f + comm_b + dp_chunk, 1e-30);
     e.time.ep = exposed * (a2a_f + a2a_b) / total;
     e.time.tp = exposed * (tp_f + tp_b) / total;
+    e.time.cp = exposed * (cp_f + cp_b) / total;
     e.time.dp += exposed * dp_chunk / total;
   } else {
     e.time.tp = m_count * held * (tp_f + tp_b);
+    e.time.cp = m_count * held * (cp_f + cp_b);
     e.time.ep = m_count * held * (a2a_f + a2a_b);
   }
   e.time.imbalance = m_count * per_mb * (k - 1);
   // The communication shares above assume every micro-batch's chunks run in the steady state; a
   // short schedule (a few micro-batches, mostly ramps) waits less. The parts are shares of the
   // step: where they claim more than the step leaves, the exposed communication is scaled down.
-  const double busy = e.time.compute + e.time.imbalance, comm = e.time.tp + e.time.ep + (e.time.dp - dp_time);
+  const double busy = e.time.compute + e.time.imbalance, comm = e.time.tp + e.time.cp + e.time.ep + (e.time.dp - dp_time);
   const double room = makespan - busy;
   if (comm > room && comm > 0) {
     const double scale = std::max(0.0, room) / comm;
     e.time.tp *= scale;
+    e.time.cp *= scale;
     e.time.ep *= scale;
     e.time.dp = dp_time + (e.time.dp - dp_time) * scale;
   }
-  e.time.bubble = std::max(0.0, makespan + dp_time - e.time.compute - e.time.tp - e.time.ep - e.time.dp -
+  e.time.bubble = std::max(0.0, makespan + dp_time - e.time.compute - e.time.tp - e.time.cp - e.time.ep - e.time.dp -
                                         e.time.imbalance);
   e.time.optimizer = opt_time;
 

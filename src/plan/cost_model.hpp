@@ -28,6 +28,7 @@ struct Memory {
 struct Breakdown {
   double compute = 0;
   double tp = 0, ep = 0;  // exposed tensor- and expert-parallel communication
+  double cp = 0;          // exposed context-parallel (ring attention) communication
   double imbalance = 0;   // ranks waiting for the busiest one (layers and heads do not split evenly)
   double bubble = 0;      // pipeline idle, including point-to-point latency
   double dp = 0;          // data-parallel gradient and parameter traffic

@@ -1,0 +1,251 @@
+// Published runs: loading, prediction, and the error report.
+#include "plan/published.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "config/config.hpp"
+#include "model/flops.hpp"
+#include "util/error.hpp"
+#include "util/format.hpp"
+
+namespace mt::plan {
+
+namespace {
+
+std::string at(const std::string& path, const toml::node& n) {
+  const auto& s = n.source();
+  return path + ":" + std::to_string(s.begin.line) + ":" + std::to_string(s.begin.column);
+}
+
+// FLOPs of one training step as the publisher counted them, to turn FLOP/s into a step time.
+double published_flops(const ModelConfig& m, double tokens, const std::string& convention) {
+  if (convention == "causal") return training_flops_per_token(m) * tokens;
+  // The whole attention matrix (Megatron-LM's and PaLM's count): the causal core twice.
+  if (convention == "full") return (training_flops_per_token(m) + 3 * attention_core_forward_flops_per_token(m)) * tokens;
+  // Narayanan et al. 2021 eq. (3): a GPT with a 4h MLP, full recomputation counted.
+  const double s = m.seq_len, h = m.d_model, L = m.n_layers, V = m.vocab_size, B = tokens / s;
+  return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+}
+
+// A model table ([models.NAME]) read as an experiment's [model] table, so that every key, type
+// and range check of `train` applies.
+ModelConfig model_of(const std::string& path, const std::string& name, const toml::table& t, int seq_len) {
+  toml::table copy = t;
+  copy.erase("source");
+  if (seq_len > 0) copy.insert_or_assign("seq_len", seq_len);
+  toml::table root;
+  root.insert("model", copy);
+  std::ostringstream text;
+  text << root;
+  return parse_config(text.str(), path + " [models." + name + "]").model;
+}
+
+}  // namespace
+
+std::vector<PublishedRun> load_published_runs(const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& s = e.source();
+    if (!s.begin) throw UserError(path + ": cannot open the runs file: check the path");
+    throw UserError(path + ":" + std::to_string(s.begin.line) + ":" + std::to_string(s.begin.column) + ": " +
+                    std::string(e.description()));
+  }
+  const toml::table* models = root["models"].as_table();
+  const toml::array* list = root["runs"].as_array();
+  if (!models || !list || list->empty())
+    throw UserError(path + ": a runs file holds [models.NAME] tables and [[runs]] entries (see configs/published/runs.toml)");
+  for (const auto& [k, v] : root)
+    if (k.str() != "models" && k.str() != "runs")
+      throw UserError(at(path, v) + ": unknown key '" + std::string(k.str()) + "'; a runs file holds models and runs");
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  std::map<std::string, Cluster> clusters;
+  std::vector<PublishedRun> runs;
+  for (const auto& entry : *list) {
+    const toml::table* t = entry.as_table();
+    if (!t) throw UserError(at(path, entry) + ": every [[runs]] entry is a table");
+    std::set<std::string> read;
+    auto need = [&](const std::string& key) -> const toml::node& {
+      const toml::node* n = t->get(key);
+      if (!n) throw UserError(at(path, entry) + ": this run lacks '" + key + "'");
+      read.insert(key);
+      return *n;
+    };
+    auto text = [&](const std::string& key) {
+      const toml::node& n = need(key);
+      if (!n.is_string()) throw UserError(at(path, n) + ": " + key + " must be a string");
+      return n.value<std::string>().value();
+    };
+    auto integer = [&](const std::string& key) {
+      const toml::node& n = need(key);
+      if (!n.is_integer() || n.value<int64_t>().value() < 1)
+        throw UserError(at(path, n) + ": " + key + " must be a positive integer");
+      return static_cast<int>(n.value<int64_t>().value());
+    };
+    PublishedRun r;
+    r.name = text("name");
+    const std::string where = at(path, entry) + " (" + r.name + ")";
+    r.source = text("source");
+    r.model_name = text("model");
+    const toml::table* model = models->get_as<toml::table>(r.model_name);
+    if (!model) throw UserError(where + ": model '" + r.model_name + "' has no [models." + r.model_name + "] table");
+    if (!model->get_as<std::string>("source"))
+      throw UserError(path + ": [models." + r.model_name + "] needs a source (where its dimensions are published)");
+    const int seq_len = t->get("seq_len") ? integer("seq_len") : 0;
+    r.model = model_of(path, r.model_name, *model, seq_len);
+    r.group = r.model.moe.n_routed_experts > 0 && r.model.n_layers > r.model.n_dense_layers ? "moe" : "dense";
+    const std::string profile = text("cluster");
+    if (!clusters.count(profile)) clusters[profile] = load_cluster((std::filesystem::path(dir) / profile).string());
+    r.cluster = clusters[profile];
+    const int gpus = integer("gpus");
+    // A run's cluster is as large as the run.
+    r.cluster.accelerators = std::max(gpus, r.cluster.domain);
+    if (const toml::node* s = t->get("software")) {
+      read.insert("software");
+      const toml::table* sw = s->as_table();
+      if (!sw) throw UserError(at(path, *s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep");
+      for (const auto& [k, v] : *sw) {
+        bool* flag = k.str() == "overlap_tp" ? &r.cluster.overlap_tp
+                     : k.str() == "overlap_dp" ? &r.cluster.overlap_dp
+                     : k.str() == "overlap_ep" ? &r.cluster.overlap_ep
+                                               : nullptr;
+        if (!flag || !v.is_boolean())
+          throw UserError(at(path, v) + ": software." + std::string(k.str()) +
+                          ": valid are overlap_tp, overlap_dp and overlap_ep, true or false");
+        *flag = v.value<bool>().value();
+      }
+    }
+    r.global_batch = integer("global_batch");
+    try {
+      r.layout = parse_layout(text("layout"), gpus);
+    } catch (const UserError& e) {
+      throw UserError(where + ": " + e.what());
+    }
+    if (r.layout.world() != gpus)
+      throw UserError(where + ": the layout uses " + std::to_string(r.layout.world()) + " accelerators but gpus = " +
+                      std::to_string(gpus));
+    const toml::node& pub = need("published");
+    const toml::table* p = pub.as_table();
+    if (!p) throw UserError(at(path, pub) + ": published must be a table");
+    const double tokens = double(r.global_batch) * r.model.seq_len;
+    auto number = [&](const char* key) {
+      const toml::node* n = p->get(key);
+      if (!n->is_number() || n->value<double>().value() <= 0)
+        throw UserError(at(path, *n) + ": published." + key + " must be a positive number");
+      return n->value<double>().value();
+    };
+    auto convention = [&]() {
+      const toml::node* n = p->get("flops");
+      const std::string c = n && n->is_string() ? n->value<std::string>().value() : "";
+      if (c != "causal" && c != "full" && c != "megatron2021")
+        throw UserError(at(path, pub) + ": published.flops must say how the publisher counted FLOPs: causal, full or megatron2021");
+      return c;
+    };
+    std::ostringstream measured;
+    if (p->get("step_s")) {
+      r.step_s = number("step_s");
+      measured << format_number("%.3g", r.step_s) << " s per step";
+    } else if (p->get("tokens_per_s_per_gpu")) {
+      const double v = number("tokens_per_s_per_gpu");
+      r.step_s = tokens / (v * gpus);
+      measured << format_number("%.4g", v) << " tokens/s per accelerator";
+    } else if (p->get("tflops_per_gpu")) {
+      const double v = number("tflops_per_gpu");
+      const std::string c = convention();
+      r.step_s = published_flops(r.model, tokens, c) / (v * 1e12 * gpus);
+      measured << format_number("%.4g", v) << " TFLOP/s per accelerator (" << c << ")";
+    } else if (p->get("mfu")) {
+      const double v = number("mfu");
+      const std::string c = convention();
+      r.step_s = published_flops(r.model, tokens, c) / (v * r.cluster.accel.bf16_flops * gpus);
+      measured << format_number("%.3g", 100 * v) << "% MFU (" << c << ")";
+    } else {
+      throw UserError(at(path, pub) + ": published needs one of step_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu");
+    }
+    for (const auto& [k, v] : *p)
+      if (k.str() != "step_s" && k.str() != "tokens_per_s_per_gpu" && k.str() != "tflops_per_gpu" &&
+          k.str() != "mfu" && k.str() != "flops")
+        throw UserError(at(path, v) + ": unknown key published." + std::string(k.str()));
+    r.measured = measured.str();
+    if (const toml::node* n = t->get("calibration")) {
+      read.insert("calibration");
+      if (!n->is_boolean()) throw UserError(at(path, *n) + ": calibration must be true or false");
+      r.calibration = n->value<bool>().value();
+    }
+    for (const char* k : {"seq_len", "note"}) read.insert(k);
+    for (const auto& [k, v] : *t)
+      if (!read.count(std::string(k.str())))
+        throw UserError(at(path, v) + ": unknown key '" + std::string(k.str()) +
+                        "' in a run; valid: name, source, model, cluster, gpus, seq_len, global_batch, layout, software, "
+                        "calibration, published, note");
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+std::vector<CheckedRun> check_published_runs(const std::vector<PublishedRun>& runs) {
+  std::vector<CheckedRun> out;
+  for (const PublishedRun& r : runs) {
+    if (std::string why = layout_problem(r.model, r.global_batch, r.cluster, r.layout); !why.empty())
+      throw UserError("published run '" + r.name + "': the planner refuses its layout " + layout_text(r.layout) + ": " + why);
+    CheckedRun c;
+    c.run = &r;
+    c.estimate = estimate_step(r.model, r.global_batch, r.cluster, r.layout);
+    c.error = c.estimate.step_s / r.step_s - 1;
+    out.push_back(c);
+  }
+  return out;
+}
+
+double share_within(const std::vector<CheckedRun>& checked, double bound) {
+  if (checked.empty()) return 0;
+  const auto n = std::count_if(checked.begin(), checked.end(), [&](const CheckedRun& c) { return std::abs(c.error) <= bound; });
+  return double(n) / checked.size();
+}
+
+std::string published_report(const std::vector<CheckedRun>& checked) {
+  std::ostringstream out;
+  out << " #  published s  predicted s   error  fits | run\n";
+  for (size_t i = 0; i < checked.size(); ++i) {
+    const CheckedRun& c = checked[i];
+    out << format_number("%2.0f", double(i + 1)) << format_number("  %11.3f", c.run->step_s)
+        << format_number("  %11.3f", c.estimate.step_s) << format_number("  %+5.1f%%", 100 * c.error)
+        << (c.estimate.fits ? "   yes" : "    no") << " | " << c.run->name << (c.run->calibration ? " (calibration)" : "")
+        << "\n";
+  }
+  // The distribution, overall and by group.
+  std::map<std::string, std::vector<CheckedRun>> groups;
+  std::vector<CheckedRun> unfitted;
+  for (const CheckedRun& c : checked) {
+    if (!c.run->calibration) unfitted.push_back(c);
+    groups["vendor " + c.run->cluster.accel.vendor].push_back(c);
+    groups["kind " + c.run->group].push_back(c);
+    groups[std::string("precision ") + (c.run->layout.fp8 ? "fp8" : "bf16")].push_back(c);
+  }
+  auto line = [&](const std::string& label, const std::vector<CheckedRun>& v) {
+    std::vector<double> e;
+    for (const CheckedRun& c : v) e.push_back(std::abs(c.error));
+    std::sort(e.begin(), e.end());
+    const double median = e.size() % 2 ? e[e.size() / 2] : (e[e.size() / 2 - 1] + e[e.size() / 2]) / 2;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-18s %4zu runs  within 10%%: %3.0f%%  20%%: %3.0f%%  30%%: %3.0f%%  median |error| %4.1f%%  worst %5.1f%%\n",
+                  label.c_str(), v.size(), 100 * share_within(v, 0.10), 100 * share_within(v, 0.20),
+                  100 * share_within(v, 0.30), 100 * median, 100 * e.back());
+    out << buf;
+  };
+  out << "\n";
+  line("all", checked);
+  line("not calibration", unfitted);
+  for (const auto& [label, v] : groups) line(label, v);
+  return out.str();
+}
+
+}  // namespace mt::plan
