@@ -192,7 +192,7 @@ int cmd_schedule(const ScheduleOptions& o) {
 struct PlanOptions {
   std::string experiment, cluster, layout;
   std::vector<std::string> sets;
-  int gpus = 0, top = 10;
+  int gpus = 0, top = 10, max_cp = 1;
   bool fp8 = false, explain = false, json = false;
 };
 
@@ -217,7 +217,7 @@ int cmd_plan(const PlanOptions& o) {
       throw mt::UserError("plan: --layout " + o.layout + ": " + why);
     rows.push_back(estimate_step(cfg.model, batch, c, l));
   } else {
-    found = search_layouts(cfg.model, batch, c, gpus, fp8);
+    found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp);
     for (const Estimate& e : found.ranked) {
       if (!best) best = &e;
       if (!flat && e.layout.pp == 1) flat = &e;
@@ -350,6 +350,10 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--fp8", plan.fp8,
                      "search FP8 layouts: short for --set precision.matmul=fp8 (default: the experiment's precision)");
   plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)");
+  plan_cmd->add_option("--max-cp", plan.max_cp,
+                       "also search context parallelism up to this many ranks per sequence (powers of two; "
+                       "planned only: train does not run cp > 1)")
+      ->check(CLI::PositiveNumber);
   plan_cmd->add_flag("--explain", plan.explain, "compare the best layout with the best one without pipeline parallelism");
   plan_cmd->add_flag("--json", plan.json, "print the layouts as JSON");
   plan_cmd->add_option("--set", plan.sets, "override an experiment key (repeatable)")->allow_extra_args(false);

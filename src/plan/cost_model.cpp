@@ -488,7 +488,8 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
       double inside = s.per_domain > 1 ? fan_out * tokens * d * bytes_per_value / c.domain_bandwidth(s.per_domain) : 0;
       return std::max(across, inside) / c.bus_efficiency;  // the two hops pipeline
     };
-    a2a_f = moe_per_piece * (a2a(l.fp8 ? 1 : 2) + a2a(2));  // FP8 dispatch, BF16 combine
+    // Dispatch in FP8 where the software quantizes before it (fp8_dispatch); combine in BF16.
+    a2a_f = moe_per_piece * (a2a(l.fp8 && c.fp8_dispatch ? 1 : 2) + a2a(2));
     a2a_b = moe_per_piece * (a2a(2) + a2a(2));
   }
 

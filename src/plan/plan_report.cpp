@@ -12,13 +12,13 @@ struct Part {
   const char* name;
   double Breakdown::*field;
 };
-const Part kParts[] = {{"compute", &Breakdown::compute}, {"tp comm", &Breakdown::tp}, {"ep comm", &Breakdown::ep},
+const Part kParts[] = {{"compute", &Breakdown::compute}, {"tp comm", &Breakdown::tp}, {"cp comm", &Breakdown::cp}, {"ep comm", &Breakdown::ep},
                        {"imbalance", &Breakdown::imbalance}, {"bubble", &Breakdown::bubble},   {"dp comm", &Breakdown::dp}, {"optimizer", &Breakdown::optimizer}};
 
 }  // namespace
 
 std::string estimates_table(const std::vector<Estimate>& rows) {
-  std::string out = " #  step s   MFU  tok/s/acc  mem GB | compute  tp comm  ep comm imbalance  bubble  dp comm      opt | layout\n";
+  std::string out = " #  step s   MFU  tok/s/acc  mem GB | compute  tp comm  cp comm  ep comm imbalance  bubble  dp comm      opt | layout\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Estimate& e = rows[i];
     char line[256];
@@ -41,7 +41,8 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
     const Estimate& e = rows[i];
     const Layout& l = e.layout;
     out += i ? "," : "";
-    out += "{\"dp\":" + std::to_string(l.dp) + ",\"tp\":" + std::to_string(l.tp) + ",\"pp\":" + std::to_string(l.pp) +
+    out += "{\"dp\":" + std::to_string(l.dp) + ",\"tp\":" + std::to_string(l.tp) + ",\"cp\":" + std::to_string(l.cp) +
+           ",\"pp\":" + std::to_string(l.pp) +
            ",\"ep\":" + std::to_string(l.ep) + ",\"vpp\":" + std::to_string(l.vpp) + ",\"schedule\":\"" +
            (l.scheduled() ? pipeline::kind_name(l.schedule) : "none") + "\",\"zero\":" + std::to_string(l.zero) +
            ",\"micro_batch\":" + std::to_string(l.micro_batch) + ",\"recompute\":\"" + name_of(l.recompute) +
@@ -53,7 +54,8 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
     for (size_t p = 0; p < std::size(kParts); ++p)
       out += std::string(p ? "," : "") + "\"" + kParts[p].name + "\":" + format_number("%.6g", e.time.*kParts[p].field);
     out += "},\"train_sets\":[";
-    const std::vector<std::string> sets = train_sets(l);
+    // Context parallelism is planned only: no train arguments run it.
+    const std::vector<std::string> sets = l.cp > 1 ? std::vector<std::string>{} : train_sets(l);
     for (size_t s = 0; s < sets.size(); ++s) out += std::string(s ? "," : "") + "\"" + sets[s] + "\"";
     out += "]}";
   }
@@ -63,7 +65,10 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
 std::string train_lines(const std::vector<Estimate>& rows) {
   std::string out = "train layout #N with the same experiment (and --set) as here:\n";
   for (size_t i = 0; i < rows.size(); ++i)
-    out += format_number("%2.0f ", double(i + 1)) + train_set_line(rows[i].layout) + "\n";
+    out += format_number("%2.0f ", double(i + 1)) +
+           (rows[i].layout.cp > 1 ? "context parallelism (cp): planned only; moetrain train does not run it yet"
+                                  : train_set_line(rows[i].layout)) +
+           "\n";
   return out;
 }
 

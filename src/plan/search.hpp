@@ -14,6 +14,8 @@ struct SearchResult {
 };
 
 // fp8: search FP8 layouts only (true) or BF16 only (false): precision is the experiment's choice.
-SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8);
+// max_cp: the most context-parallel ranks a layout may use (powers of two; 1, the default, keeps
+// to layouts `moetrain train` runs).
+SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8, int max_cp = 1);
 
 }  // namespace mt::plan
