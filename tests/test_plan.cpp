@@ -100,7 +100,7 @@ TEST_CASE("DeepSeek-V3 on 2048 H800 with DeepSeek's layout against the published
   CHECK(std::abs(mfu / 0.389 - 1) < 0.10);
   // The parts add up to the step.
   const Breakdown& t = e.time;
-  CHECK(t.compute + t.tp + t.ep + t.imbalance + t.bubble + t.dp + t.optimizer == doctest::Approx(e.step_s));
+  CHECK(t.compute + t.tp + t.cp + t.ep + t.imbalance + t.bubble + t.dp + t.optimizer == doctest::Approx(e.step_s));
   // Whole layers and the heavy output heads do not split evenly over 16 stages.
   CHECK(e.stage_imbalance > 1.02);
   CHECK(e.stage_imbalance < 1.2);
@@ -275,21 +275,24 @@ TEST_CASE("a layout as printed parses back to itself, for every layout a search 
 TEST_CASE("every proposed layout's printed parts sum to its step, over the shipped configs and clusters") {
   const char* configs[] = {"configs/tiny.toml", "configs/moe-1b.toml", "configs/deepseek-v3-small.toml",
                            "configs/deepseek-v3.toml", "configs/llama3-70b.toml"};
-  const char* clusters[] = {"configs/clusters/a100-selene.toml", "configs/clusters/gb200-nvl72.toml",
-                            "configs/clusters/h100-superpod.toml", "configs/clusters/h800-deepseek.toml",
-                            "configs/clusters/tpu-v5p-pod.toml"};
-  size_t checked = 0;
+  std::vector<std::string> clusters;
+  for (const auto& f : std::filesystem::directory_iterator("configs/clusters")) clusters.push_back(f.path().string());
+  std::sort(clusters.begin(), clusters.end());
+  REQUIRE(clusters.size() >= 9);
+  size_t checked = 0, with_cp = 0;
   double worst = 0;
   for (const char* path : configs) {
     const mt::Config cfg = mt::load_config(path, {});
-    for (const char* cluster_path : clusters) {
+    for (const std::string& cluster_path : clusters) {
       const Cluster c = load_cluster(cluster_path);
       for (int gpus : {64, 2048})
         for (bool fp8 : {false, true}) {
           if (gpus > c.accelerators) continue;
-          for (const Estimate& e : search_layouts(cfg.model, cfg.training.global_batch, c, gpus, fp8).ranked) {
+          // Context parallelism too, on the smaller count.
+          for (const Estimate& e : search_layouts(cfg.model, cfg.training.global_batch, c, gpus, fp8, gpus == 64 ? 4 : 1).ranked) {
             const Breakdown& t = e.time;
-            const double parts = t.compute + t.tp + t.ep + t.imbalance + t.bubble + t.dp + t.optimizer;
+            const double parts = t.compute + t.tp + t.cp + t.ep + t.imbalance + t.bubble + t.dp + t.optimizer;
+            with_cp += e.layout.cp > 1;
             const double off = std::abs(parts - e.step_s) / e.step_s;
             if (off > worst) {
               worst = off;
@@ -303,8 +306,9 @@ TEST_CASE("every proposed layout's printed parts sum to its step, over the shipp
         }
     }
   }
-  MESSAGE(checked << " layouts checked, worst relative gap " << worst);
+  MESSAGE(checked << " layouts checked (" << with_cp << " with context parallelism), worst relative gap " << worst);
   CHECK(checked > 1000);
+  CHECK(with_cp > 1000);
 }
 
 TEST_CASE("expert-data-parallel replicas ep ranks apart sum their gradients across domains") {

@@ -476,7 +476,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   // node-limited routing), then fans out to its experts inside.
   double a2a_f = 0, a2a_b = 0;
   if (l.ep > 1 && moe_layer_count(m) > 0) {
-    Span s = span(c, l.ep, l.tp);
+    Span s = span(c, l.ep, 1);  // expert-parallel ranks are adjacent positions of a stage (parallel/layout.hpp)
     const double D = s.domains, K = m.moe.top_k;
     double reached = D * (1 - std::pow(1 - 1 / D, K));
     if (m.moe.n_groups > 1) reached = std::min(reached, double(m.moe.topk_groups));
