@@ -180,3 +180,13 @@ expect "plan: layout that cannot run" 2 "dualpipe needs an even number of micro-
   $bin plan configs/deepseek-v3.toml --cluster configs/clusters/h800-deepseek.toml --layout pp=2,schedule=dualpipe --set training.global_batch=2048
 expect "plan: missing cluster file" 2 "nope.toml: cannot open the cluster profile" -- \
   $bin plan configs/deepseek-v3.toml --cluster "$tmp/nope.toml"
+expect "plan --max-cp searches context parallelism, planned only" 0 "context parallelism \(cp\): planned only" -- \
+  $bin plan configs/llama3-70b.toml --cluster configs/clusters/h100-superpod.toml --gpus 512 --set model.seq_len=131072 \
+  --set training.global_batch=32 --max-cp 16 --top 1
+expect "plan-check predicts the published runs" 0 "^all +63 runs  within 10%" -- $bin plan-check
+expect "plan-check --breakdown prints each run's parts" 0 "cp comm  ep comm imbalance" -- $bin plan-check --breakdown
+mkdir -p "$tmp/published" && ln -sfn "$PWD/configs/clusters" "$tmp/clusters"
+sed 's/^gpus = 8192$/gpus = 8000/' configs/published/runs.toml > "$tmp/published/runs.toml"
+expect "plan-check: a run whose layout does not match its accelerators" 2 "runs.toml:[0-9]+:1 \(Llama 3 405B, 8192 H100 \(Meta\)\): --layout .*: tp\*cp\*pp = 128 does not divide 8000 accelerators" -- \
+  $bin plan-check "$tmp/published/runs.toml"
+expect "plan-check: missing runs file" 2 "nope.toml: cannot open the runs file" -- $bin plan-check "$tmp/nope.toml"

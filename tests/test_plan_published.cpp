@@ -175,6 +175,17 @@ TEST_CASE("software overlap: tensor-parallel collectives behind GEMMs, gradients
   CHECK(both.time.dp < tp.time.dp);
   CHECK(both.step_s < tp.step_s);
   CHECK(tp.step_s < plain.step_s);
+  // Expert-parallel ranks are adjacent positions of a stage: at tp=2, ep=8 stays in an 8-GPU
+  // node and moves nothing over InfiniBand; ep=32 spans four nodes.
+  mt::ModelConfig moe = mt::load_config("configs/deepseek-v3.toml", {}).model;
+  Cluster h800 = load_cluster("configs/clusters/h800-deepseek.toml");
+  const Estimate in_node = estimate_step(moe, 15360, h800, parse_layout("tp=2 sp pp=16 ep=8 1f1b zero=1 fp8", 2048));
+  const Estimate two_nodes = estimate_step(moe, 15360, h800, parse_layout("tp=2 sp pp=16 ep=32 1f1b zero=1 fp8", 2048));
+  h800.scale_out_bandwidth /= 10;
+  CHECK(estimate_step(moe, 15360, h800, parse_layout("tp=2 sp pp=16 ep=8 1f1b zero=1 fp8", 2048)).time.ep ==
+        doctest::Approx(in_node.time.ep));
+  CHECK(estimate_step(moe, 15360, h800, parse_layout("tp=2 sp pp=16 ep=32 1f1b zero=1 fp8", 2048)).time.ep >
+        2 * two_nodes.time.ep);
   // Qwen3-235B on 256 H100, with and without Megatron's 1F1B all-to-all overlap.
   const CheckedRun& without = named("Qwen3-235B-A22B, 256 H100, BF16, Megatron-Core");
   const CheckedRun& with = named("Qwen3-235B-A22B, 256 H100, BF16, with 1F1B all-to-all overlap");
