@@ -39,7 +39,8 @@ struct Layout {
   bool sp = false;                // sequence parallelism (tp > 1 only)
   Storage storage = Storage::bf16_recipe;
   // Context parallelism: each sequence's tokens split over cp ranks (ring attention passes keys
-  // and values around them). The planner models it; the trainer does not run it yet.
+  // and values around them). The planner models it, its ranks next after the tensor-parallel
+  // ones (rank = tp + TP * (cp + CP * (dp + DP * pp))); the trainer does not run it yet.
   int cp = 1;
   int world() const { return dp * tp * cp * pp; }
   // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
