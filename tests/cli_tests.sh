@@ -183,7 +183,7 @@ expect "plan: missing cluster file" 2 "nope.toml: cannot open the cluster profil
 expect "plan --max-cp searches context parallelism, planned only" 0 "context parallelism \(cp\): planned only" -- \
   $bin plan configs/llama3-70b.toml --cluster configs/clusters/h100-superpod.toml --gpus 512 --set model.seq_len=131072 \
   --set training.global_batch=32 --max-cp 16 --top 1
-expect "plan-check predicts the published runs" 0 "^all +63 runs  within 10%" -- $bin plan-check
+expect "plan-check predicts the published runs" 0 "^all +[0-9]+ runs  within 10%" -- $bin plan-check
 expect "plan-check --breakdown prints each run's parts" 0 "cp comm  ep comm imbalance" -- $bin plan-check --breakdown
 mkdir -p "$tmp/published" && ln -sfn "$PWD/configs/clusters" "$tmp/clusters"
 sed 's/^gpus = 8192$/gpus = 8000/' configs/published/runs.toml > "$tmp/published/runs.toml"

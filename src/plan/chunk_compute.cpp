@@ -106,9 +106,12 @@ ChunkCompute chunk_compute(const ModelConfig& m, const Cluster& c, const Layout&
     quant_b *= tokens / pieces / c.accel.hbm_bandwidth;
   }
 
+  // A fused attention kernel keeps no score matrix, so its backward computes it again: five
+  // matrix multiplies against the forward's two (Dao 2023, FlashAttention-2, arXiv 2307.08691).
+  const double attention_backward = (c.attention_materialized ? 2.0 : 2.5) * out.attention;
   out.forward = gemms + out.attention + traffic / 3 + quant_f;
   out.weight_grad = gemms;
-  out.backward = 2 * gemms + 2 * out.attention + 2 * traffic / 3 + quant_b;
+  out.backward = 2 * gemms + attention_backward + 2 * traffic / 3 + quant_b;
   return out;
 }
 

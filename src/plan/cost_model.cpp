@@ -544,8 +544,9 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   costs.input_grad = k * (i_c + comm_b);
   costs.weight_grad = k * w_c;
   // DualPipe overlaps one micro-batch's communication with the other's compute, which runs on the
-  // compute units the communication leaves.
-  costs.overlapped = k * std::max((f_c + b_c) * (1 + (comm_f + comm_b > 0 ? slowed : 0.0)), comm_f + comm_b + dp_chunk);
+  // compute units the communication leaves while it runs.
+  const double pair_comm = comm_f + comm_b + dp_chunk;
+  costs.overlapped = k * std::max(f_c + b_c + slowed * std::min(pair_comm, f_c + b_c), pair_comm);
   if (paired) {
     // A chunk outside a pair (the warm-up's forwards, the cool-down's backwards and weight passes)
     // moves its own sharded-gradient traffic, beside its compute: FSDP's gather before the forward
