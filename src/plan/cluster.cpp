@@ -9,6 +9,7 @@
 #include <set>
 
 #include "util/error.hpp"
+#include "util/toml_file.hpp"
 
 namespace mt::plan {
 
@@ -28,55 +29,50 @@ double Cluster::domain_bandwidth(int group) const {
 
 namespace {
 
-std::string at(const std::string& path, const toml::node& n) {
-  const auto& s = n.source();
-  return path + ":" + std::to_string(s.begin.line) + ":" + std::to_string(s.begin.column);
-}
-
 class Reader {
  public:
   Reader(std::string path, const toml::table& root) : path_(std::move(path)), root_(root) {}
 
   double number(const std::string& key, double lo, double hi, double& out) {
     const toml::node* n = find(key);
-    if (!n->is_number()) throw UserError(at(path_, *n) + ": " + key + " must be a number");
+    if (!n->is_number()) throw UserError(toml_position(path_, *n) + ": " + key + " must be a number");
     out = n->value<double>().value();
     if (!(out >= lo && out <= hi))
-      throw UserError(at(path_, *n) + ": " + key + " = " + std::to_string(out) + " is outside [" + std::to_string(lo) +
+      throw UserError(toml_position(path_, *n) + ": " + key + " = " + std::to_string(out) + " is outside [" + std::to_string(lo) +
                       ", " + std::to_string(hi) + "]");
     return out;
   }
   void integer(const std::string& key, int lo, int hi, int& out) {
     const toml::node* n = find(key);
-    if (!n->is_integer()) throw UserError(at(path_, *n) + ": " + key + " must be an integer");
+    if (!n->is_integer()) throw UserError(toml_position(path_, *n) + ": " + key + " must be an integer");
     int64_t v = n->value<int64_t>().value();
     if (v < lo || v > hi)
-      throw UserError(at(path_, *n) + ": " + key + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+      throw UserError(toml_position(path_, *n) + ": " + key + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
                       ", " + std::to_string(hi) + "]");
     out = static_cast<int>(v);
   }
   void string(const std::string& key, const std::vector<std::string>& valid, std::string& out) {
     const toml::node* n = find(key);
-    if (!n->is_string()) throw UserError(at(path_, *n) + ": " + key + " must be a string");
+    if (!n->is_string()) throw UserError(toml_position(path_, *n) + ": " + key + " must be a string");
     out = n->value<std::string>().value();
     if (!valid.empty() && std::find(valid.begin(), valid.end(), out) == valid.end()) {
       std::string list;
       for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
-      throw UserError(at(path_, *n) + ": " + key + " = \"" + out + "\" is not one of " + list);
+      throw UserError(toml_position(path_, *n) + ": " + key + " = \"" + out + "\" is not one of " + list);
     }
   }
   void boolean(const std::string& key, bool& out) {
     const toml::node* n = find(key);
-    if (!n->is_boolean()) throw UserError(at(path_, *n) + ": " + key + " must be true or false");
+    if (!n->is_boolean()) throw UserError(toml_position(path_, *n) + ": " + key + " must be true or false");
     out = n->value<bool>().value();
   }
   void int_list(const std::string& key, std::vector<int>& out) {
     const toml::node* n = find(key);
     const toml::array* a = n->as_array();
-    if (!a || a->empty()) throw UserError(at(path_, *n) + ": " + key + " must be a non-empty array of integers");
+    if (!a || a->empty()) throw UserError(toml_position(path_, *n) + ": " + key + " must be a non-empty array of integers");
     for (const auto& e : *a) {
       if (!e.is_integer() || e.value<int64_t>().value() < 1)
-        throw UserError(at(path_, e) + ": " + key + " must hold positive integers");
+        throw UserError(toml_position(path_, e) + ": " + key + " must hold positive integers");
       out.push_back(static_cast<int>(e.value<int64_t>().value()));
     }
   }
@@ -90,7 +86,7 @@ class Reader {
         if (const auto* sub = v.as_table())
           walk(*sub, key);
         else if (!read_.count(key))
-          throw UserError(at(path_, v) + ": unknown key '" + key + "' in a cluster profile (see configs/clusters/h800-deepseek.toml for every key)");
+          throw UserError(toml_position(path_, v) + ": unknown key '" + key + "' in a cluster profile (see configs/clusters/h800-deepseek.toml for every key)");
       }
     };
     walk(root_, "");
@@ -112,15 +108,7 @@ class Reader {
 }  // namespace
 
 Cluster load_cluster(const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& s = e.source();
-    if (!s.begin) throw UserError(path + ": cannot open the cluster profile: check the path");
-    throw UserError(path + ":" + std::to_string(s.begin.line) + ":" + std::to_string(s.begin.column) + ": " +
-                    std::string(e.description()));
-  }
+  const toml::table root = parse_toml_file(path, "the cluster profile");
   Cluster c;
   c.path = path;
   Reader r(path, root);

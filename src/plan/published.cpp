@@ -14,15 +14,11 @@
 #include "model/flops.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
+#include "util/toml_file.hpp"
 
 namespace mt::plan {
 
 namespace {
-
-std::string at(const std::string& path, const toml::node& n) {
-  const auto& s = n.source();
-  return path + ":" + std::to_string(s.begin.line) + ":" + std::to_string(s.begin.column);
-}
 
 // FLOPs of one training step as the publisher counted them, to turn FLOP/s into a step time.
 double published_flops(const ModelConfig& m, double tokens, const std::string& convention) {
@@ -50,49 +46,41 @@ ModelConfig model_of(const std::string& path, const std::string& name, const tom
 }  // namespace
 
 std::vector<PublishedRun> load_published_runs(const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& s = e.source();
-    if (!s.begin) throw UserError(path + ": cannot open the runs file: check the path");
-    throw UserError(path + ":" + std::to_string(s.begin.line) + ":" + std::to_string(s.begin.column) + ": " +
-                    std::string(e.description()));
-  }
+  toml::table root = parse_toml_file(path, "the runs file");
   const toml::table* models = root["models"].as_table();
   const toml::array* list = root["runs"].as_array();
   if (!models || !list || list->empty())
     throw UserError(path + ": a runs file holds [models.NAME] tables and [[runs]] entries (see configs/published/runs.toml)");
   for (const auto& [k, v] : root)
     if (k.str() != "models" && k.str() != "runs")
-      throw UserError(at(path, v) + ": unknown key '" + std::string(k.str()) + "'; a runs file holds models and runs");
+      throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) + "'; a runs file holds models and runs");
   const std::string dir = std::filesystem::path(path).parent_path().string();
   std::map<std::string, Cluster> clusters;
   std::vector<PublishedRun> runs;
   for (const auto& entry : *list) {
     const toml::table* t = entry.as_table();
-    if (!t) throw UserError(at(path, entry) + ": every [[runs]] entry is a table");
+    if (!t) throw UserError(toml_position(path, entry) + ": every [[runs]] entry is a table");
     std::set<std::string> read;
     auto need = [&](const std::string& key) -> const toml::node& {
       const toml::node* n = t->get(key);
-      if (!n) throw UserError(at(path, entry) + ": this run lacks '" + key + "'");
+      if (!n) throw UserError(toml_position(path, entry) + ": this run lacks '" + key + "'");
       read.insert(key);
       return *n;
     };
     auto text = [&](const std::string& key) {
       const toml::node& n = need(key);
-      if (!n.is_string()) throw UserError(at(path, n) + ": " + key + " must be a string");
+      if (!n.is_string()) throw UserError(toml_position(path, n) + ": " + key + " must be a string");
       return n.value<std::string>().value();
     };
     auto integer = [&](const std::string& key) {
       const toml::node& n = need(key);
       if (!n.is_integer() || n.value<int64_t>().value() < 1)
-        throw UserError(at(path, n) + ": " + key + " must be a positive integer");
+        throw UserError(toml_position(path, n) + ": " + key + " must be a positive integer");
       return static_cast<int>(n.value<int64_t>().value());
     };
     PublishedRun r;
     r.name = text("name");
-    const std::string where = at(path, entry) + " (" + r.name + ")";
+    const std::string where = toml_position(path, entry) + " (" + r.name + ")";
     r.source = text("source");
     r.model_name = text("model");
     const toml::table* model = models->get_as<toml::table>(r.model_name);
@@ -111,14 +99,14 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
     if (const toml::node* s = t->get("software")) {
       read.insert("software");
       const toml::table* sw = s->as_table();
-      if (!sw) throw UserError(at(path, *s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep");
+      if (!sw) throw UserError(toml_position(path, *s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep");
       for (const auto& [k, v] : *sw) {
         bool* flag = k.str() == "overlap_tp" ? &r.cluster.overlap_tp
                      : k.str() == "overlap_dp" ? &r.cluster.overlap_dp
                      : k.str() == "overlap_ep" ? &r.cluster.overlap_ep
                                                : nullptr;
         if (!flag || !v.is_boolean())
-          throw UserError(at(path, v) + ": software." + std::string(k.str()) +
+          throw UserError(toml_position(path, v) + ": software." + std::string(k.str()) +
                           ": valid are overlap_tp, overlap_dp and overlap_ep, true or false");
         *flag = v.value<bool>().value();
       }
@@ -134,19 +122,19 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
                       std::to_string(gpus));
     const toml::node& pub = need("published");
     const toml::table* p = pub.as_table();
-    if (!p) throw UserError(at(path, pub) + ": published must be a table");
+    if (!p) throw UserError(toml_position(path, pub) + ": published must be a table");
     const double tokens = double(r.global_batch) * r.model.seq_len;
     auto number = [&](const char* key) {
       const toml::node* n = p->get(key);
       if (!n->is_number() || n->value<double>().value() <= 0)
-        throw UserError(at(path, *n) + ": published." + key + " must be a positive number");
+        throw UserError(toml_position(path, *n) + ": published." + key + " must be a positive number");
       return n->value<double>().value();
     };
     auto convention = [&]() {
       const toml::node* n = p->get("flops");
       const std::string c = n && n->is_string() ? n->value<std::string>().value() : "";
       if (c != "causal" && c != "full" && c != "megatron2021")
-        throw UserError(at(path, pub) + ": published.flops must say how the publisher counted FLOPs: causal, full or megatron2021");
+        throw UserError(toml_position(path, pub) + ": published.flops must say how the publisher counted FLOPs: causal, full or megatron2021");
       return c;
     };
     std::ostringstream measured;
@@ -168,22 +156,22 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
       r.step_s = published_flops(r.model, tokens, c) / (v * r.cluster.accel.bf16_flops * gpus);
       measured << format_number("%.3g", 100 * v) << "% MFU (" << c << ")";
     } else {
-      throw UserError(at(path, pub) + ": published needs one of step_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu");
+      throw UserError(toml_position(path, pub) + ": published needs one of step_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu");
     }
     for (const auto& [k, v] : *p)
       if (k.str() != "step_s" && k.str() != "tokens_per_s_per_gpu" && k.str() != "tflops_per_gpu" &&
           k.str() != "mfu" && k.str() != "flops")
-        throw UserError(at(path, v) + ": unknown key published." + std::string(k.str()));
+        throw UserError(toml_position(path, v) + ": unknown key published." + std::string(k.str()));
     r.measured = measured.str();
     if (const toml::node* n = t->get("calibration")) {
       read.insert("calibration");
-      if (!n->is_boolean()) throw UserError(at(path, *n) + ": calibration must be true or false");
+      if (!n->is_boolean()) throw UserError(toml_position(path, *n) + ": calibration must be true or false");
       r.calibration = n->value<bool>().value();
     }
     for (const char* k : {"seq_len", "note"}) read.insert(k);
     for (const auto& [k, v] : *t)
       if (!read.count(std::string(k.str())))
-        throw UserError(at(path, v) + ": unknown key '" + std::string(k.str()) +
+        throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) +
                         "' in a run; valid: name, source, model, cluster, gpus, seq_len, global_batch, layout, software, "
                         "calibration, published, note");
     runs.push_back(std::move(r));
