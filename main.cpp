@@ -241,6 +241,20 @@ int cmd_plan(const PlanOptions& o) {
   return 0;
 }
 
+int cmd_plan_check(const std::string& runs_file, bool breakdown) {
+  using namespace mt::plan;
+  const std::vector<PublishedRun> runs = load_published_runs(runs_file);
+  std::printf("plan-check: %zu published runs of %s\n", runs.size(), runs_file.c_str());
+  const std::vector<CheckedRun> checked = check_published_runs(runs);
+  std::printf("%s", published_report(checked).c_str());
+  if (breakdown) {
+    std::vector<Estimate> rows;
+    for (const CheckedRun& c : checked) rows.push_back(c.estimate);
+    std::printf("\npredicted, run by run (numbered as above):\n%s", estimates_table(rows).c_str());
+  }
+  return 0;
+}
+
 int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool log_steps) {
   const mt::plot::PlotResult r = mt::plot::plot_runs(runs, out, log_steps);
   for (const std::string& note : r.notes) std::printf("plot: %s\n", note.c_str());
@@ -423,18 +437,7 @@ int main(int argc, char** argv) {
     }
     if (*schedule) return cmd_schedule(sched);
     if (*plan_cmd) return cmd_plan(plan);
-    if (*plan_check) {
-      const std::vector<mt::plan::PublishedRun> runs = mt::plan::load_published_runs(runs_file);
-      std::printf("plan-check: %zu published runs of %s\n", runs.size(), runs_file.c_str());
-      const std::vector<mt::plan::CheckedRun> checked = mt::plan::check_published_runs(runs);
-      std::printf("%s", mt::plan::published_report(checked).c_str());
-      if (check_breakdown) {
-        std::vector<mt::plan::Estimate> rows;
-        for (const mt::plan::CheckedRun& c : checked) rows.push_back(c.estimate);
-        std::printf("\npredicted, run by run (numbered as above):\n%s", mt::plan::estimates_table(rows).c_str());
-      }
-      return 0;
-    }
+    if (*plan_check) return cmd_plan_check(runs_file, check_breakdown);
     if (*inspect) {
       std::fputs(mt::inspect(inspect_paths, inspect_opt).c_str(), stdout);
       return 0;

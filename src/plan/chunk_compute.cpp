@@ -96,14 +96,11 @@ ChunkCompute chunk_compute(const ModelConfig& m, const Cluster& c, const Layout&
   // for the output gradient.
   double quant_f = 0, quant_b = 0;
   if (l.fp8) {
-    const int moe_layers = moe_layer_count(m);
-    for (int i = 0; i < m.n_layers + m.mtp.depth; ++i) {
-      const bool moe = i < m.n_layers ? i >= m.n_dense_layers : moe_layers > m.n_layers - m.n_dense_layers;
-      const Fp8Values v = fp8_values(m, moe, l.tp);
-      quant_f += 4 * v.in, quant_b += 4 * v.out;
-    }
-    quant_f *= tokens / pieces / c.accel.hbm_bandwidth;
-    quant_b *= tokens / pieces / c.accel.hbm_bandwidth;
+    const int moe_blocks = moe_layer_count(m), dense_blocks = m.n_layers + m.mtp.depth - moe_blocks;
+    const Fp8Values dense = fp8_values(m, false, l.tp), moe = fp8_values(m, true, l.tp);
+    const double per_value = 4 * tokens / pieces / c.accel.hbm_bandwidth;
+    quant_f = per_value * (dense_blocks * dense.in + moe_blocks * moe.in);
+    quant_b = per_value * (dense_blocks * dense.out + moe_blocks * moe.out);
   }
 
   // A fused attention kernel keeps no score matrix, so its backward computes it again: five

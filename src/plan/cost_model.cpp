@@ -322,14 +322,9 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
 // Activation bytes one token leaves in all layers (MTP blocks included) on one tensor-parallel
 // rank, under the layout's recomputation and precision.
 double model_activations_per_token(const ModelConfig& m, const Layout& l) {
-  double bytes = 0;
-  const int moe_layers = moe_layer_count(m);
-  for (int i = 0; i < m.n_layers + m.mtp.depth; ++i) {
-    const bool moe = i < m.n_layers ? i >= m.n_dense_layers : moe_layers > m.n_layers - m.n_dense_layers;
-    LayerActivations a = layer_activations(m, moe, l);
-    bytes += a.attention / l.tp + (moe ? a.ffn : a.ffn / l.tp);
-  }
-  return bytes;
+  const int moe_blocks = moe_layer_count(m), dense_blocks = m.n_layers + m.mtp.depth - moe_blocks;
+  const LayerActivations dense = layer_activations(m, false, l), moe = layer_activations(m, true, l);
+  return dense_blocks * (dense.attention + dense.ffn) / l.tp + moe_blocks * (moe.attention / l.tp + moe.ffn);
 }
 
 // The BF16 recipe's activation bytes on a rank: `live` micro-batches of its pieces' saved

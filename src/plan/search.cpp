@@ -21,30 +21,30 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
   const bool moe = m.moe.n_routed_experts > 0 && m.n_layers > m.n_dense_layers;
   for (int tp : powers_of_two_up_to(std::min(c.domain, 8)))
     for (int cp : powers_of_two_up_to(max_cp))
-    for (int pp : powers_of_two_up_to(64)) {
-      if (gpus % (tp * cp * pp) != 0) continue;
-      const int dp = gpus / (tp * cp * pp);
-      std::vector<std::pair<Kind, int>> schedules = {{Kind::one_f_one_b, 1}, {Kind::dualpipev, 1}};
-      if (pp > 1)
-        schedules = {{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::zb_h1, 1}, {Kind::dualpipe, 1}, {Kind::dualpipev, 1}};
-      for (int ep : moe ? powers_of_two_up_to(std::min(dp * tp * cp, m.moe.n_routed_experts)) : std::vector<int>{1})
-        for (auto [kind, vpp] : schedules)
-          for (int zero : {1, 2, 3})
-            for (int mbs : {1, 2, 4})
-              for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
-                // The cost model splits activations by sequence parallelism under tp.
-                Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8, tp > 1};
-                l.cp = cp;
-                if (!layout_problem(m, global_batch, c, l).empty()) continue;
-                Estimate e = estimate_step(m, global_batch, c, l, timings, true);
-                ++out.considered;
-                if (!e.fits) {
-                  ++out.too_big;
-                  continue;
+      for (int pp : powers_of_two_up_to(64)) {
+        if (gpus % (tp * cp * pp) != 0) continue;
+        const int dp = gpus / (tp * cp * pp);
+        std::vector<std::pair<Kind, int>> schedules = {{Kind::one_f_one_b, 1}, {Kind::dualpipev, 1}};
+        if (pp > 1)
+          schedules = {{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::zb_h1, 1}, {Kind::dualpipe, 1}, {Kind::dualpipev, 1}};
+        for (int ep : moe ? powers_of_two_up_to(std::min(dp * tp * cp, m.moe.n_routed_experts)) : std::vector<int>{1})
+          for (auto [kind, vpp] : schedules)
+            for (int zero : {1, 2, 3})
+              for (int mbs : {1, 2, 4})
+                for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+                  // The cost model splits activations by sequence parallelism under tp.
+                  Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8, tp > 1};
+                  l.cp = cp;
+                  if (!layout_problem(m, global_batch, c, l).empty()) continue;
+                  Estimate e = estimate_step(m, global_batch, c, l, timings, true);
+                  ++out.considered;
+                  if (!e.fits) {
+                    ++out.too_big;
+                    continue;
+                  }
+                  out.ranked.push_back(e);
                 }
-                out.ranked.push_back(e);
-              }
-    }
+      }
   std::stable_sort(out.ranked.begin(), out.ranked.end(),
                    [](const Estimate& a, const Estimate& b) { return a.step_s < b.step_s; });
   return out;
