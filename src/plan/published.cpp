@@ -137,24 +137,16 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
         throw UserError(toml_position(path, pub) + ": published.flops must say how the publisher counted FLOPs: causal, full or megatron2021");
       return c;
     };
-    std::ostringstream measured;
     if (p->get("step_s")) {
       r.step_s = number("step_s");
-      measured << format_number("%.3g", r.step_s) << " s per step";
     } else if (p->get("tokens_per_s_per_gpu")) {
-      const double v = number("tokens_per_s_per_gpu");
-      r.step_s = tokens / (v * gpus);
-      measured << format_number("%.4g", v) << " tokens/s per accelerator";
+      r.step_s = tokens / (number("tokens_per_s_per_gpu") * gpus);
     } else if (p->get("tflops_per_gpu")) {
-      const double v = number("tflops_per_gpu");
-      const std::string c = convention();
-      r.step_s = published_flops(r.model, tokens, c) / (v * 1e12 * gpus);
-      measured << format_number("%.4g", v) << " TFLOP/s per accelerator (" << c << ")";
+      const double rate = number("tflops_per_gpu") * 1e12;
+      r.step_s = published_flops(r.model, tokens, convention()) / (rate * gpus);
     } else if (p->get("mfu")) {
-      const double v = number("mfu");
-      const std::string c = convention();
-      r.step_s = published_flops(r.model, tokens, c) / (v * r.cluster.accel.bf16_flops * gpus);
-      measured << format_number("%.3g", 100 * v) << "% MFU (" << c << ")";
+      const double rate = number("mfu") * r.cluster.accel.bf16_flops;
+      r.step_s = published_flops(r.model, tokens, convention()) / (rate * gpus);
     } else {
       throw UserError(toml_position(path, pub) + ": published needs one of step_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu");
     }
@@ -162,7 +154,6 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
       if (k.str() != "step_s" && k.str() != "tokens_per_s_per_gpu" && k.str() != "tflops_per_gpu" &&
           k.str() != "mfu" && k.str() != "flops")
         throw UserError(toml_position(path, v) + ": unknown key published." + std::string(k.str()));
-    r.measured = measured.str();
     if (const toml::node* n = t->get("calibration")) {
       read.insert("calibration");
       if (!n->is_boolean()) throw UserError(toml_position(path, *n) + ": calibration must be true or false");

@@ -20,7 +20,6 @@ struct PublishedRun {
   Cluster cluster;        // the profile, sized to the run's accelerators, with the run's software
   int global_batch = 0;   // sequences per step
   Layout layout;
-  std::string measured;   // what was published, as published ("430 TFLOP/s per GPU, model FLOPs")
   double step_s = 0;      // the published step time, or the one its throughput implies
 };
 
