@@ -14,6 +14,7 @@ CXXFLAGS ?= -O3 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -Isrc -pthread
 CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lopenblas -pthread
+CPU_LDLIBS := $(LDLIBS)
 
 # The CUDA backend and NcclComm are kernels/ with nvcc, src/ops/cuda_stub.cpp and src/comm/nccl_stub.cpp
 # without; every other object is the same in both builds, so one build folder serves either.
@@ -41,6 +42,16 @@ moetrain: $(BUILD)/main.o $(LIB_OBJS)
 
 $(BUILD)/tests/unit_tests: $(TEST_OBJS) $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
+
+# A CUDA build also links the binary a CPU-only build (`make CUDA=0`) makes, from the same objects and the two
+# stubs, so the README's examples are checked against both (tests/run_tests.sh).
+ifeq ($(CUDA),1)
+CPU_ONLY_OBJS := $(BUILD)/main.o $(OBJS) $(BUILD)/src/ops/cuda_stub.o $(BUILD)/src/comm/nccl_stub.o
+$(BUILD)/cpu-only/moetrain: $(CPU_ONLY_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $^ $(CPU_LDLIBS)
+all: $(BUILD)/cpu-only/moetrain
+endif
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)

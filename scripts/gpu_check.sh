@@ -1,199 +1,185 @@
 #!/usr/bin/env bash
 # moetrain's check on a GPU machine, run from the repository root with gpu-bundle/ (make gpu-bundle) in it:
 #   bash scripts/gpu_check.sh
-# Builds nothing. Writes one report, $OUT/gpu_report.txt (OUT defaults to ./gpu-out), and prints its tail: the
-# machine, the bundle's build info, then eight sections, each ending in PASS, FAIL or SKIP with the reason:
-#   (a) per-op parity: gpu-bundle/gpu_parity, every CUDA op against the CPU reference;
-#   (b) end to end: configs/deepseek-v3-small.toml for 50 steps on cuda and on cpu, every step's loss within 1e-3
-#       relative; runs stopped at step 25 on one device and resumed on the other match the cpu run too;
-#   (c) benchmarks: gemm_bench, attention_bench beside PyTorch's scaled_dot_product_attention, and moetrain's tokens/s and MFU on cuda against the PyTorch reference model (eager,
-#       bf16 autocast) on the same model and batch, for the demo's model and one of about 1B parameters;
-#       and moetrain's FP8 training (DeepSeek-V3's recipe) against its BF16 on the 1B model, and where a step's time
-#       goes on the 1B model by op kind (train --profile);
-#   (d) the PyTorch oracle's thirteen configurations with moetrain's step on cuda;
-#   (e) NCCL, one rank: gpu-bundle/nccl_test, every NcclComm call on a world of one against exact results, and
-#       (b)'s cuda run again with parallel.comm = "nccl" (every group an NCCL communicator), the same losses;
-#   (f) the multi-rank layout matrix of tests/mpi/run_mpi_tests.sh with every rank on this GPU, payloads staged
-#       through host memory (parallel.share_gpu), under the bundle's OpenMPI (gpu-bundle/mpi/mpirun).
-#   (g) speed targets: a dense model of GPT-2 124M's shape (MFU, beside llm.c's published 46-56%) and DeepSeek-V3's
-#       layer shapes (bench/dsv3-layers.toml), each against the PyTorch reference model as in (c);
-#   (h) the largest micro-batch of configs/moe-1b.toml that trains with recompute none, selective and full, beside
-#       the largest the planner's memory model says fits.
-# GPU_CHECK_SECTIONS picks sections (default abcdefgh; GPU_CHECK_SECTIONS=f runs only (f), as a second call
-# when the first one's time is spent: the default run reaches about (e), so (f), (g) and (h) each want one).
-# A section whose prerequisite fails says which and why, and the next section runs. Everything stops by
-# GPU_CHECK_SECONDS (default 540) so that a run fits in the GPU machine's 10 minutes a command.
+# Builds nothing. Runs the sections below in this order, the most useful first, each within a time budget of its
+# own (its estimate plus what earlier sections left unused; a command's limit is the least of its own, the
+# section's and the whole check's, GPU_CHECK_SECONDS, default 540, under the GPU machine's 10 minutes a command):
+#   preflight  the GPU (name, clocks, power limit, throttle reasons, MIG), Python modules, the CUDA libraries
+#              the binaries resolve, free disk, compute-sanitizer
+#   parity     gpu_parity, one process per group of ops, CUDA against the CPU reference; a group that crashes
+#              is run again under compute-sanitizer's memcheck (at most 60 s)
+#   gemm       gemm_bench (bf16 and FP8: the scale mode used, matmul-only and with-quantization TFLOP/s),
+#              attention_bench beside PyTorch's scaled_dot_product_attention
+#   smoke      configs/deepseek-v3-small.toml on cuda and on cpu, every step's loss within 1e-3 relative;
+#              greedy samples on both; runs stopped half way on one device and resumed on the other
+#   gpt2       a dense model of GPT-2 124M's shape: tokens/s and MFU, beside PyTorch eager on the same model
+#   moe1b      configs/moe-1b.toml: bf16 tokens/s beside PyTorch, where a step's time goes (--profile), FP8
+#   dsv3       DeepSeek-V3's layer shapes (bench/dsv3-layers.toml); PyTorch beside it when time is left
+#   nccl       nccl_test (every NcclComm call on one rank), smoke's cuda run again over NCCL
+#   oracle     the PyTorch oracle's configurations with moetrain's step on cuda
+#   layouts    tests/mpi/run_mpi_tests.sh's layout matrix, every rank on this GPU (payloads staged)
+#   fit        the largest micro-batch of moe-1b per recomputation mode, beside the planner's
+# Only "no GPU" stops the sections after preflight; every other failure is its own check's.
+# What comes back, under $OUT (default ./gpu-out):
+#   gpu_report.txt  every command with the end of its output, every result, the time of each section
+#   summary.tsv     one row per check, written as it ends: section, check, PASS/FAIL/SKIP, seconds, figures
+#   logs.tgz        every command's whole output, small log.h5 files, benchmark and profile tables (at most
+#                   15 MiB; no checkpoints or dumps), refreshed after each section
+#   env.txt         the machine, drivers, libraries, Python modules and environment
+# On stdout: each result as it ends, each FAIL with its command's last 8 lines, and the summary.
+# GPU_CHECK_SECTIONS=parity,nccl picks sections. GPU_CHECK_STAND_IN=1 runs every section on a machine without a
+# GPU: the strict CPU backend in cuda's place, the build's binaries (build/, ./moetrain) in the bundle's, and
+# small models, so that every command line, parser and file of this script is exercised (tests/gpu_check_tests.sh).
+# GPU_CHECK_BREAK=CHECK makes that one check's command fail (for that test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
+start=$SECONDS
 deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-540}))
-OUT=${OUT:-$PWD/gpu-out}
+stand_in=${GPU_CHECK_STAND_IN:-0}
+OUT=${OUT:-$repo/gpu-out}
 mkdir -p "$OUT"
-report=$OUT/gpu_report.txt
+report=$OUT/gpu_report.txt summary=$OUT/summary.tsv envfile=$OUT/env.txt
 : > "$report"
-work=$(mktemp -d)
+printf 'section\tcheck\tstatus\tseconds\tfigures\n' > "$summary"
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-bundle=$PWD/gpu-bundle
+logs=$work/logs runs=$work/runs
+mkdir -p "$logs" "$runs"
 python=${PYTHON:-python3}
-exp=configs/deepseek-v3-small.toml
-steps=50 half=25 tol=1e-3
-results=() status=0
-sections=${GPU_CHECK_SECTIONS:-abcdefgh}
-want() { [[ $sections == *$1* ]]; }
+logs_cap=$((15 * 1024 * 1024))
 
+# The order, and each section's estimate in seconds on an H100 (the budgets).
+order=(preflight parity gemm smoke gpt2 moe1b dsv3 nccl oracle layouts fit)
+declare -A estimate=([preflight]=20 [parity]=80 [gemm]=45 [smoke]=60 [gpt2]=45 [moe1b]=130 [dsv3]=50 [nccl]=30
+                     [oracle]=80 [layouts]=240 [fit]=180)
+selected=${GPU_CHECK_SECTIONS:-${order[*]}}
+selected=" ${selected//,/ } "
+for s in $selected; do
+  [[ -n ${estimate[$s]:-} ]] || { echo "gpu_check: unknown section '$s' in GPU_CHECK_SECTIONS; the sections are: ${order[*]}" >&2; exit 2; }
+done
+
+if ((stand_in)); then
+  device=cpu-strict
+  bin_args=(--cpu-stand-in)
+  mt_bin=${MOETRAIN:-$repo/moetrain}
+  parity_bin=$repo/build/tests/gpu_parity nccl_bin=$repo/build/tests/nccl_test
+  gemm_bin=$repo/build/bench/gemm_bench attention_bin=$repo/build/bench/attention_bench
+  mpirun_bin=${MPIRUN:-mpirun}
+else
+  device=cuda
+  bin_args=()
+  bundle=$repo/gpu-bundle
+  mt_bin=$bundle/moetrain
+  parity_bin=$bundle/gpu_parity nccl_bin=$bundle/nccl_test gemm_bin=$bundle/gemm_bench attention_bin=$bundle/attention_bench
+  mpirun_bin=$bundle/mpi/mpirun
+fi
+
+# ---- reporting ---------------------------------------------------------------------------------------------
 say() { echo "$*" >> "$report"; }
 note() { echo "$*" | tee -a "$report"; }
-result() { results+=("$*"); note "$*"; [[ $* != *": FAIL"* ]] || status=1; }
+section=preflight check_mark=$SECONDS failures=0
+# result CHECK STATUS TEXT [FIGURES]: one check's outcome, in the report, summary.tsv and on stdout. FIGURES are
+# key=value words. A FAIL also shows the last 8 lines of the command that failed.
+result() {
+  local check=$1 status=$2 text=$3 figures=${4:-}
+  local seconds=$((SECONDS - check_mark))
+  check_mark=$SECONDS
+  note "[$section] $check: $status${text:+ ($text)}"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$section" "$check" "$status" "$seconds" "$figures" >> "$summary"
+  results+=("[$section] $check: $status${text:+ ($text)}")
+  if [[ $status == FAIL ]]; then
+    failures=$((failures + 1))
+    [[ -s $work/last ]] && tail -n 8 "$work/last" | sed 's/^/    | /' | tee -a "$report"
+  fi
+}
+results=()
 
-# limited SECONDS CMD...: runs CMD with its output indented into the report, stopping it after SECONDS or at
-# the deadline, whichever comes first. Returns CMD's status, 124 when stopped; the output stays in $work/last.
+# ---- running commands --------------------------------------------------------------------------------------
+# limited LABEL SECONDS CMD...: runs CMD, stopping it after SECONDS or at the end of the section's budget or of
+# the whole check, whichever comes first. Its whole output goes to logs/<section>/<n>-LABEL.log and to
+# $work/last; the report gets the command and the output's last 40 lines. Returns CMD's status (124 when
+# stopped, 125 when not started for lack of time).
+command_number=0
 limited() {
-  local want=$1 left=$((deadline - SECONDS)) rc
-  shift
-  if ((left < 5)); then
-    echo "not run: the check's time is up" > "$work/last"; say "    (not run: the check's time is up)"; return 124
+  local label=$1 want=$2 left rc log
+  shift 2
+  left=$(( (section_end < deadline ? section_end : deadline) - SECONDS ))
+  mkdir -p "$logs/$section"
+  log=$logs/$section/$((++command_number))-$label.log
+  if ((left < 3)); then
+    echo "not run: the section's time is up" | tee "$work/last" > "$log"; say "    (not run: the section's time is up)"
+    return 125
   fi
   ((want > left)) && want=$left
-  say "\$ ${*#"$bundle/"}"
-  timeout --kill-after=5 "$want" "$@" > "$work/last" 2>&1
+  say "\$ ${*#"$repo/"}"
+  if [[ ${GPU_CHECK_BREAK:-} == "$label" ]]; then  # the deliberate failure of tests/gpu_check_tests.sh
+    set -- bash -c 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "deliberate failure, line $i"; done; exit 3'
+  fi
+  timeout --kill-after=5 "$want" "$@" > "$log" 2>&1
   rc=$?
-  ((rc == 124 || rc == 137)) && { echo "stopped after $want s" >> "$work/last"; rc=124; }
-  sed 's/^/    /' "$work/last" >> "$report"
+  ((rc == 124 || rc == 137)) && { echo "stopped after $want s" >> "$log"; rc=124; }
+  cp "$log" "$work/last"
+  local lines
+  lines=$(wc -l < "$log")
+  ((lines > 40)) && say "    ($lines lines; the whole output is in logs.tgz: ${log#"$logs/"})"
+  tail -n 40 "$log" | sed 's/^/    /' >> "$report"
   return $rc
 }
-
-note "moetrain GPU check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), report $report"
-if [[ ! -x $bundle/moetrain || ! -f $bundle/BUILD_INFO ]]; then
-  note "FAIL: $bundle/ is missing or incomplete: run make gpu-bundle on the build machine and bring gpu-bundle/ along"
-  exit 1
-fi
-
-say ""; say "== machine"
-say "$(uname -srm); $(ldd --version 2>&1 | head -n 1); $(nproc) cores"
-if smi=$(timeout 20 nvidia-smi 2>&1); then
-  say "$smi"
-  say "$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1)"
-else
-  say "nvidia-smi: $smi"
-fi
-say "python: $("$python" -c 'import sys, torch, h5py; print(sys.version.split()[0], "torch", torch.__version__,
-  "cuda", torch.version.cuda, "h5py", h5py.__version__)' 2>&1 | tail -n 1)"
-say ""; say "== bundle"
-say "$(cat "$bundle/BUILD_INFO")"
-
-# The bundle expects the host's libcublasLt.so.13 and libcublas.so.13 (one folder holds both); a toolkit
-# outside the loader's paths is looked for.
-if ldd "$bundle/gpu_parity" 2>&1 | grep -q 'libcublasLt.so.13 => not found'; then
-  dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-          /usr/local/cuda-13*/lib64; do [[ -e $d/libcublasLt.so.13 ]] && echo "$d"; done | head -n 1)
-  read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
-  [[ -n $dir ]] || dir=$(timeout 60 find /usr /opt "${sites[@]}" -name libcublasLt.so.13 -print -quit 2>/dev/null |
-                         xargs -r dirname)
-  if [[ -z $dir ]]; then
-    note "FAIL: no libcublasLt.so.13 on this machine (CUDA 13 toolkit); set CUDA_HOME to the toolkit"
-    exit 1
-  fi
-  export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  say "libcublasLt.so.13 from $dir"
-fi
-# moetrain and nccl_test expect the host's libnccl.so.2: the CUDA toolkit's, or else PyTorch's pip package
-# nvidia-nccl.
-nccl_problem=""
-if ldd "$bundle/moetrain" 2>&1 | grep -q 'libnccl.so.2 => not found'; then
-  read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
-  dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 \
-          "${sites[@]/%//nvidia/nccl/lib}"; do [[ -e $d/libnccl.so.2 ]] && echo "$d"; done | head -n 1)
-  [[ -n $dir ]] || dir=$(timeout 60 find /usr /opt "${sites[@]}" -name libnccl.so.2 -print -quit 2>/dev/null |
-                         xargs -r dirname)
-  if [[ -n $dir ]]; then
-    export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    say "libnccl.so.2 from $dir"
-  else
-    note "FAIL: no libnccl.so.2 on this machine (CUDA toolkit, or pip install nvidia-nccl-cu13): moetrain needs it"
-    exit 1
-  fi
-fi
-# A host glibc or libstdc++ older than the bundle's: start the binaries through the bundle's own runtime/.
-launch=()
-if ! err=$("$bundle/moetrain" keys 2>&1 >/dev/null); then
-  say "the binaries do not start with this machine's libraries: $err"
-  launch=("$bundle/runtime/ld-linux-x86-64.so.2" --library-path "$bundle/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-  if ! err=$("${launch[@]}" "$bundle/moetrain" keys 2>&1 >/dev/null); then
-    note "FAIL: gpu-bundle/moetrain does not start, with this machine's libraries or the bundle's runtime/: $err"
-    exit 1
-  fi
-  say "running them with the bundle's runtime/ (glibc, libstdc++) instead"
-fi
-mt=("${launch[@]}" "$bundle/moetrain")
-no_gpu=""        # why there is no GPU to test, once (a) or nvidia-smi has shown it
-cuda_problem=""  # why moetrain cannot train on cuda here, once the cuda run has shown it
-timeout 20 nvidia-smi -L > /dev/null 2>&1 || no_gpu="no GPU: nvidia-smi lists none"
-runs=$work/runs
-# Token shards from the repository's own text (the GPU machine has no fortunes corpus), made once.
-inputs=(); for d in $(find src -type f -printf '%h\n' | sort -u); do inputs+=(--input "$d"); done
-shards() { [[ -s $work/data/train_000000.bin ]] || limited 60 "${mt[@]}" prepare "${inputs[@]}" --out "$work/data"; }
-
-# Median tokens/s and MFU of a log.h5 after its first 5 steps: "TOKENS MFU".
-median_speed() {
-  "$python" -c 'import sys, h5py, statistics; f = h5py.File(sys.argv[1], "r")
-print(round(statistics.median(f["tokens_per_s"][5:])), "%.4f" % statistics.median(f["mfu"][5:]))' "$1"
+last_line() { grep -v '^\s*$' "$work/last" | tail -n 1; }
+# keep_log NAME: a run's log.h5 into logs.tgz, when small (per-step figures, expert load, phase timings).
+keep_log() {
+  local f=$runs/$1/log.h5
+  [[ -f $f ]] && (($(stat -c %s "$f") < 4 * 1024 * 1024)) && mkdir -p "$logs/$section" && cp "$f" "$logs/$section/$1.log.h5"
 }
-# speed SECTION CONFIG STEPS: moetrain on cuda (bf16 GEMMs) against the PyTorch reference model in eager mode under bf16
-# autocast, same model, weights and batch; MFU against the GPU's dense BF16 peak for both.
-speed() { local section=$1 cfg=$2 n=$3 name ours theirs what mfu=""
-  name=$(basename "$cfg" .toml)
-  what="$cfg, bf16 GEMMs, median tokens/s"
-  if [[ -n $no_gpu ]]; then result "($section) tokens/s $name: SKIP ($no_gpu)"; return; fi
-  if [[ -n $cuda_problem ]]; then result "($section) tokens/s $name: SKIP ($cuda_problem)"; return; fi
-  if ! shards; then result "($section) tokens/s $name: SKIP (no token shards)"; return; fi
-  local data=(--set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
-  if limited 200 "${mt[@]}" train "$cfg" "${data[@]}" --set training.steps="$n" --set run.out_dir="$runs" \
-      --set run.name="speed_$name" --set precision.device=cuda --set precision.matmul=bf16 --set training.eval_every=0 \
-      --set checkpoint.every=0 --set checkpoint.resume=never; then
-    read -r ours mfu <<<"$(median_speed "$runs/speed_$name/log.h5")"
-    # The run's memory per rank beside the planner's for moetrain's own storage.
-    local measured planned
-    measured=$(grep '^memory:' "$work/last" | sed 's/^memory: per rank (the most of any rank): //')
-    if limited 60 "${mt[@]}" train "$cfg" "${data[@]}" --set precision.device=cuda --set precision.matmul=bf16 \
-        --dry-run --cluster configs/clusters/h100-superpod.toml; then
-      planned=$(grep '^  memory ' "$work/last" | sed 's/^  memory *//')
-      result "($section) memory $name: INFO (trainer: ${measured:-no memory line}; planner: ${planned:-no prediction})"
-    fi
-  else
-    ours="the run failed: $(tail -n 1 "$work/last")"
-  fi
-  if limited 120 "${mt[@]}" dump-step "$cfg" --start-only --out "$work/start_$name.h5" "${data[@]}" &&
-    limited 200 "$python" bench/torch_train.py "$work/start_$name.h5" 20 "$(nproc)" cuda bf16; then
-    theirs=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
-  else
-    theirs="failed: $(tail -n 1 "$work/last")"
-  fi
-  if [[ $ours =~ ^[0-9]+$ && $theirs =~ ^[0-9]+$ ]]; then
-    # Same FLOPs per token and peak: PyTorch's MFU scales with its tokens/s.
-    result "($section) tokens/s $name: PASS ($what: moetrain $ours (MFU $mfu), PyTorch eager $theirs (MFU $(awk -v t="$theirs" \
-      -v m="$mfu" -v o="$ours" 'BEGIN { printf "%.4f", m * t / o }')), ratio \
-      $(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }'))"
-  else
-    result "($section) tokens/s $name: FAIL ($what: moetrain: $ours; PyTorch: $theirs)"
-  fi
-}
-if want a; then
-say ""; say "== (a) per-op parity: gpu_parity, CUDA ops against the CPU reference"
-limited 120 "${launch[@]}" "$bundle/gpu_parity"
-rc=$?
-((rc == 77)) && no_gpu=$(tail -n 1 "$work/last")
-case $rc in
-  0) result "(a) per-op parity: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
-  77) result "(a) per-op parity: SKIP ($(tail -n 1 "$work/last"))" ;;
-  *) result "(a) per-op parity: FAIL ($(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
-       cut -d' ' -f2 | head -n 5 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
-esac
 
-fi
-if want b; then
-say ""; say "== (b) end to end: $exp, $steps steps, cuda against cpu (loss within $tol relative)"
-# compare_losses REF RUN: every step's loss of RUN against REF's; prints the largest relative difference.
+# pack: logs.tgz of everything in logs/, at most logs_cap bytes: without HDF5 files, then with each log cut to
+# its last 2000 lines, if it must.
+pack() {
+  tar czf "$OUT/logs.tgz" -C "$logs" . 2>/dev/null
+  (($(stat -c %s "$OUT/logs.tgz") <= logs_cap)) && return
+  tar czf "$OUT/logs.tgz" --exclude='*.h5' -C "$logs" . 2>/dev/null
+  (($(stat -c %s "$OUT/logs.tgz") <= logs_cap)) && return
+  local f
+  find "$logs" -name '*.log' -size +1M | while read -r f; do tail -n 2000 "$f" > "$f.cut" && mv "$f.cut" "$f"; done
+  tar czf "$OUT/logs.tgz" --exclude='*.h5' -C "$logs" . 2>/dev/null
+}
+disk_free() { df -h --output=avail "$work" | tail -n 1 | tr -d ' '; }
+
+# ---- moetrain --------------------------------------------------------------------------------------------
+# Token shards from the repository's own text (a GPU machine has no fortunes corpus), made once.
+shards() {
+  [[ -s $work/data/train_000000.bin ]] && return 0
+  local inputs=() d
+  for d in $(find src -type f -printf '%h\n' | sort -u); do inputs+=(--input "$d"); done
+  limited prepare 60 "${mt[@]}" prepare "${inputs[@]}" --out "$work/data"
+}
+data_sets=(--set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
+# Every run of the check: no final checkpoint, no evaluation, a report line every step, a fresh start.
+bench_sets=(--set checkpoint.every=0 --set checkpoint.final=false --set checkpoint.resume=never
+            --set training.eval_every=0 --set log.every=1 --set run.out_dir="$runs")
+# In the stand-in every speed run trains configs/tiny.toml (its real config is checked with --dry-run).
+speed_config() { ((stand_in)) && echo configs/tiny.toml || echo "$1"; }
+
+# step_figures LOG SKIP: "TOKENS_PER_S MFU" medians over the step lines after the first SKIP steps.
+step_figures() {
+  awk -v skip="$2" '/^step +[0-9]+\/[0-9]+ \|/ {
+      split($2, s, "/"); if (s[1] + 0 <= skip) next
+      for (i = 1; i <= NF; i++) { if ($i == "tok/s") t[n] = $(i - 1); if ($i == "MFU") m[n] = $(i + 1) }
+      n++ }
+    function median(a,   k, j, v, c) { c = 0; for (k in a) v[++c] = a[k] + 0
+      for (k = 2; k <= c; k++) for (j = k; j > 1 && v[j - 1] > v[j]; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+      return c ? (c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2) : -1 }
+    END { if (n == 0) { print "none none"; exit } ; mfu = median(m); printf "%d %s\n", median(t), (mfu < 0 || m[0] == "n/a") ? "n/a" : sprintf("%.1f%%", mfu) }' "$1"
+}
+# step_losses LOG: "STEP LOSS" per step line.
+step_losses() { awk '/^step +[0-9]+\/[0-9]+ \|/ { split($2, s, "/"); print s[1], $5 }' "$1"; }
+# compare_losses TOL REF_LOG RUN_LOG: every step's loss of RUN against REF's, from log.h5 when h5py is here,
+# else from the step lines (4 decimals). Prints the largest relative difference; fails beyond TOL.
 compare_losses() {
-  "$python" - "$tol" "$@" <<'PY'
+  local tol=$1 ref=$2 run=$3
+  if ((have_h5py)) && [[ -f ${ref%.out}/log.h5 && -f ${run%.out}/log.h5 ]]; then
+    "$python" - "$tol" "${ref%.out}/log.h5" "${run%.out}/log.h5" <<'PY'
 import sys
 import h5py
 tol, ref_path, run_path = float(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -208,224 +194,492 @@ worst = max(rel, key=rel.get)
 print(f"max relative difference {rel[worst]:.2e} at step {worst} ({run[worst]:.6f} against {ref[worst]:.6f})")
 sys.exit(0 if rel[worst] <= tol else 1)
 PY
-}
-common=(--set training.steps="$steps" --set log.every=10 --set checkpoint.every=0 --set run.out_dir="$runs"
-        --set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
-# train NAME DEVICE SECONDS [ARGS...]
-train() { local name=$1 device=$2 seconds=$3; shift 3
-  limited "$seconds" "${mt[@]}" train "$exp" "${common[@]}" --set run.name="$name" --set precision.device="$device" \
-    "$@"; }
-if ! shards; then
-  result "(b) end to end: FAIL (moetrain prepare: $(tail -n 1 "$work/last"))"
-elif ! train cpu cpu 150; then
-  result "(b) end to end: FAIL (the cpu run: $(tail -n 1 "$work/last"))"
-else
-  train cuda cuda 120
-  rc=$?
-  if ((rc == 2)) && grep -q 'cannot be used' "$work/last"; then
-    cuda_problem="precision.device=cuda refused: $(grep -m1 'cannot be used' "$work/last" |
-      sed 's/.*cannot be used: //; s/; set precision.device.*//')"
-    result "(b) end to end: SKIP ($cuda_problem)"
-  elif ((rc != 0)); then
-    cuda_problem="the cuda run failed (exit $rc): $(tail -n 1 "$work/last")"
-    result "(b) end to end: FAIL ($cuda_problem)"
-  elif compare_losses "$runs/cpu/log.h5" "$runs/cuda/log.h5" > "$work/cmp" 2>&1; then
-    result "(b) end to end: PASS ($(cat "$work/cmp"))"
   else
-    result "(b) end to end: FAIL ($(tail -n 1 "$work/cmp"))"
+    join <(step_losses "$ref") <(step_losses "$run") | awk -v tol="$tol" -v n_ref="$(step_losses "$ref" | wc -l)" '
+      { d = $2 - $3; d = d < 0 ? -d : d; r = $2 != 0 ? d / ($2 < 0 ? -$2 : $2) : d; n++
+        if (r >= worst) { worst = r; at = $1; a = $3; b = $2 } }
+      END { if (n == 0 || n != n_ref) { print "the runs logged different steps (" n " of " n_ref ")"; exit 1 }
+            printf "max relative difference %.2e at step %d (%s against %s; step lines, 4 decimals)\n", worst, at, a, b
+            exit worst <= tol ? 0 : 1 }'
   fi
-  # The decoder on the GPU: the cpu run's checkpoint continued greedily on both devices gives the
-  # same text (its logits agree to fp32 rounding; a near tie could still pick another token).
-  if [[ -z $cuda_problem ]]; then
-    text() { grep -v '^sample: ' "$work/last"; }
-    if limited 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device cpu && text > "$work/sample_cpu" &&
-      limited 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device cuda; then
-      if [[ -s $work/sample_cpu ]] && text | cmp -s - "$work/sample_cpu"; then
-        result "(b) sample on cuda: PASS (40 greedy tokens, cpu's text; $(grep -o '[0-9]* tokens/s' "$work/last"))"
-      else
-        result "(b) sample on cuda: FAIL (cuda wrote '$(text | head -c 80)', cpu '$(head -c 80 "$work/sample_cpu")')"
-      fi
+}
+# train LABEL SECONDS CONFIG NAME DEVICE [ARGS...]: a run whose output is kept in $runs/NAME.out.
+train() {
+  local label=$1 seconds=$2 cfg=$3 name=$4 dev=$5
+  shift 5
+  limited "$label" "$seconds" "${mt[@]}" train "$cfg" "${data_sets[@]}" "${bench_sets[@]}" --set run.name="$name" \
+    --set precision.device="$dev" "$@"
+  local rc=$?
+  cp "$work/last" "$runs/$name.out"
+  return $rc
+}
+# forget NAME...: a run's folder and output, once measured (a 1B model's run folder holds gigabytes).
+forget() { local n; for n in "$@"; do rm -rf "${runs:?}/$n" "$runs/$n.out"; done; }
+
+# speed LABEL CONFIG STEPS [ARGS...]: moetrain's median tokens/s and MFU on the device, bf16 GEMMs unless ARGS say
+# otherwise; sets $speed_tps and $speed_mfu ("" when the run failed).
+speed() {
+  local label=$1 cfg=$2 steps=$3
+  shift 3
+  speed_tps="" speed_mfu=""
+  local name=speed_$label
+  if train "$label" 200 "$(speed_config "$cfg")" "$name" "$device" --set training.steps="$steps" \
+      --set precision.matmul=bf16 "$@"; then
+    read -r speed_tps speed_mfu <<<"$(step_figures "$runs/$name.out" 2)"
+    [[ $speed_tps == none ]] && speed_tps=""
+    keep_log "$name"
+  fi
+  forget "$name"
+  [[ -n $speed_tps ]]
+}
+# pytorch LABEL CONFIG: PyTorch eager (bf16 autocast) trained on moetrain's model and first batch, median tokens/s;
+# sets $torch_tps, or $torch_why when it could not run.
+pytorch() {
+  local label=$1 cfg=$2
+  torch_tps="" torch_why=""
+  if ((!have_torch || !have_h5py)); then torch_why="needs torch and h5py in $python"; return 1; fi
+  local dump=$work/start_$label.h5 torch_device=cuda
+  ((stand_in)) && torch_device=cpu
+  if ! limited "dump_$label" 120 "${mt[@]}" dump-step "$(speed_config "$cfg")" --start-only --out "$dump" "${data_sets[@]}"; then
+    torch_why="dump-step: $(last_line)"
+  elif ! limited "torch_$label" 200 "$python" bench/torch_train.py "$dump" 10 "$(nproc)" "$torch_device" bf16; then
+    torch_why="bench/torch_train.py: $(last_line)"
+  else
+    torch_tps=$(sed -En 's/.*median ([0-9]+) tokens.*/\1/p' "$work/last")
+    [[ -n $torch_tps ]] || torch_why="no median in its output"
+  fi
+  rm -f "$dump"
+  [[ -n $torch_tps ]]
+}
+# versus LABEL CONFIG STEPS: the speed check with PyTorch beside it.
+versus() {
+  local label=$1 cfg=$2 steps=$3 check="tokens/s $(basename "$2" .toml)"
+  if ((stand_in)) && ! limited "dry_$label" 60 "${mt[@]}" train "$cfg" "${data_sets[@]}" "${bench_sets[@]}" \
+      --set precision.device="$device" --set precision.matmul=bf16 --dry-run; then
+    result "$check" FAIL "its config does not pass --dry-run: $(last_line)"; return
+  fi
+  if ! speed "$label" "$cfg" "$steps"; then
+    result "$check" FAIL "the moetrain run: $(last_line)"; return
+  fi
+  local ours="tokens_per_s=$speed_tps mfu=$speed_mfu"
+  if pytorch "$label" "$cfg"; then
+    local ratio
+    ratio=$(awk -v a="$speed_tps" -v b="$torch_tps" 'BEGIN { printf "%.2f", a / b }')
+    result "$check" PASS "moetrain $speed_tps tok/s (MFU $speed_mfu), PyTorch eager bf16 $torch_tps tok/s, ratio $ratio" \
+      "$ours torch_tokens_per_s=$torch_tps ratio=$ratio"
+  else
+    result "$check" PASS "moetrain $speed_tps tok/s (MFU $speed_mfu); PyTorch: $torch_why" "$ours"
+  fi
+}
+# fallbacks CHECK: the GEMMs that ran another way than asked (cuBLASLt without an algorithm, FP8 over fp32) in the
+# last command's output, as a result line.
+fallbacks() {
+  local lines
+  lines=$(grep -E '^(gemm|fp8) fallback:' "$work/last" | grep -v ': none$' | tr '\n' ';')
+  if [[ -n $lines ]]; then result "$1" PASS "${lines%;}" "fallback_lines=$(grep -cE '^(gemm|fp8) fallback:' "$work/last")"
+  else result "$1" PASS "none: every GEMM ran as asked" "fallbacks=0"; fi
+}
+
+# ---- sections ----------------------------------------------------------------------------------------------
+no_gpu=""
+have_torch=0 have_h5py=0 sanitizer="" nccl_note=""
+
+section_preflight() {
+  {
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "host: $(uname -srm); $(ldd --version 2>&1 | head -n 1); $(nproc) cores; $(free -g | awk '/^Mem/ { print $2 " GiB" }')"
+    echo "stand-in: $stand_in"
+    [[ -f ${bundle:-/nonexistent}/BUILD_INFO ]] && { echo "== bundle"; cat "$bundle/BUILD_INFO"; }
+    echo "== nvidia-smi"; timeout 20 nvidia-smi 2>&1
+    echo "== nvidia-smi -q (clocks, power, throttling)"; timeout 20 nvidia-smi -q -d CLOCK,POWER,PERFORMANCE 2>&1 | head -n 120
+    echo "== environment"; env | grep -E '^(CUDA|NCCL|LD_LIBRARY_PATH|PATH|OMP|MOETRAIN)' | sort
+    echo "== disk"; df -h "$work" "$OUT"
+  } > "$envfile" 2>&1
+
+  # The GPU: name, clocks, power limit, throttle reasons and MIG mode.
+  if ((stand_in)); then
+    result gpu PASS "stand-in: the strict CPU backend in cuda's place" "device=cpu-strict"
+  elif ! timeout 20 nvidia-smi -L > "$work/last" 2>&1 || ! grep -q '^GPU' "$work/last"; then
+    no_gpu="no GPU: nvidia-smi lists none"
+    result gpu SKIP "$no_gpu"
+  else
+    local q fields=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit,mig.mode.current
+    q=$(timeout 20 nvidia-smi --query-gpu=$fields --format=csv,noheader 2>&1 | head -n 1)
+    local why
+    why=$(timeout 20 nvidia-smi --query-gpu=clocks_event_reasons.active --format=csv,noheader 2>/dev/null ||
+          timeout 20 nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader 2>&1)
+    IFS=, read -r name driver memory sm sm_max mem_clock power mig <<<"$q"
+    result gpu PASS "$q; throttle reasons ${why:-unknown}" \
+      "name=${name// /_} driver=${driver// /} sm_mhz=${sm// MHz/} sm_max_mhz=${sm_max// MHz/} power_w=${power// W/} mig=${mig// /} throttle=${why// /}"
+  fi
+
+  # Python modules: each missing one says what does without it.
+  local mod version
+  declare -A fallback=([torch]="the PyTorch baselines, SDPA and the oracle are skipped"
+    [numpy]="the PyTorch baselines and the oracle are skipped" [h5py]="losses are read from moetrain's step lines; the PyTorch baselines and the oracle are skipped"
+    [tomllib]="the PyTorch baselines and the oracle are skipped (Python 3.11 or newer has it)")
+  for mod in torch numpy h5py tomllib; do
+    if version=$("$python" -c "import $mod; print(getattr($mod, '__version__', 'present'))" 2>/dev/null); then
+      result "python $mod" PASS "$version" "version=$version"
     else
-      result "(b) sample on cuda: FAIL ($(tail -n 1 "$work/last"))"
+      result "python $mod" SKIP "missing from $python: ${fallback[$mod]}"
     fi
+  done
+  [[ $("$python" -c 'import torch; print(1)' 2>/dev/null) == 1 ]] && have_torch=1
+  [[ $("$python" -c 'import h5py, numpy, tomllib; print(1)' 2>/dev/null) == 1 ]] && have_h5py=1
+  echo "== python: $("$python" --version 2>&1) at $(command -v "$python")" >> "$envfile"
+
+  # The libraries the binaries resolve.
+  local lib path
+  for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
+    path=$(library_path "$lib")
+    if [[ -n $path ]]; then result "library $lib" PASS "$path" "path=$path"
+    elif ((stand_in)); then result "library $lib" SKIP "not found; the stand-in needs none"
+    elif [[ $lib == libcublasLt* ]]; then result "library $lib" FAIL "not found: the CUDA binaries cannot start; set CUDA_HOME"
+    elif [[ $lib == libnccl* ]]; then result "library $lib" SKIP "not found: the nccl section will skip (pip package nvidia-nccl-cu13)"
+    else result "library $lib" SKIP "not found (moetrain does not use it yet)"; fi
+  done
+  { echo "== ldd"; ldd "$mt_bin" "$parity_bin" 2>&1; } >> "$envfile"
+  if ! limited start 30 "${mt[@]}" keys; then
+    result "moetrain starts" FAIL "$(last_line)"
+  else
+    result "moetrain starts" PASS "$(wc -l < "$work/last") configuration keys"
   fi
-  for pair in "cpu cuda" "cuda cpu"; do
+
+  local free
+  free=$(disk_free)
+  result "disk" PASS "$free free under $work" "free=$free"
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [[ -n $sanitizer ]]; then result compute-sanitizer PASS "$sanitizer" "path=$sanitizer"
+  else result compute-sanitizer SKIP "absent: a crashed parity group is reported without memcheck"; fi
+}
+
+# library_path NAME: the file the binaries load as NAME: what ldd resolves for them (linked libraries), else what
+# dlopen would find (LD_LIBRARY_PATH, then the loader's cache), or nothing.
+library_path() {
+  local d path
+  path=$(ldd "$mt_bin" "$parity_bin" 2>/dev/null | awk -v n="$1" '$1 == n && $3 ~ /^\// { print $3; exit }')
+  [[ -n $path ]] && { realpath "$path"; return; }
+  local search=${LD_LIBRARY_PATH:-}
+  for d in ${search//:/ }; do [[ -e $d/$1 ]] && { realpath "$d/$1"; return; }; done
+  ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }'
+}
+# find_cuda_libraries: puts the folders of cuBLASLt, NCCL and cuDNN on LD_LIBRARY_PATH where the loader would
+# not find them: the CUDA toolkit's, else PyTorch's pip packages (nvidia-*).
+find_cuda_libraries() {
+  local sites lib dir
+  read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
+  for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
+    [[ -n $(library_path "$lib") ]] && continue
+    dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+            /usr/local/cuda-13*/lib64 "${sites[@]/%//nvidia/cu13/lib}" "${sites[@]/%//nvidia/nccl/lib}" \
+            "${sites[@]/%//nvidia/cudnn/lib}" "${sites[@]/%//nvidia/cublas/lib}"; do
+            [[ -e $d/$lib ]] && echo "$d"; done | head -n 1)
+    [[ -n $dir ]] || dir=$(timeout 30 find /usr /opt "${sites[@]}" -name "$lib" -print -quit 2>/dev/null | xargs -r dirname)
+    [[ -n $dir ]] && export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  done
+}
+
+section_parity() {
+  if ! limited parity_list 20 "${parity[@]}" --list; then
+    result "groups" FAIL "gpu_parity --list: $(last_line)"; return
+  fi
+  local groups group rc passed failed
+  mapfile -t groups < <(grep -E '^[a-z0-9_]+$' "$work/last")
+  ((${#groups[@]} > 0)) || { result "groups" FAIL "gpu_parity --list printed no group"; return; }
+  for group in "${groups[@]}"; do
+    CUDA_LAUNCH_BLOCKING=1 limited "parity_$group" 60 "${parity[@]}" "${bin_args[@]}" --only "$group"
+    rc=$?
+    passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+    case $rc in
+      0) result "$group" PASS "$passed checks" "passed=$passed" ;;
+      1) result "$group" FAIL "$failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" | head -n 3 |
+           cut -c6-90 | tr '\n' ';')" "passed=$passed failed=$failed" ;;
+      77) result "$group" SKIP "$(last_line)" ;;
+      125) result "$group" SKIP "not reached: the section's time is up" ;;
+      *) parity_crash "$group" "$rc" "$passed" ;;
+    esac
+    grep -E '^(gemm|fp8) fallback:' "$work/last" | grep -v ': none$' | sed "s/^/$group: /" >> "$work/parity_fallbacks"
+  done
+  if [[ -s $work/parity_fallbacks ]]; then
+    result fallbacks PASS "$(tr '\n' ';' < "$work/parity_fallbacks")" "groups=$(wc -l < "$work/parity_fallbacks")"
+  else
+    result fallbacks PASS "none: every GEMM ran as asked" "fallbacks=0"
+  fi
+}
+# parity_crash GROUP RC PASSED: a group that died; run again under memcheck to say where.
+parity_crash() {
+  local group=$1 rc=$2 passed=$3 where
+  where="exit $rc after $passed passed checks, last line: $(last_line | cut -c1-100)"
+  if [[ -n $sanitizer ]] && ((!stand_in)); then
+    cp "$work/last" "$work/crash"
+    limited "memcheck_$group" 60 "$sanitizer" --tool memcheck --print-limit 20 "${parity[@]}" --only "$group"
+    where="$where; memcheck: $(grep -E 'Invalid|Error|error' "$work/last" | head -n 2 | tr '\n' ' ' | cut -c1-200)"
+    { cat "$work/crash"; echo "== memcheck"; tail -n 20 "$work/last"; } > "$work/last.both"
+    mv "$work/last.both" "$work/last"
+  fi
+  result "$group" FAIL "crashed: $where" "passed=$passed exit=$rc"
+}
+
+section_gemm() {
+  limited gemm_bench 90 "${gemm[@]}" "${bin_args[@]}"
+  local rc=$? rows
+  rows=$(grep -cE '^gemm (cuda|cpu-strict) ' "$work/last")
+  if ((rc == 0 && rows > 0)); then
+    local best
+    best=$(grep -E '^gemm (cuda|cpu-strict) bf16' "$work/last" | tail -n 1)
+    result gemm_bench PASS "$rows rows; last bf16 row: ${best:-none}" "rows=$rows"
+    fallbacks "gemm fallbacks"
+  elif ((rc == 0)); then result gemm_bench SKIP "$(last_line)"
+  else result gemm_bench FAIL "exit $rc: $(last_line)"; fi
+
+  limited attention_bench 90 "${attention[@]}" "${bin_args[@]}"
+  rc=$?
+  rows=$(grep -c '^attention moetrain' "$work/last")
+  if ((rc == 0 && rows > 0)); then
+    result attention_bench PASS "$rows rows: $(grep '^attention moetrain' "$work/last" | head -n 3 | tr '\n' ';')" "rows=$rows"
+  elif ((rc == 0)); then result attention_bench SKIP "$(last_line)"
+  else result attention_bench FAIL "exit $rc: $(last_line)"; fi
+
+  if ((stand_in)); then result "PyTorch SDPA" SKIP "stand-in: needs a GPU"
+  elif ((!have_torch)); then result "PyTorch SDPA" SKIP "needs torch in $python"
+  elif limited sdpa 90 "$python" bench/attention_sdpa.py && grep -q '^attention pytorch' "$work/last"; then
+    result "PyTorch SDPA" PASS "$(grep '^attention pytorch' "$work/last" | head -n 3 | tr '\n' ';')"
+  else result "PyTorch SDPA" FAIL "$(last_line)"; fi
+}
+
+smoke_config=configs/deepseek-v3-small.toml
+section_smoke() {
+  if ! shards; then result "token shards" FAIL "moetrain prepare: $(last_line)"; return; fi
+  local steps=12 half=6
+  ((stand_in)) && steps=2 half=1
+  local sets=(--set training.steps=$steps --set checkpoint.final=true)
+  if ! train smoke_cpu 150 "$smoke_config" cpu cpu "${sets[@]}"; then
+    result "cpu run" FAIL "$(last_line)"; return
+  fi
+  if ! train smoke_cuda 120 "$smoke_config" cuda "$device" "${sets[@]}"; then
+    result "$device against cpu" FAIL "the $device run: $(last_line)"
+  elif compare_losses 1e-3 "$runs/cpu.out" "$runs/cuda.out" > "$work/cmp" 2>&1; then
+    result "$device against cpu" PASS "$(cat "$work/cmp")" "steps=$steps"
+  else
+    cp "$work/cmp" "$work/last"; result "$device against cpu" FAIL "$(last_line)"
+  fi
+  # The decoder on the device: the cpu run's checkpoint continued greedily on both gives the same text.
+  text() { grep -v '^sample: ' "$work/last"; }
+  if limited sample_cpu 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device cpu && text > "$work/sample_cpu" &&
+      limited sample_device 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device "$device"; then
+    if [[ -s $work/sample_cpu ]] && text | cmp -s - "$work/sample_cpu"; then
+      result "sample on $device" PASS "40 greedy tokens, cpu's text; $(grep -o '[0-9.]* tokens/s' "$work/last")"
+    else
+      result "sample on $device" FAIL "$device wrote '$(text | head -c 80)', cpu '$(head -c 80 "$work/sample_cpu")'"
+    fi
+  else
+    result "sample on $device" FAIL "$(last_line)"
+  fi
+  local first second name
+  for pair in "cpu $device" "$device cpu"; do
     read -r first second <<<"$pair"
     name=${first}_then_$second
-    if [[ -n $cuda_problem ]]; then
-      result "(b) resume $first -> $second: SKIP (needs training on cuda: $cuda_problem)"
-      continue
-    fi
-    if ! { train "$name" "$first" 150 --stop-after $half && train "$name" "$second" 150; }; then
-      result "(b) resume $first -> $second: FAIL ($(tail -n 1 "$work/last"))"
+    if ! train "resume_${first}_first" 150 "$smoke_config" "$name" "$first" "${sets[@]}" --set checkpoint.resume=auto \
+        --stop-after "$half" --set checkpoint.final=true ||
+       ! train "resume_${second}_second" 150 "$smoke_config" "$name" "$second" "${sets[@]}" --set checkpoint.resume=auto; then
+      result "resume $first -> $second" FAIL "$(last_line)"
     elif ! grep -q "resume .*(step $half)" "$work/last"; then
-      result "(b) resume $first -> $second: FAIL (the $second run did not resume from step $half)"
-    elif compare_losses "$runs/cpu/log.h5" "$runs/$name/log.h5" > "$work/cmp" 2>&1; then
-      result "(b) resume $first -> $second: PASS (against the cpu run: $(cat "$work/cmp"))"
+      result "resume $first -> $second" FAIL "the $second run did not resume from step $half"
+    elif compare_losses 1e-3 "$runs/cpu.out" "$runs/$name.out" > "$work/cmp" 2>&1; then
+      result "resume $first -> $second" PASS "against the cpu run, steps $((half + 1))-$steps: $(cat "$work/cmp")"
     else
-      result "(b) resume $first -> $second: FAIL ($(tail -n 1 "$work/cmp"))"
+      cp "$work/cmp" "$work/last"; result "resume $first -> $second" FAIL "$(last_line)"
     fi
+    forget "$name"
   done
-fi
-
-fi
-if want c; then
-say ""; say "== (c) benchmarks"
-limited 120 "${launch[@]}" "$bundle/gemm_bench"
-rc=$?
-if ((rc == 0)) && grep -q 'gemm cuda' "$work/last"; then
-  result "(c) gemm_bench: PASS ($(grep 'gemm cuda bf16' "$work/last" | tail -n 1))"
-elif ((rc == 0)); then result "(c) gemm_bench: SKIP ($(grep 'skipped' "$work/last"))"
-else result "(c) gemm_bench: FAIL (exit $rc: $(tail -n 1 "$work/last"))"; fi
-# Causal attention forward+backward: moetrain's kernels (bf16 on tensor cores, fp32 on CUDA cores) beside
-# PyTorch's scaled_dot_product_attention, the same cases and FLOP counts.
-limited 120 "${launch[@]}" "$bundle/attention_bench"
-rc=$?
-if ((rc == 0)) && grep -q '^attention moetrain' "$work/last"; then
-  while read -r line; do result "(c) $line: INFO"; done < <(grep '^attention moetrain bf16' "$work/last")
-  result "(c) attention_bench: PASS"
-elif ((rc == 0)); then result "(c) attention_bench: SKIP ($(grep 'skipped' "$work/last"))"
-else result "(c) attention_bench: FAIL (exit $rc: $(tail -n 1 "$work/last"))"; fi
-if limited 120 "$python" bench/attention_sdpa.py && grep -q '^attention pytorch' "$work/last"; then
-  while read -r line; do result "(c) $line: INFO"; done < <(grep '^attention pytorch' "$work/last")
-else result "(c) attention_sdpa.py: SKIP ($(tail -n 1 "$work/last"))"; fi
-
-# The demo's model and one of about 1B parameters (d_model 2048).
-speed c configs/tiny.toml 30
-speed c configs/moe-1b.toml 15
-
-# One-GPU training in FP8 (DeepSeek-V3's recipe) against BF16 GEMMs, the 1B model.
-fp8_speed() { local cfg=$1 n=$2 name tps=() mm
-  name=$(basename "$cfg" .toml)
-  if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(c) fp8 against bf16 $name: SKIP (${no_gpu:-$cuda_problem})"; return; fi
-  if ! shards; then result "(c) fp8 against bf16 $name: SKIP (no token shards)"; return; fi
-  for mm in fp8 bf16; do
-    if [[ $mm == bf16 && -s $runs/speed_$name/log.h5 ]]; then  # the bf16 run of the comparison above
-      read -r t _ <<<"$(median_speed "$runs/speed_$name/log.h5")"; tps+=("$t"); continue
-    fi
-    if limited 200 "${mt[@]}" train "$cfg" --set data.train="$work/data/train_000000.bin" \
-        --set data.val="$work/data/val_000000.bin" --set training.steps="$n" --set run.out_dir="$runs" \
-        --set run.name="speed_${name}_$mm" --set precision.device=cuda --set precision.matmul=$mm \
-        --set training.eval_every=0 --set checkpoint.every=0 --set checkpoint.resume=never; then
-      read -r t _ <<<"$(median_speed "$runs/speed_${name}_$mm/log.h5")"; tps+=("$t")
-    else
-      result "(c) fp8 against bf16 $name: FAIL (the $mm run: $(tail -n 1 "$work/last"))"; return
-    fi
-  done
-  result "(c) fp8 against bf16 $name: PASS (median tokens/s: fp8 ${tps[0]}, bf16 ${tps[1]}, ratio $(awk -v a="${tps[0]}" \
-    -v b="${tps[1]}" 'BEGIN { printf "%.2f", a / b }'))"
+  keep_log cuda
+  forget cpu
 }
-fp8_speed configs/moe-1b.toml 15
 
-# Where a step's device time goes on the 1B model, by op kind (--profile; CUDA events around every op).
-profile() { local cfg=$1 n=$2 name
-  name=$(basename "$cfg" .toml)
-  if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(c) profile $name: SKIP (${no_gpu:-$cuda_problem})"; return; fi
-  if ! shards; then result "(c) profile $name: SKIP (no token shards)"; return; fi
-  if limited 200 "${mt[@]}" train "$cfg" --profile --set data.train="$work/data/train_000000.bin" \
-      --set data.val="$work/data/val_000000.bin" --set training.steps="$n" --set run.out_dir="$runs" \
-      --set run.name="profile_$name" --set precision.device=cuda --set precision.matmul=bf16 \
-      --set training.eval_every=0 --set checkpoint.every=0 --set checkpoint.resume=never &&
-      grep -q '^  all ops' "$work/last"; then
-    result "(c) profile $name: PASS (ms per step: $(grep -A4 '^  op ' "$work/last" | tail -n 4 |
+section_gpt2() {
+  # llm.c trains GPT-2 124M at about 46-56% MFU on an H100; moetrain's dense model of that shape (SwiGLU sized
+  # to GPT-2's MLP parameters, RoPE, RMSNorm) is read against it.
+  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  versus gpt2 bench/gpt2-124m.toml 20
+}
+
+section_moe1b() {
+  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  local cfg=configs/moe-1b.toml
+  versus moe1b "$cfg" 15
+  local bf16_tps=$speed_tps
+  # Where a step's device time goes, by op kind (CUDA events around every op).
+  if train profile 150 "$(speed_config "$cfg")" profile "$device" --profile --set training.steps=4 \
+      --set precision.matmul=bf16 && grep -q '^  all ops' "$work/last"; then
+    result profile PASS "ms per step: $(grep -A4 '^  op ' "$work/last" | tail -n 4 |
       awk '{ printf "%s%s %s (%s)", (NR > 1 ? ", " : ""), $1, $3, $4 }'); all ops $(grep '^  all ops' "$work/last" |
-      awk '{ print $3 }'))"
+      awk '{ print $3 }')"
   else
-    result "(c) profile $name: FAIL ($(tail -n 1 "$work/last"))"
+    result profile FAIL "$(last_line)"
+  fi
+  forget profile
+  # FP8 (DeepSeek-V3's recipe) against the bf16 run above.
+  if speed moe1b_fp8 "$cfg" 15 --set precision.matmul=fp8; then
+    local ratio=n/a
+    [[ -n $bf16_tps ]] && ratio=$(awk -v a="$speed_tps" -v b="$bf16_tps" 'BEGIN { printf "%.2f", a / b }')
+    result "fp8 against bf16" PASS "fp8 $speed_tps tok/s, bf16 ${bf16_tps:-failed}, ratio $ratio" \
+      "fp8_tokens_per_s=$speed_tps bf16_tokens_per_s=${bf16_tps:-none} ratio=$ratio"
+    fallbacks "fp8 fallbacks"
+  else
+    result "fp8 against bf16" FAIL "the fp8 run: $(last_line)"
+  fi
+  # The trainer's memory beside the planner's for the same run.
+  if limited plan_memory 60 "${mt[@]}" train "$(speed_config "$cfg")" "${data_sets[@]}" --set precision.device="$device" \
+      --set precision.matmul=bf16 --dry-run --cluster configs/clusters/h100-superpod.toml; then
+    result "planned memory" PASS "$(grep '^  memory ' "$work/last" | sed 's/^  memory *//')"
+  else
+    result "planned memory" FAIL "$(last_line)"
   fi
 }
-profile configs/moe-1b.toml 4
 
-fi
-if want d; then
-say ""; say "== (d) the PyTorch oracle with moetrain's step on cuda (tests/oracle/run_oracle.sh, 11 configurations)"
-if [[ -n $no_gpu ]]; then
-  result "(d) oracle on cuda: SKIP ($no_gpu)"
-elif [[ -n $cuda_problem ]]; then
-  result "(d) oracle on cuda: SKIP ($cuda_problem)"
-else
-  MOETRAIN="${mt[*]}" ORACLE_DEVICE=cuda PYTHON=$python limited 200 bash tests/oracle/run_oracle.sh
+section_dsv3() {
+  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  local cfg=bench/dsv3-layers.toml check="tokens/s dsv3-layers"
+  if ((stand_in)) && ! limited dry_dsv3 60 "${mt[@]}" train "$cfg" "${data_sets[@]}" "${bench_sets[@]}" \
+      --set precision.device="$device" --dry-run; then
+    result "$check" FAIL "its config does not pass --dry-run: $(last_line)"; return
+  fi
+  if ! speed dsv3 "$cfg" 10; then result "$check" FAIL "the moetrain run: $(last_line)"; return; fi
+  result "$check" PASS "moetrain $speed_tps tok/s (MFU $speed_mfu)" "tokens_per_s=$speed_tps mfu=$speed_mfu"
+  # PyTorch beside it only with time for it (its eager model of 18 GB of parameters is slow to build).
+  local left=$(( (section_end < deadline ? section_end : deadline) - SECONDS ))
+  if ((left < 90 && !stand_in)); then result "PyTorch dsv3-layers" SKIP "$left s left in the section"
+  elif pytorch dsv3 "$cfg"; then
+    result "PyTorch dsv3-layers" PASS "PyTorch eager bf16 $torch_tps tok/s, ratio $(awk -v a="$speed_tps" \
+      -v b="$torch_tps" 'BEGIN { printf "%.2f", a / b }')" "torch_tokens_per_s=$torch_tps"
+  else
+    result "PyTorch dsv3-layers" SKIP "$torch_why"
+  fi
+}
+
+section_nccl() {
+  NCCL_DEBUG=WARN limited nccl_test 60 "${nccl[@]}"
+  local rc=$?
+  if ((rc != 0 && rc != 77 && rc != 125)); then
+    NCCL_DEBUG=WARN NCCL_CUMEM_ENABLE=0 limited nccl_test_nocumem 60 "${nccl[@]}"
+    local rc2=$?
+    ((rc2 == 0)) && rc=0 nccl_note="; passed again with NCCL_CUMEM_ENABLE=0 after exit $rc"
+  fi
+  case $rc in
+    0) result nccl_test PASS "$(grep -c '^PASS' "$work/last") checks${nccl_note:-}" ;;
+    77) result nccl_test SKIP "$(last_line)" ;;
+    125) result nccl_test SKIP "not reached: the section's time is up" ;;
+    *) result nccl_test FAIL "exit $rc: $(grep '^FAIL' "$work/last" | head -n 3 | tr '\n' ' ')$(last_line)" ;;
+  esac
+  # smoke's device run again with every group an NCCL communicator: the same losses. In the stand-in (no NCCL
+  # without a GPU) the same run over the default communicator, which proves the comparison.
+  local comm=(--set parallel.comm=nccl) check="one rank over NCCL"
+  ((stand_in)) && comm=() check="one rank over the default communicator"
+  if [[ ! -s $runs/cuda.out ]]; then result "$check" SKIP "needs smoke's $device run"; return; fi
+  local steps=12
+  ((stand_in)) && steps=2
+  if ! NCCL_DEBUG=WARN train nccl_train 120 "$smoke_config" cuda_nccl "$device" --set training.steps=$steps "${comm[@]}"; then
+    result "$check" FAIL "$(last_line)"
+  elif ((!stand_in)) && ! grep -q 'comm     NCCL' "$work/last"; then
+    result "$check" FAIL "the banner does not say NCCL: $(grep -m1 '^  comm' "$work/last")"
+  elif compare_losses 1e-5 "$runs/cuda.out" "$runs/cuda_nccl.out" > "$work/cmp" 2>&1; then
+    result "$check" PASS "against smoke's $device run: $(cat "$work/cmp")"
+  else
+    cp "$work/cmp" "$work/last"; result "$check" FAIL "$(last_line)"
+  fi
+  forget cuda_nccl
+}
+
+section_oracle() {
+  if ((!have_torch || !have_h5py)); then result oracle SKIP "needs torch, numpy, h5py and tomllib in $python"; return; fi
+  local only=""
+  ((stand_in)) && only="mha_sequence_aux mla"
+  ORACLE_ONLY=$only MOETRAIN="${mt[*]}" ORACLE_DEVICE="$device" PYTHON="$python" limited oracle 200 bash tests/oracle/run_oracle.sh
+  local passed failed
   passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
-  if ((failed == 0 && passed > 0)); then result "(d) oracle on cuda: PASS ($passed configurations)"
-  else
-    result "(d) oracle on cuda: FAIL ($failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' '))"
+  if ((failed == 0 && passed > 0)); then result oracle PASS "$passed configurations" "passed=$passed"
+  else result oracle FAIL "$failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' ')" "passed=$passed failed=$failed"; fi
+}
+
+section_layouts() {
+  # Each case trains on one rank and on its layout's ranks, all on this GPU, payloads staged through host memory.
+  local cases=""
+  ((stand_in)) && cases=1
+  printf '#!/usr/bin/env bash\nexec %s "$@"\n' "${mt[*]}" > "$work/moetrain"
+  chmod +x "$work/moetrain"
+  MPI_MATRIX_CASES=$cases MOETRAIN="$work/moetrain" MPIRUN="$mpirun_bin" MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE="$device" \
+    MPI_MATRIX_SET=parallel.share_gpu=true PYTHON="$python" limited layouts 540 bash tests/mpi/run_mpi_tests.sh
+  local rc=$? passed failed
+  passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+  if ((failed > 0)); then
+    result "layout matrix" FAIL "$failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f2- |
+      cut -d: -f1 | head -n 3 | tr '\n' ';')" "passed=$passed failed=$failed"
+  elif ((passed == 0)); then result "layout matrix" FAIL "exit $rc, no case ran: $(last_line)"
+  else result "layout matrix" PASS "$passed cases$( ((rc == 124)) && echo "; stopped by the budget")" "passed=$passed"; fi
+}
+
+section_fit() {
+  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  local cfg sizes=(1 2 4 8 16 32 64)
+  cfg=$(speed_config configs/moe-1b.toml)
+  ((stand_in)) && sizes=(1 2)
+  local mode mb ours planned sets
+  for mode in none selective full; do
+    ours=0 planned=0
+    for mb in "${sizes[@]}"; do
+      sets=(--set training.micro_batch=$mb --set training.global_batch=$mb --set training.recompute=$mode)
+      if limited "plan_fit_${mode}_$mb" 60 "${mt[@]}" train "$cfg" "${sets[@]}" "${data_sets[@]}" \
+          --set precision.device="$device" --dry-run --cluster configs/clusters/h100-superpod.toml &&
+          grep -q '^  memory .*: fits' "$work/last"; then planned=$mb; fi
+      if ((ours == mb / 2 || mb == 1)) && train "fit_${mode}_$mb" 120 "$cfg" "fit_${mode}_$mb" "$device" "${sets[@]}" \
+          --set training.steps=2; then ours=$mb; fi
+      forget "fit_${mode}_$mb"
+    done
+    result "largest micro-batch, recompute=$mode" PASS "trains: $ours sequences; the planner says: $planned" \
+      "trains=$ours planned=$planned"
+  done
+}
+
+# ---- the run -----------------------------------------------------------------------------------------------
+note "moetrain GPU check$( ((stand_in)) && echo " (stand-in: cpu-strict)"), $(date -u '+%Y-%m-%d %H:%M:%S UTC'); report in $OUT"
+if ((!stand_in)) && [[ ! -x $bundle/moetrain || ! -f $bundle/BUILD_INFO ]]; then
+  note "FAIL: $bundle/ is missing or incomplete: run make gpu-bundle on the build machine and bring gpu-bundle/ along"
+  exit 1
+fi
+# The libraries the loader would not find, and a host glibc or libstdc++ older than the bundle's (then the
+# binaries start through the bundle's own runtime/).
+launch=()
+if ((!stand_in)); then
+  find_cuda_libraries
+  if ! err=$("$mt_bin" keys 2>&1 >/dev/null); then
+    launch=("$bundle/runtime/ld-linux-x86-64.so.2" --library-path "$bundle/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    note "the binaries do not start with this machine's libraries ($err): they run with the bundle's runtime/"
   fi
 fi
-
-fi
-if want e; then
-say ""; say "== (e) NCCL, one rank: nccl_test, every NcclComm call on a world of one"
-limited 120 "${launch[@]}" "$bundle/nccl_test"
-rc=$?
-case $rc in
-  0) result "(e) NCCL, one rank: PASS ($(grep -c '^PASS' "$work/last") checks)" ;;
-  77) result "(e) NCCL, one rank: SKIP ($(tail -n 1 "$work/last"))" ;;
-  *) result "(e) NCCL, one rank: FAIL (exit $rc; $(grep -c '^FAIL' "$work/last") failed: $(grep '^FAIL' "$work/last" |
-       cut -d' ' -f2- | head -n 3 | tr '\n' ' ')$(tail -n 1 "$work/last"))" ;;
-esac
-# (b)'s cuda run again with every group an NCCL communicator (a lone rank otherwise stages, having nothing
-# to send): the same losses.
-if [[ ! -f ${runs:-$work}/cuda/log.h5 ]]; then
-  result "(e) one-rank training over NCCL: SKIP (needs (b)'s cuda run)"
-elif ! train cuda_nccl cuda 120 --set parallel.comm=nccl; then
-  result "(e) one-rank training over NCCL: FAIL ($(tail -n 1 "$work/last"))"
-elif ! grep -q 'comm     NCCL' "$work/last"; then
-  result "(e) one-rank training over NCCL: FAIL (the banner does not say NCCL)"
-elif tol=1e-5 compare_losses "$runs/cuda/log.h5" "$runs/cuda_nccl/log.h5" > "$work/cmp" 2>&1; then
-  result "(e) one-rank training over NCCL: PASS (against the staged cuda run: $(cat "$work/cmp"))"
-else
-  result "(e) one-rank training over NCCL: FAIL ($(tail -n 1 "$work/cmp"))"
-fi
-
-fi
-if want f; then
-say ""; say "== (f) layouts on one GPU: tests/mpi/run_mpi_tests.sh's layout matrix, ranks sharing the GPU"
-# Each case trains on one rank and on its layout's ranks, all on this GPU, their payloads staged through
-# host memory (parallel.share_gpu), and compares losses and weights. Cases past the deadline are not run.
-printf '#!/usr/bin/env bash\nexec %s "%s" "$@"\n' "${launch[*]}" "$bundle/moetrain" > "$work/moetrain"
-chmod +x "$work/moetrain"
-MOETRAIN=$work/moetrain MPIRUN=$bundle/mpi/mpirun MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cuda \
-  MPI_MATRIX_SET=parallel.share_gpu=true PYTHON=$python limited 540 bash tests/mpi/run_mpi_tests.sh
-rc=$?
-passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
-left=$(($(grep -c '^same "' tests/mpi/run_mpi_tests.sh) - passed - failed))
-if ((failed > 0)); then
-  result "(f) layouts on one GPU: FAIL ($failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" |
-    cut -d' ' -f2- | cut -d: -f1 | head -n 3 | tr '\n' ';')$( ((left > 0)) && echo " $left not reached"))"
-elif ((passed == 0)); then result "(f) layouts on one GPU: FAIL (exit $rc, no case ran: $(tail -n 1 "$work/last"))"
-elif ((left > 0)); then result "(f) layouts on one GPU: PASS for $passed cases; $left not reached by the deadline"
-else result "(f) layouts on one GPU: PASS (all $passed cases)"
-fi
-
-fi
-if want g; then
-say ""; say "== (g) speed targets: a dense GPT-2-124M shape (MFU), DeepSeek-V3's layer shapes against PyTorch"
-# llm.c trains GPT-2 124M at about 46-56% MFU on an H100; moetrain's dense model of that shape (SwiGLU sized to
-# GPT-2's MLP parameters, RoPE, RMSNorm) is read against it.
-speed g bench/gpt2-124m.toml 20
-speed g bench/dsv3-layers.toml 10
-fi
-if want h; then
-say ""; say "== (h) the largest micro-batch that fits, per recomputation mode, against the planner (configs/moe-1b.toml)"
-# largest_fit MODE: the largest of 1, 2, 4, ... 64 sequences per micro-batch that trains 2 steps on cuda, and the
-# largest the planner (moetrain's fp32 storage on an H100) says fits.
-largest_fit() { local mode=$1 mb ours=0 planned=0 sets
-  if [[ -n $no_gpu || -n $cuda_problem ]]; then result "(h) largest micro-batch, $mode: SKIP (${no_gpu:-$cuda_problem})"; return; fi
-  if ! shards; then result "(h) largest micro-batch, $mode: SKIP (no token shards)"; return; fi
-  for mb in 1 2 4 8 16 32 64; do
-    sets=(--set training.micro_batch=$mb --set training.global_batch=$mb --set training.recompute=$mode
-          --set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
-    if limited 60 "${mt[@]}" train configs/moe-1b.toml "${sets[@]}" --set precision.device=cuda --dry-run \
-        --cluster configs/clusters/h100-superpod.toml && grep -q '^  memory .*: fits' "$work/last"; then planned=$mb; fi
-    if ((ours == mb / 2 || mb == 1)) && limited 120 "${mt[@]}" train configs/moe-1b.toml "${sets[@]}" \
-        --set precision.device=cuda --set training.steps=2 --set training.eval_every=0 --set checkpoint.every=0 \
-        --set checkpoint.resume=never --set run.out_dir="$runs" --set run.name="fit_${mode}_$mb"; then ours=$mb; fi
-  done
-  result "(h) largest micro-batch, recompute=$mode: INFO (trains: $ours sequences of 512; the planner says: $planned)"
-}
-for mode in none selective full; do largest_fit $mode; done
-fi
-say ""; say "== summary ($((SECONDS)) s)"
-for r in "${results[@]}"; do say "$r"; done
-echo; echo "== tail of $report"; tail -n 25 "$report"
-exit $status
+mt=("${launch[@]}" "$mt_bin") parity=("${launch[@]}" "$parity_bin") gemm=("${launch[@]}" "$gemm_bin")
+attention=("${launch[@]}" "$attention_bin") nccl=("${launch[@]}" "$nccl_bin")
+slack=0
+for section in "${order[@]}"; do
+  [[ $selected == *" $section "* ]] || continue
+  begun=$SECONDS check_mark=$SECONDS
+  section_end=$((SECONDS + ${estimate[$section]} + slack))
+  note ""
+  note "== $section (estimate ${estimate[$section]} s, budget $((section_end - SECONDS)) s; $(disk_free) disk free)"
+  if ((deadline - SECONDS < 5)); then
+    result "$section" SKIP "not reached: the check's time is up"
+  elif [[ -n $no_gpu && $section != preflight ]]; then
+    result "$section" SKIP "$no_gpu"
+  else
+    "section_$section"
+  fi
+  spent=$((SECONDS - begun))
+  slack=$((slack + ${estimate[$section]} - spent)); ((slack < 0)) && slack=0
+  note "== $section: $spent s spent of ${estimate[$section]} estimated; $(disk_free) disk free"
+  pack
+done
+section=summary
+note ""
+note "== summary ($((SECONDS - start)) s; $failures failed)"
+for r in "${results[@]}"; do note "$r"; done
+((failures == 0))

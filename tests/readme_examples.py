@@ -3,7 +3,8 @@ its "\\" continuation lines) runs in a scratch directory that holds the reposito
 scripts and demo data, with moetrain on PATH as `make install` would put it. A command must exit
 0, and the output lines the README shows under it must appear in its output in that order; a shown
 line ending in "..." matches as a prefix, and "..." alone or a line in parentheses (an editorial
-note) matches nothing. Prints one PASS or FAIL line per command."""
+note) matches nothing. MOETRAIN names another binary to run them with (a CPU-only build's). Prints one
+PASS or FAIL line per command."""
 import os
 import re
 import subprocess
@@ -52,6 +53,9 @@ def matches(shown, actual):
     return None
 
 
+binary = os.path.abspath(os.environ.get("MOETRAIN", os.path.join(repo, "moetrain")))
+
+
 def scratch_dir():
     work = tempfile.mkdtemp(prefix="mt_readme_")
     for name in ("configs", "scripts", "bench", "docs", ".venv"):
@@ -59,14 +63,14 @@ def scratch_dir():
             os.symlink(os.path.join(repo, name), os.path.join(work, name))
     bin_dir = os.path.join(work, "bin")
     os.mkdir(bin_dir)
-    os.symlink(os.path.join(repo, "moetrain"), os.path.join(bin_dir, "moetrain"))
-    os.symlink(os.path.join(repo, "moetrain"), os.path.join(work, "moetrain"))
+    os.symlink(binary, os.path.join(bin_dir, "moetrain"))
+    os.symlink(binary, os.path.join(work, "moetrain"))
     data = os.path.join(repo, "data", "fortunes")
     os.mkdir(os.path.join(work, "data"))
     if os.path.exists(os.path.join(data, "train_000000.bin")):
         os.symlink(data, os.path.join(work, "data", "fortunes"))
     else:
-        subprocess.run([os.path.join(repo, "moetrain"), "prepare", "--input", "/usr/share/games/fortunes",
+        subprocess.run([binary, "prepare", "--input", "/usr/share/games/fortunes",
                         "--out", os.path.join(work, "data", "fortunes")], check=True, stdout=subprocess.DEVNULL)
     return work, bin_dir
 
