@@ -26,7 +26,8 @@ ifeq ($(CUDA),1)
   CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/%.o)
   NVCCFLAGS ?= -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   NVCCFLAGS += -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl
+  # NCCL is not linked: kernels/nccl_library.cu opens it (dlopen) when a run asks for it.
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -ldl
 endif
 OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 
@@ -117,16 +118,18 @@ $(BUILD)/tests/comm_test: $(BUILD)/tests/mpi/comm_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 $(BUILD)/tests/staged_comm_test: $(BUILD)/tests/mpi/staged_comm_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/transport_test: $(BUILD)/tests/mpi/transport_test.o $(LIB_OBJS)
+	$(CXX) -o $@ $^ $(LDLIBS)
 # FP8 codes for the PyTorch comparison (tests/oracle/check_fp8.py).
 $(BUILD)/tests/fp8_codes: $(BUILD)/tests/oracle/fp8_codes.o
 	$(CXX) -o $@ $^
-all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/bench/attention_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/fp8_codes
+all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/bench/attention_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/transport_test $(BUILD)/tests/fp8_codes
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 
 # gpu-bundle/: moetrain, gpu_parity, nccl_test, gemm_bench and attention_bench for a GPU machine that has glibc, libstdc++/libgcc,
-# the CUDA toolkit's cuBLASLt and an NCCL 2 (PyTorch's pip package carries one) but none of the Debian packages
-# (scripts/gpu_check.sh runs them there). libnccl stays on the host: it is 200 MB, and only the binaries that call
-# it (moetrain and nccl_test) load it. HDF5 and
+# the CUDA toolkit's cuBLASLt, and for runs over NCCL an NCCL 2 (PyTorch's pip package carries one), but none of the
+# Debian packages (scripts/gpu_check.sh runs them there). libnccl stays on the host: it is 200 MB, and moetrain and
+# nccl_test open it (dlopen) only when they communicate over it, so they start without it. HDF5 and
 # cudart are linked statically; the objects go through an archive, so gpu_parity and the benchmarks take only
 # what they call (no HDF5, no MPI). OpenBLAS's static archive becomes one shared lib/libmoetrain_blas.so with
 # only what the objects call, gold folding the identical kernels of its many CPU targets (half the size), so
@@ -140,7 +143,7 @@ BUNDLE_MAINS := $(BUILD)/main.o $(PARITY_OBJS) $(BUILD)/tests/gpu/nccl_test.o $(
 BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' -Wl,--disable-new-dtags \
   -L$(BUNDLE)/lib -lmoetrain_blas $(shell pkg-config --libs tomlplusplus ompi 2>/dev/null) \
   $(shell pkg-config --libs-only-L hdf5 2>/dev/null) -Wl,-Bstatic -lhdf5 -lsz -laec -lz -Wl,-Bdynamic \
-  -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt -pthread
+  -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart_static -ldl -lrt -pthread
 
 ifeq ($(CUDA),1)
 gpu-bundle: $(BUNDLE_BINS)

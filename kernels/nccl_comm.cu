@@ -1,6 +1,6 @@
 // NcclComm: DeviceComm over NCCL on a stream of its own beside the CUDA backend's (see
 // src/comm/nccl_comm.hpp for the design: collective construction, ordering, held point-to-point
-// calls, ring links, errors).
+// calls, ring links, errors). NCCL is called through the table nccl_library.cuh loads at run time.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -16,6 +16,7 @@
 #include "comm/nccl_comm.hpp"
 #include "cuda_check.cuh"
 #include "cuda_state.cuh"
+#include "nccl_library.cuh"
 #include "util/error.hpp"
 
 namespace mt {
@@ -74,9 +75,10 @@ class NcclRequest final : public Request {
 
 class NcclComm final : public DeviceComm {
  public:
-  NcclComm(Comm& host, std::unique_ptr<Comm> owned_host, const Backend& backend, ncclComm_t comm, bool one_way = false)
-      : owned_host_(std::move(owned_host)), host_(host), backend_(backend), state_(backend.state), comm_(comm),
-        one_way_(one_way) {
+  NcclComm(const NcclLibrary& nccl, Comm& host, std::unique_ptr<Comm> owned_host, const Backend& backend,
+           ncclComm_t comm, bool one_way = false)
+      : nccl_(nccl), owned_host_(std::move(owned_host)), host_(host), backend_(backend), state_(backend.state),
+        comm_(comm), one_way_(one_way) {
     activate(state_);
     MT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
@@ -90,10 +92,10 @@ class NcclComm final : public DeviceComm {
       std::fprintf(stderr, "moetrain: NcclComm on rank %d of %d destroyed with %zu point-to-point calls never waited for\n",
                    host_.rank(), host_.size(), pending_.size());
     activate(state_);
-    const ncclResult_t r = (broken_ || unwinding) ? ncclCommAbort(comm_) : ncclCommDestroy(comm_);
+    const ncclResult_t r = (broken_ || unwinding) ? nccl_.CommAbort(comm_) : nccl_.CommDestroy(comm_);
     if (r != ncclSuccess)
       std::fprintf(stderr, "moetrain: destroying the NCCL communicator of rank %d of %d: %s\n", host_.rank(),
-                   host_.size(), ncclGetErrorString(r));
+                   host_.size(), nccl_.GetErrorString(r));
     if (entry_) cudaEventDestroy(entry_);
     cudaStreamDestroy(stream_);  // releases once its work is done
   }
@@ -104,7 +106,7 @@ class NcclComm final : public DeviceComm {
   void all_reduce_sum(DeviceSpan data) override {
     require_sum_type(data, "all_reduce_sum");
     start();
-    check(ncclAllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
+    check(nccl_.AllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("all_reduce_sum", data));
     finish();
   }
@@ -112,7 +114,7 @@ class NcclComm final : public DeviceComm {
   std::unique_ptr<Request> iall_reduce_sum(DeviceSpan data) override {
     require_sum_type(data, "iall_reduce_sum");
     start();
-    check(ncclAllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
+    check(nccl_.AllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("iall_reduce_sum", data));
     return recorded();
   }
@@ -123,7 +125,7 @@ class NcclComm final : public DeviceComm {
             describe("reduce_scatter_sum", data) + " into " + describe("a block", out) +
                 " (the data must be size() blocks of the output's dtype)");
     start();
-    check(ncclReduceScatter(data.data, out.data, out.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
+    check(nccl_.ReduceScatter(data.data, out.data, out.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("reduce_scatter_sum", data));
     finish();
   }
@@ -132,7 +134,7 @@ class NcclComm final : public DeviceComm {
     require(all.dtype == mine.dtype && all.count == mine.count * size_t(size()),
             describe("all_gather", mine) + " into " + describe("a buffer", all) + " (it must hold size() blocks)");
     start();
-    check(ncclAllGather(mine.data, all.data, mine.count, nccl_type(mine.dtype), comm_, stream_),
+    check(nccl_.AllGather(mine.data, all.data, mine.count, nccl_type(mine.dtype), comm_, stream_),
           describe("all_gather", mine));
     finish();
   }
@@ -146,19 +148,19 @@ class NcclComm final : public DeviceComm {
     start();
     const size_t bytes = dtype_bytes(send.dtype);
     size_t send_at = 0, recv_at = 0;
-    check(ncclGroupStart(), what + ": ncclGroupStart");
+    check(nccl_.GroupStart(), what + ": ncclGroupStart");
     for (int r = 0; r < size(); ++r) {
       // Zero counts are left out on both sides alike: my send count to r is r's receive count from me.
       if (send_counts[r] > 0)
-        check(ncclSend(static_cast<char*>(send.data) + send_at * bytes, size_t(send_counts[r]), nccl_type(send.dtype), r,
+        check(nccl_.Send(static_cast<char*>(send.data) + send_at * bytes, size_t(send_counts[r]), nccl_type(send.dtype), r,
                        comm_, stream_), what + ": ncclSend to rank " + std::to_string(r));
       if (recv_counts[r] > 0)
-        check(ncclRecv(static_cast<char*>(recv.data) + recv_at * bytes, size_t(recv_counts[r]), nccl_type(recv.dtype),
+        check(nccl_.Recv(static_cast<char*>(recv.data) + recv_at * bytes, size_t(recv_counts[r]), nccl_type(recv.dtype),
                        r, comm_, stream_), what + ": ncclRecv from rank " + std::to_string(r));
       send_at += size_t(send_counts[r]);
       recv_at += size_t(recv_counts[r]);
     }
-    check(ncclGroupEnd(), what);
+    check(nccl_.GroupEnd(), what);
     return recorded();
   }
 
@@ -233,8 +235,8 @@ class NcclComm final : public DeviceComm {
   void post(bool send, DeviceSpan data, int peer, const std::string& what) {
     const std::string call = describe(send ? "send" : "recv", data) + (send ? " to" : " from") + " rank " +
                              std::to_string(peer) + what;
-    if (send) check(ncclSend(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), call);
-    else check(ncclRecv(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), call);
+    if (send) check(nccl_.Send(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), call);
+    else check(nccl_.Recv(data.data, data.count, nccl_type(data.dtype), peer, comm_, stream_), call);
   }
 
   // Issues the held point-to-point calls as one NCCL group and records their completion.
@@ -243,10 +245,10 @@ class NcclComm final : public DeviceComm {
     activate(state_);
     enter();
     const std::string what = std::to_string(pending_.size()) + " point-to-point call(s)";
-    check(ncclGroupStart(), what + ": ncclGroupStart");
+    check(nccl_.GroupStart(), what + ": ncclGroupStart");
     for (const Held& h : pending_)
       if (h.data.count > 0) post(h.send, h.data, h.peer, "");  // else the partner's matching call is empty too
-    check(ncclGroupEnd(), what);
+    check(nccl_.GroupEnd(), what);
     const std::shared_ptr<Event> issued = record();
     for (Held& h : pending_) h.done->issued = issued;
     pending_.clear();
@@ -286,11 +288,11 @@ class NcclComm final : public DeviceComm {
     start();
     std::unique_ptr<Comm> sub_host = host_.split(color >= 0 ? color : size() + rank(), key);
     ncclComm_t sub = nullptr;
-    check(ncclCommSplit(comm_, color >= 0 ? color : NCCL_SPLIT_NOCOLOR, key, &sub, nullptr),
+    check(nccl_.CommSplit(comm_, color >= 0 ? color : NCCL_SPLIT_NOCOLOR, key, &sub, nullptr),
           "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ")");
     if (color < 0) return nullptr;
     Comm& h = *sub_host;
-    return std::make_unique<NcclComm>(h, std::move(sub_host), backend, sub, one_way);
+    return std::make_unique<NcclComm>(nccl_, h, std::move(sub_host), backend, sub, one_way);
   }
 
   // Before any call: the held point-to-point calls go first, so every rank issues its NCCL calls in
@@ -366,20 +368,21 @@ class NcclComm final : public DeviceComm {
   // Errors of work already queued (a peer that died, a network failure) surface here.
   void check_async(const std::string& what) {
     ncclResult_t async = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(comm_, &async);
+    const ncclResult_t r = nccl_.CommGetAsyncError(comm_, &async);
     if (r != ncclSuccess) fail(r, what + " (ncclCommGetAsyncError)");
     if (async != ncclSuccess && async != ncclInProgress) fail(async, what + " (asynchronous)");
   }
 
   [[noreturn]] void fail(ncclResult_t r, const std::string& what) {
     broken_ = true;
-    const char* last = ncclGetLastError(comm_);
+    const char* last = nccl_.GetLastError(comm_);
     throw std::runtime_error("NCCL " + what + " failed on rank " + std::to_string(host_.rank()) + " of " +
                              std::to_string(size()) + " (GPU " + std::to_string(state_->device) + "): " +
-                             ncclGetErrorString(r) + (last && *last ? std::string("; NCCL says: ") + last : "") +
+                             nccl_.GetErrorString(r) + (last && *last ? std::string("; NCCL says: ") + last : "") +
                              "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
   }
 
+  const NcclLibrary& nccl_;          // the process's NCCL, loaded for good
   std::unique_ptr<Comm> owned_host_;  // the host group a split made; null for the first communicator
   Comm& host_;
   Backend backend_;
@@ -402,14 +405,17 @@ std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
   if (name != "cuda")
     throw UserError("NCCL moves device memory of the CUDA backend, but rank " + std::to_string(host.rank()) +
                     " trains on the " + name + " backend: set precision.device = \"cuda\", or communicate through MPI");
+  std::string why;
+  const NcclLibrary* nccl = nccl_library(&why);
+  if (!nccl) throw UserError("NCCL cannot be loaded: " + why);
   DeviceState* state = backend.state;
   activate(state);
   ncclUniqueId id{};
   if (host.rank() == 0) {
-    const ncclResult_t r = ncclGetUniqueId(&id);
+    const ncclResult_t r = nccl->GetUniqueId(&id);
     if (r != ncclSuccess)
       throw std::runtime_error(std::string("NCCL ncclGetUniqueId failed on rank 0 of ") + std::to_string(host.size()) +
-                               ": " + ncclGetErrorString(r) + "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
+                               ": " + nccl->GetErrorString(r) + "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
   }
   const std::string sent = host.rank() == 0 ? std::string(id.internal, sizeof id.internal) : std::string();
   const std::string got = all_gather_text(host, sent)[0];
@@ -417,13 +423,13 @@ std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
     throw std::logic_error("make_nccl_comm: NCCL's unique id arrived with " + std::to_string(got.size()) + " bytes");
   std::memcpy(id.internal, got.data(), got.size());
   ncclComm_t comm = nullptr;
-  const ncclResult_t r = ncclCommInitRank(&comm, host.size(), id, host.rank());
+  const ncclResult_t r = nccl->CommInitRank(&comm, host.size(), id, host.rank());
   if (r != ncclSuccess)
     throw std::runtime_error("NCCL ncclCommInitRank failed on rank " + std::to_string(host.rank()) + " of " +
                              std::to_string(host.size()) + " (GPU " + std::to_string(state->device) + "): " +
-                             ncclGetErrorString(r) + "; every rank needs a GPU of its own, and NCCL_DEBUG=WARN in " +
+                             nccl->GetErrorString(r) + "; every rank needs a GPU of its own, and NCCL_DEBUG=WARN in " +
                              "the environment makes NCCL log why");
-  return std::make_unique<NcclComm>(host, nullptr, backend, comm);
+  return std::make_unique<NcclComm>(*nccl, host, nullptr, backend, comm);
 }
 
 void open_ring_links(DeviceComm& comm) {

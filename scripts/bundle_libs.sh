@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Completes gpu-bundle/ once make has linked its binaries, and writes BUILD_INFO (commit, compilers, what the
 # host must provide, sizes). A GPU machine is expected to have glibc, libstdc++/libgcc and the CUDA toolkit's
-# cuBLAS(Lt), and NCCL 2 for nccl_test (PyTorch's pip package nvidia-nccl has one; gpu_check.sh finds it):
+# cuBLAS(Lt), and for runs over NCCL and nccl_test an NCCL 2, which the binaries open at run time (PyTorch's pip
+# package nvidia-nccl has one; gpu_check.sh finds it):
 #   lib/      every other shared library the binaries load (found through their $ORIGIN/lib rpath);
 #   runtime/  this machine's glibc, libstdc++ and libgcc_s with their loader, for a GPU machine whose own are
 #             older than the binaries need (scripts/gpu_check.sh starts the binaries through it then).
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 dir=$1 nvcc=$2 nvccflags=$3
 bins=("$dir/moetrain" "$dir/gpu_parity" "$dir/nccl_test" "$dir/gemm_bench" "$dir/attention_bench")
 runtime='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so'
-cuda='^(libcublasLt|libcublas|libnccl)\.so'
+cuda='^(libcublasLt|libcublas)\.so'
 mkdir -p "$dir/lib" "$dir/runtime"
 
 # ldd lists the whole dependency closure, so one pass over the binaries finds every library.
@@ -45,7 +46,9 @@ newest() { objdump -T "${bins[@]}" "$dir"/lib/*.so* | grep -o "$1_[0-9.]*" | sor
   echo "compiler $(${CXX:-g++} --version | head -n 1); nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
   echo "nvcc     $nvccflags"
   echo "needs    $(newest GLIBC), $(newest GLIBCXX), libcublasLt.so.13 and libcublas.so.13, a driver for CUDA 13 (cudart is static),"
-  echo "         libnccl.so.2 for moetrain and nccl_test (the CUDA toolkit's, or PyTorch's nvidia-nccl package);"
+  echo "         and for runs over NCCL and nccl_test libnccl.so.2 2.18.1 or newer (the CUDA toolkit's, or PyTorch's"
+  echo "         nvidia-nccl package), opened at run time where the loader finds it (LD_LIBRARY_PATH, the system's"
+  echo "         folders, ${nvcc%/bin/nvcc}/lib64) or where MOETRAIN_NCCL_LIBRARY names it;"
   echo "         runtime/ holds glibc $(ldd --version | head -n 1 | grep -o '[0-9.]*$') for hosts with an older one"
   echo "size     $(du -sh "$dir" | cut -f1) in all"
   (cd "$dir" && du -b moetrain gpu_parity nccl_test gemm_bench attention_bench lib/* runtime/*)

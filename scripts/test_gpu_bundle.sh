@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Proves gpu-bundle/ (make gpu-bundle) needs nothing a GPU machine lacks: runs it in a chroot that holds only
-# the bundle, the dynamic loader, glibc, libstdc++, libgcc_s, the CUDA toolkit's cuBLAS(Lt) and NCCL, and bash. There,
-# with no GPU, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain gets here,
-# gpu_parity and nccl_test exit 77 (skipped), gemm_bench times the CPU, attention_bench skips, and the bundle's mpirun
-# starts two ranks.
+# the bundle, the dynamic loader, glibc, libstdc++, libgcc_s, the CUDA toolkit's cuBLAS(Lt), and bash. There,
+# with no GPU and no NCCL, moetrain tokenizes text and trains configs/tiny.toml on CPU with the very losses ./moetrain
+# gets here, gpu_parity and nccl_test exit 77 (skipped), gemm_bench times the CPU, attention_bench skips, the bundle's
+# mpirun starts two ranks, and parallel.comm = "nccl" is refused with a user error. Then, with this machine's NCCL
+# added, the binaries load it: nccl_test skips for want of a GPU only, and so does parallel.comm = "nccl".
 # Needs root, or user namespaces.
 # Prints one PASS/FAIL/SKIP line per check; exits non-zero when one fails.
 #   bash scripts/test_gpu_bundle.sh
@@ -46,9 +47,13 @@ text=(src/config src/io src/model src/train)  # some of the repository's files a
 # The host side of the chroot: exactly the libraries a GPU machine provides, at the system's paths. Hard
 # links where possible: cuBLASLt is half a gigabyte.
 mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/work/text" "$root/tmp"
-provided='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublasLt|libcublas|libnccl)\.so'
-for f in "$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/nccl_test "$bundle"/gemm_bench "$bundle"/attention_bench \
-  "$bundle"/lib/*; do ldd "$f"; done |
+provided='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublasLt|libcublas)\.so'
+files=("$bundle"/moetrain "$bundle"/gpu_parity "$bundle"/nccl_test "$bundle"/gemm_bench "$bundle"/attention_bench
+  "$bundle"/lib/*)
+if linked=$(for f in "${files[@]}"; do ldd "$f"; done | grep -o 'libnccl[^ ]*' | sort -u | grep .); then
+  fail "the bundle links $linked: NCCL must be opened at run time, when a run asks for it"
+else pass "no binary of the bundle links libnccl"; fi
+for f in "${files[@]}"; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 } $1 ~ /^\// { print $1, $1 }' | sort -u |
   while read -r name path; do
     name=${name##*/}
@@ -97,11 +102,6 @@ echo "$out" | tail -n 1
 if [[ $rc -eq 77 ]]; then pass "chroot: gpu_parity skips without a GPU (exit 77)"
 else fail "chroot: gpu_parity exited $rc, wanted 77 (skipped)"; fi
 
-out=$("${jail[@]}" /work/gpu-bundle/nccl_test 2>&1); rc=$?
-echo "$out" | tail -n 1
-if [[ $rc -eq 77 ]]; then pass "chroot: nccl_test skips without a GPU (exit 77)"
-else fail "chroot: nccl_test exited $rc, wanted 77 (skipped)"; fi
-
 # The bundle's own OpenMPI launcher, with no OpenMPI in the chroot: two data-parallel ranks, as
 # scripts/gpu_check.sh runs the layout matrix.
 out=$("${jail[@]}" /work/gpu-bundle/mpi/mpirun --allow-run-as-root --oversubscribe -np 2 /work/gpu-bundle/moetrain \
@@ -117,11 +117,42 @@ out=$("${jail[@]}" /work/gpu-bundle/attention_bench 2>&1); rc=$?
 if [[ $rc -eq 0 ]] && grep -q 'skipped: no GPU' <<<"$out"; then pass "chroot: attention_bench starts and skips without a GPU"
 else fail "chroot: attention_bench (exit $rc)"; echo "$out" | tail -3; fi
 
+# NCCL asked for where there is none: a user error, before any work.
+out=$("${jail[@]}" /work/gpu-bundle/moetrain train /work/configs/tiny.toml "${run[@]}" "${data[@]}" \
+  --set run.out_dir=/work/runs --set run.name=bundle-nccl --set parallel.comm='"nccl"' 2>&1); rc=$?
+if [[ $rc -eq 2 ]] && grep -q 'NCCL cannot be loaded: libnccl.so.2 could not be loaded' <<<"$out"; then
+  pass "chroot: parallel.comm = \"nccl\" without NCCL is a user error (exit 2)"
+else fail "chroot: parallel.comm = \"nccl\" without NCCL exited $rc, wanted 2 and the library named"; echo "$out" | tail -3; fi
+out=$("${jail[@]}" /work/gpu-bundle/nccl_test 2>&1); rc=$?
+if [[ $rc -eq 77 ]] && grep -q 'skipped: no NCCL (libnccl.so.2 could not be loaded' <<<"$out"; then
+  pass "chroot: nccl_test skips without NCCL (exit 77)"
+else fail "chroot: nccl_test without NCCL exited $rc, wanted 77 (skipped: no NCCL)"; echo "$out" | tail -3; fi
+
 # The fallback scripts/gpu_check.sh uses on hosts with an older glibc: the bundle's own runtime and loader.
 out=$("${jail[@]}" /work/gpu-bundle/runtime/ld-linux-x86-64.so.2 --library-path /work/gpu-bundle/runtime \
   /work/gpu-bundle/moetrain keys 2>&1); rc=$?
 if [[ $rc -eq 0 ]] && grep -q 'run.name' <<<"$out"; then pass "chroot: moetrain through the bundled runtime/"
 else fail "chroot: moetrain through the bundled runtime/ (exit $rc)"; echo "$out" | tail -3; fi
+
+# This machine's NCCL added where a GPU machine's system keeps libraries: the binaries open it, and stop only
+# for want of a GPU. It is the one the bundle's rpath finds here.
+nccl=$(readelf -d "$bundle/moetrain" | sed -n 's/.*RPATH.*\[\(.*\)\]/\1/p' | tr ':' '\n' |
+  while read -r d; do [[ -e $d/libnccl.so.2 ]] && echo "$d/libnccl.so.2"; done | head -n 1)
+if [[ -z $nccl ]]; then
+  echo "SKIP chroot with NCCL: no libnccl.so.2 in $bundle/moetrain's rpath on this machine"
+else
+  ln -f "$(realpath "$nccl")" "$root/lib/x86_64-linux-gnu/libnccl.so.2" 2>/dev/null ||
+    cp -L "$nccl" "$root/lib/x86_64-linux-gnu/libnccl.so.2"
+  out=$("${jail[@]}" /work/gpu-bundle/nccl_test 2>&1); rc=$?
+  echo "$out" | tail -n 1
+  if [[ $rc -eq 77 ]] && grep -q 'skipped: no GPU' <<<"$out"; then pass "chroot with $nccl: nccl_test loads it, skips without a GPU"
+  else fail "chroot with $nccl: nccl_test exited $rc, wanted 77 (skipped: no GPU)"; fi
+  out=$("${jail[@]}" /work/gpu-bundle/moetrain train /work/configs/tiny.toml "${run[@]}" "${data[@]}" \
+    --set run.out_dir=/work/runs --set run.name=bundle-nccl --set parallel.comm='"nccl"' 2>&1); rc=$?
+  if [[ $rc -eq 2 ]] && grep -q 'parallel.comm = "nccl" needs each rank on a GPU' <<<"$out"; then
+    pass "chroot with $nccl: parallel.comm = \"nccl\" loads it, then asks for a GPU (exit 2)"
+  else fail "chroot with $nccl: parallel.comm = \"nccl\" exited $rc, wanted 2 (needs a GPU)"; echo "$out" | tail -3; fi
+fi
 
 if readelf -d "$bundle/moetrain" | grep -q 'RPATH.*\$ORIGIN/lib'; then pass "rpath is DT_RPATH \$ORIGIN/lib"
 else fail "$bundle/moetrain has no DT_RPATH \$ORIGIN/lib (libraries of lib/ would not be found)"; fi

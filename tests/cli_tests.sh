@@ -97,8 +97,18 @@ expect "dump-step --start-only writes the initial state and the batch, not the s
    grep -q '^/before/params ' $tmp/start.txt && grep -q '^/batch/inputs ' $tmp/start.txt &&
    ! grep -q '^/grads' $tmp/start.txt && echo 'start only'"
 expect "cuda requested without a GPU" 2 "precision.device = \"cuda\" cannot be used" -- $bin train "$tmp/exp.toml" --set precision.device=\"cuda\"
-expect "NCCL asked for on a CPU rank" 2 "parallel.comm = \"nccl\" needs each rank on a GPU, but this one runs on cpu" -- \
-  $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\" --set precision.device=\"cpu\"
+# NCCL is loaded when a run asks for it, and checked before the device is.
+if ldd $bin | grep -q libcudart; then
+  expect "NCCL asked for on a CPU rank" 2 "parallel.comm = \"nccl\" needs each rank on a GPU, but this one runs on cpu" -- \
+    $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\" --set precision.device=\"cpu\"
+  expect "NCCL asked for where it cannot be loaded" 2 \
+    "parallel.comm = \"nccl\", but NCCL cannot be loaded: MOETRAIN_NCCL_LIBRARY: /nonexistent/libnccl.so.2 could not be loaded \(.*\); install NCCL .*; or set parallel.comm = \"staged\"" -- \
+    env MOETRAIN_NCCL_LIBRARY=/nonexistent/libnccl.so.2 $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\"
+else
+  expect "NCCL asked for in a build without CUDA" 2 \
+    "parallel.comm = \"nccl\", but NCCL cannot be loaded: moetrain was built without CUDA" -- \
+    $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\" --set precision.device=\"cpu\"
+fi
 expect "NCCL asked for with ranks sharing a GPU" 2 "parallel.comm = \"nccl\" cannot go with parallel.share_gpu = true" -- \
   $bin train "$tmp/exp.toml" --set parallel.comm=\"nccl\" --set parallel.share_gpu=true
 expect "keys lists every key" 0 "\| \`model.attention.kind\` \| string" -- $bin keys

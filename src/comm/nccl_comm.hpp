@@ -2,6 +2,9 @@
 // NcclComm: DeviceComm over NCCL, one GPU per rank. Defined in kernels/nccl_comm.cu in CUDA builds;
 // src/comm/nccl_stub.cpp says that NCCL needs one otherwise, so callers need no #ifdef.
 //
+// - NCCL is not linked: kernels/nccl_library.cu loads libnccl.so.2 (or the library the environment
+//   variable MOETRAIN_NCCL_LIBRARY names, a path or a soname) the first time a run asks for it, so the
+//   binary starts without it.
 // - Made collectively by every rank of `host`: rank 0 creates NCCL's unique id and sends it to the
 //   others over `host` (MPI), then each rank joins with ncclCommInitRank on the backend's GPU.
 //   split() makes sub-communicators by ncclCommSplit, with host().split() beside each (a run's
@@ -26,11 +29,20 @@
 // - Every NCCL result is checked, also the communicator's asynchronous error; a failure throws
 //   std::runtime_error naming the rank, the group size, the call and NCCL's message.
 #include <memory>
+#include <string>
 
 #include "comm/device_comm.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
+
+// Whether this process can use NCCL: the library loads (on the first call; later calls give the same
+// answer) and is new enough. Otherwise false, with what is wrong and what to do in *why (when non-null).
+bool nccl_available(std::string* why);
+
+// For tests: whether the NCCL library `library` (a path or a soname) loads and is new enough; false with
+// the reason in *why. The process's own NCCL (nccl_available) is unaffected.
+bool nccl_loads(const std::string& library, std::string* why);
 
 // A collective over `host`. `backend` must be the CUDA backend of this rank's GPU and outlive the
 // communicator, as must `host`.

@@ -237,7 +237,9 @@ std::vector<Field> schema_fields(Config& c) {
          "instead of NCCL, which refuses two ranks on one GPU");
   b.choice("parallel.comm", p.comm,
            "how device payloads move between GPU ranks: auto = NCCL when there are several ranks, each with a GPU "
-           "of its own; nccl = NCCL even for one rank; staged = through host memory and MPI");
+           "of its own, and every one loads NCCL (else staged, the banner saying why); nccl = NCCL even for one rank "
+           "(loaded at run time: libnccl.so.2, or the library MOETRAIN_NCCL_LIBRARY names); staged = through host "
+           "memory and MPI");
 
   auto& pr = c.precision;
   b.choice("precision.device", pr.device,

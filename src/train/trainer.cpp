@@ -76,19 +76,13 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
     throw UserError(cfg.origin.at("parallel.schedule") + ": --profile times the ops of one stream, but parallel.pp = " +
                     std::to_string(p.pp) + " with schedule \"" + schedule +
                     "\" runs a chunk per stream; profile with parallel.pp = 1 and schedule \"1f1b\"");
+  // A missing NCCL needs no device to find: it stops the run before any device work.
+  require_nccl_if_asked(cfg);
   device_ = choose_device(cfg, slots);
   // Every rank takes part; only the first prints them.
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
-  // NCCL needs a GPU of its own per rank; ranks sharing one stage through host memory.
-  const bool gpu = device_.owned == DeviceChoice::Owned::cuda;
-  if (p.comm == CommChoice::nccl && !gpu)
-    throw UserError(cfg.origin.at("parallel.comm") + ": parallel.comm = \"nccl\" needs each rank on a GPU, but this one "
-                    "runs on " + device_.description + "; set precision.device = \"cuda\", or parallel.comm = \"auto\"");
-  // A lone rank has nothing to send: NCCL only when asked for.
-  const bool nccl =
-      gpu && (p.comm == CommChoice::nccl || (p.comm == CommChoice::automatic && !p.share_gpu && opt_.world->size() > 1));
-  transport_ = nccl ? DeviceTransport::nccl : DeviceTransport::staged;
-  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_);
+  transport_ = choose_transport(cfg, device_, *opt_.world);
+  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_.transport);
   if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
   // Each chunk computes on its own stream and talks over its own tensor- and expert-parallel
   // communicators, ordered after that stream (DualPipe runs two chunks' passes at once), each timed
@@ -170,12 +164,14 @@ void Trainer::print_header() const {
       std::printf("  %s rank %3zu: %s\n", r == 0 ? "device  " : "        ", r, rank_devices_[r].c_str());
   }
   const auto& p = cfg_.parallel;
-  if (transport_ == DeviceTransport::nccl)
+  if (transport_.transport == DeviceTransport::nccl)
     std::printf("  comm     NCCL between the GPUs, MPI for counts and scalars\n");
-  else if (groups_.layout.world() > 1)
-    std::printf("  comm     MPI; device payloads %s\n", device_.backend.host_addressable()
-                                                        ? "handed to it in place (CPU memory)"
-                                                        : "staged through host memory");
+  else if (groups_.layout.world() > 1) {
+    const std::string why = transport_.no_nccl.empty() ? "" : " (auto: " + transport_.no_nccl + ")";
+    std::printf("  comm     MPI; device payloads %s%s\n",
+                device_.backend.host_addressable() ? "handed to it in place (CPU memory)" : "staged through host memory",
+                why.c_str());
+  }
   if (groups_.layout.world() > 1 || schedule_) {
     std::printf("  layout   %s: each data-parallel rank runs %d micro-batches of each step\n", layout_.c_str(),
                 cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);

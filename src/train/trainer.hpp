@@ -16,6 +16,7 @@
 #include "train/optimizer.hpp"
 #include "train/pipeline_step.hpp"
 #include "train/device.hpp"
+#include "train/transport.hpp"
 
 namespace mt {
 
@@ -62,7 +63,7 @@ class Trainer {
   TrainOptions opt_;
   std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
   ParallelGroups groups_;
-  DeviceTransport transport_ = DeviceTransport::staged;
+  TransportChoice transport_;
   struct CommSeconds { double tp = 0, ep = 0; };
   std::vector<CommSeconds> comm_seconds_;         // this step's host-side part, per model chunk
   struct CommTimers { std::unique_ptr<DeviceTimer> tp, ep; };

@@ -2,7 +2,7 @@
 // and isend/irecv to itself, in f32, f64 and u8, on sub-communicators from split(), each against
 // the result it must give exactly. Outputs are poisoned before each call, so an element NCCL never
 // writes fails. Prints PASS/FAIL per check; exits 0 when all pass, 1 when one fails, 77 (skipped)
-// without a usable GPU.
+// when NCCL cannot be loaded or there is no usable GPU.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -188,6 +188,10 @@ void misuse(DeviceComm& c, const Backend& gpu) {
 
 int main() {
   std::string why;
+  if (!nccl_available(&why)) {
+    std::printf("nccl_test: skipped: no NCCL (%s)\n", why.c_str());
+    return 77;
+  }
   if (!cuda_available(&why)) {
     std::printf("nccl_test: skipped: no GPU (%s)\n", why.c_str());
     return 77;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Multi-rank tests under mpirun: every Comm call, then data-parallel training against one rank.
+# Multi-rank tests under mpirun: every Comm call, the device transport ranks agree on, then data-parallel
+# training against one rank.
 # Each case prints PASS or FAIL.
 # Knobs for a GPU machine (scripts/gpu_check.sh): MOETRAIN and MPIRUN name the binary and the launcher;
 # MPI_MATRIX_ONLY=1 runs only the layout matrix; MPI_MATRIX_SET adds one KEY=VALUE to every run of it.
@@ -17,6 +18,8 @@ only_matrix=${MPI_MATRIX_ONLY:-0}
 if [[ $only_matrix != 1 ]]; then
   mpi 3 build/tests/comm_test
   mpi 3 build/tests/staged_comm_test
+  # The last rank cannot load NCCL: parallel.comm = "auto" must stage on every rank.
+  mpi 2 build/tests/transport_test : -np 1 env MOETRAIN_NCCL_LIBRARY=/nonexistent/libnccl.so.2 build/tests/transport_test
 fi
 
 for i in $(seq 1 60); do printf 'fortune number %d: the quick brown fox %d\n%%\n' "$i" "$((i * 7))"; done > "$tmp/quotes"
