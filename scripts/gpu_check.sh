@@ -358,25 +358,30 @@ section_preflight() {
 # dlopen would find (LD_LIBRARY_PATH, then the loader's cache), or nothing.
 library_path() {
   local d path
+  [[ $1 == libnccl.so.2 && -n ${MOETRAIN_NCCL_LIBRARY:-} ]] && { realpath "$MOETRAIN_NCCL_LIBRARY"; return; }
   path=$(ldd "$mt_bin" "$parity_bin" 2>/dev/null | awk -v n="$1" '$1 == n && $3 ~ /^\// { print $3; exit }')
   [[ -n $path ]] && { realpath "$path"; return; }
   local search=${LD_LIBRARY_PATH:-}
   for d in ${search//:/ }; do [[ -e $d/$1 ]] && { realpath "$d/$1"; return; }; done
   ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }'
 }
-# find_cuda_libraries: puts the folders of cuBLASLt, NCCL and cuDNN on LD_LIBRARY_PATH where the loader would
-# not find them: the CUDA toolkit's, else PyTorch's pip packages (nvidia-*).
+# find_cuda_libraries: puts the folders of cuBLASLt and cuDNN on LD_LIBRARY_PATH where the loader would not find
+# them, and names NCCL's file in MOETRAIN_NCCL_LIBRARY (moetrain opens it at run time; the variable holds also when
+# the binaries start through the bundle's runtime/): the CUDA toolkit's, else PyTorch's pip packages (nvidia-*).
 find_cuda_libraries() {
   local sites lib dir
   read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
   for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
-    [[ -n $(library_path "$lib") ]] && continue
+    [[ -n $(library_path "$lib") && $lib != libnccl.so.2 ]] && continue
+    [[ $lib == libnccl.so.2 && -n ${MOETRAIN_NCCL_LIBRARY:-} ]] && continue
     dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
             /usr/local/cuda-13*/lib64 "${sites[@]/%//nvidia/cu13/lib}" "${sites[@]/%//nvidia/nccl/lib}" \
             "${sites[@]/%//nvidia/cudnn/lib}" "${sites[@]/%//nvidia/cublas/lib}"; do
             [[ -e $d/$lib ]] && echo "$d"; done | head -n 1)
     [[ -n $dir ]] || dir=$(timeout 30 find /usr /opt "${sites[@]}" -name "$lib" -print -quit 2>/dev/null | xargs -r dirname)
-    [[ -n $dir ]] && export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    [[ -n $dir ]] || continue
+    if [[ $lib == libnccl.so.2 ]]; then export MOETRAIN_NCCL_LIBRARY=$dir/$lib
+    else export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; fi
   done
 }
 
