@@ -103,6 +103,8 @@ double device_mark_seconds(DeviceState* s, void* from, void* to) {
   return ms * 1e-3;
 }
 
+const FallbackCounts* device_fallbacks(DeviceState* s) { return &s->fallbacks; }
+
 const OpTable& cuda_ops() {
   static const OpTable table = [] {
     OpTable t{};
@@ -119,6 +121,7 @@ const OpTable& cuda_ops() {
     t.mark_record = device_mark_record;
     t.mark_seconds = device_mark_seconds;
     t.mark_wait = device_mark_wait;
+    t.fallbacks = device_fallbacks;
 #define MT_CUDA_ENTRY(op) t.op = cuda::op;
     MT_OP_LIST(MT_CUDA_ENTRY)
 #undef MT_CUDA_ENTRY
@@ -176,7 +179,7 @@ int cuda_device_count() {
   return count;
 }
 
-Backend cuda_backend_create(int device) {
+Backend cuda_backend_create(int device, const CudaBackendOptions& options) {
   std::string why;
   if (!cuda_available(&why)) throw UserError("cannot use a GPU: " + why);
   int count = 0;
@@ -189,6 +192,7 @@ Backend cuda_backend_create(int device) {
 
   auto* s = new DeviceState;
   s->device = device;
+  s->force_gemm_fallback = options.force_gemm_fallback;
   activate(s);
   MT_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, device));
   // Non-blocking: the backend's work never serialises against the legacy default stream.
