@@ -220,23 +220,6 @@ CudaDeviceInfo cuda_device_info(int device) {
   return info;
 }
 
-double cuda_elapsed_ms(const Backend& gpu, const std::function<void()>& work) {
-  DeviceState* s = gpu.state;
-  activate(s);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  MT_CUDA_CHECK(cudaEventCreate(&start));
-  MT_CUDA_CHECK(cudaEventCreate(&stop));
-  MT_CUDA_CHECK(cudaEventRecord(start, s->stream));
-  work();
-  MT_CUDA_CHECK(cudaEventRecord(stop, s->stream));
-  MT_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MT_CUDA_CHECK(cudaEventDestroy(start));
-  MT_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms;
-}
-
 void cuda_backend_destroy(Backend& b) {
   DeviceState* s = b.state;
   b = Backend{};

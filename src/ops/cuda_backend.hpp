@@ -41,10 +41,6 @@ CudaDeviceInfo cuda_device_info(int device);
 void cuda_backend_destroy(Backend& b);
 
 
-// Milliseconds the GPU spends on what `work` queues on `gpu` (CUDA events around it on the
-// backend's stream; waits for them). For benchmarks.
-double cuda_elapsed_ms(const Backend& gpu, const std::function<void()>& work);
-
 // For tests: the FP8 codes and scales the CUDA GEMM makes of one operand. x (device memory) is
 // stored [rows, cols] with the product's K along its rows (k_along_rows) or its columns. codes come
 // back as cuBLASLt reads them, [outer_pad, k_pad] with K contiguous and zeros in the padding;

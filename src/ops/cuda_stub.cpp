@@ -24,10 +24,6 @@ CudaDeviceInfo cuda_device_info(int) { throw UserError(std::string("cannot use a
 
 void cuda_backend_destroy(Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
-double cuda_elapsed_ms(const Backend&, const std::function<void()>&) {
-  throw UserError(std::string("cannot use a GPU: ") + kNoCuda);
-}
-
 CudaFp8Operand cuda_fp8_quantize(const Backend&, const float*, int, int, bool, Fp8Operand, const Fp8Recipe&) {
   throw UserError(std::string("cannot use a GPU: ") + kNoCuda);
 }
