@@ -94,6 +94,9 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
                 "activations %.3f MB (%.3f MB at most in use)\n",
                 mem.weights / 1e6, mem.gradients / 1e6, mem.optimizer / 1e6, mem.activations / 1e6,
                 mem.activations_used / 1e6);
+    // A line per kind of GEMM that fell back; a run where everything ran as chosen (every CPU
+    // run) prints nothing more.
+    for (const std::string& line : s.fallbacks.counted_lines()) std::printf("%s\n", line.c_str());
     std::printf("%s\n", mt::summary_line({.run = cfg.run.name, .steps = s.last_step,
                                           .complete = s.last_step >= cfg.training.steps, .interrupted = s.interrupted,
                                           .loss = s.losses.empty() ? -1 : s.losses.back(),

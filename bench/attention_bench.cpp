@@ -6,11 +6,15 @@
 // FLOPs are the useful ones of causal attention, as FlashAttention counts them: forward
 // 2 * batch * heads * seq^2 / 2 * (qk + v), backward 2.5 times that (the recomputed scores and
 // the kernels' second pass for dQ not counted).
+// --cpu-stand-in: small cases on the strict CPU backend in the GPU's place, printed in the same
+// lines (their names start "cpu-strict"), so that what reads these lines can be tried without a GPU.
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "ops/cuda_backend.hpp"
+#include "ops/device_timer.hpp"
 #include "ops/ops.hpp"
 
 namespace {
@@ -24,6 +28,8 @@ struct Case {
 constexpr Case kCases[] = {{"gpt2", 8, 12, 1024, 64, 64},
                            {"d128 seq4096", 2, 16, 4096, 128, 128},
                            {"mla seq4096", 1, 16, 4096, 192, 128}};
+constexpr Case kStandInCases[] = {{"cpu-strict gpt2 heads", 1, 2, 128, 64, 64},
+                                  {"cpu-strict mla heads", 1, 2, 128, 192, 128}};
 
 struct DeviceBuffer {
   const Backend& be;
@@ -38,16 +44,19 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// Milliseconds per call: 2 untimed calls, then the mean of `reps`.
+// Milliseconds per call: 2 untimed calls, then the mean of `reps`, by the device's own clock (CUDA
+// events on a GPU).
 double ms_per_call(const Backend& gpu, const std::function<void()>& call, int reps) {
   call();
   call();
-  return cuda_elapsed_ms(gpu, [&] {
-           for (int i = 0; i < reps; ++i) call();
-         }) / reps;
+  DeviceTimer timer(gpu);
+  timer.time([&] {
+    for (int i = 0; i < reps; ++i) call();
+  });
+  return timer.take_seconds() * 1e3 / reps;
 }
 
-void run(const Backend& gpu, const Case& c, GemmInputs inputs) {
+void run(const Backend& gpu, const Case& c, GemmInputs inputs, int reps) {
   const size_t rows = size_t(c.batch) * c.seq * c.heads;
   // Values of a few sizes, not zero: the softmax sees real spreads, and no product is trivially 0.
   DeviceBuffer q(gpu, rows * c.qk, 0.02f), k(gpu, rows * c.qk, -0.03f), v(gpu, rows * c.v, 0.5f);
@@ -59,7 +68,6 @@ void run(const Backend& gpu, const Case& c, GemmInputs inputs) {
   const AttentionBackwardArgs b{.batch = c.batch, .seq = c.seq, .heads = c.heads, .qk_dim = c.qk, .v_dim = c.v,
                                 .scale = 0.1f, .q = q.p, .k = k.p, .v = v.p, .out = out.p, .lse = lse.p,
                                 .dout = dout.p, .dq = dq.p, .dk = dk.p, .dv = dv.p, .inputs = inputs};
-  const int reps = inputs == GemmInputs::fp32 ? 3 : 10;
   const double fwd_ms = ms_per_call(gpu, [&] { gpu.attention_forward(f); }, reps);
   const double bwd_ms = ms_per_call(gpu, [&] { gpu.attention_backward(b); }, reps);
   const double fwd_flops = 2.0 * c.batch * c.heads * (double(c.seq) * c.seq / 2) * (c.qk + c.v);
@@ -72,15 +80,28 @@ void run(const Backend& gpu, const Case& c, GemmInputs inputs) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string arg = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && arg != "--cpu-stand-in")) {
+    std::fprintf(stderr, "attention_bench: unknown argument '%s'\nusage: attention_bench [--cpu-stand-in]\n",
+                 argc > 2 ? argv[2] : arg.c_str());
+    return 2;
+  }
+  if (arg == "--cpu-stand-in") {
+    Backend strict = cpu_strict_backend_create();
+    for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
+      for (const Case& c : kStandInCases) run(strict, c, inputs, 1);
+    cpu_strict_backend_destroy(strict);
+    return 0;
+  }
   std::string why;
   if (!cuda_available(&why)) {
     std::printf("attention_bench: skipped: no GPU (%s)\n", why.c_str());
     return 0;
   }
   Backend gpu = cuda_backend_create(0);
-  for (const Case& c : kCases) run(gpu, c, GemmInputs::bf16);
-  for (const Case& c : kCases) run(gpu, c, GemmInputs::fp32);
+  for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
+    for (const Case& c : kCases) run(gpu, c, inputs, inputs == GemmInputs::fp32 ? 3 : 10);
   cuda_backend_destroy(gpu);
   return 0;
 }

@@ -1,14 +1,28 @@
-// GEMM throughput: the CPU reference sgemm (fp32) and, when a GPU is present, the CUDA
-// backend's cuBLASLt gemm (bf16 inputs, fp32 accumulate; the fp32->bf16 rounding of A and B is
-// part of the op and is timed with it). Prints one plain line per measurement, then a table of
-// FP8 beside BF16 on DeepSeek-V3's shapes.
+// GEMM throughput: the CPU reference sgemm (fp32) and, when a GPU is present, the CUDA backend's
+// GEMMs: square bf16 and fp32 products, then DeepSeek-V3's linear layers in each training form in
+// bf16 and in FP8 (DeepSeek's recipe: 1x128 tiles, 128x128 weight blocks, power-of-two scales).
+// A bf16 or FP8 line gives two rates: the op as the trainer calls it (its fp32 operands rounded to
+// bfloat16, or quantized to FP8 with any transposition, inside the op and timed with it), and the
+// matmul alone (the operands converted before the timer starts). An FP8 line names the cuBLASLt
+// scale modes its GEMM ran with, for A/B, or fallback-fp32 when it ran as fp32 over dequantized
+// values. The run ends with the backend's fallback lines, "none" included.
+//   gemm cpu fp32 m=M n=N k=K : R GFLOP/s
+//   gemm DEVICE bf16 [layer=L form=F] m=M n=N k=K : R TFLOP/s, matmul only R TFLOP/s
+//   gemm DEVICE fp32 m=M n=N k=K : R TFLOP/s
+//   gemm DEVICE fp8 layer=L form=F m=M n=N k=K scales=MODES : R TFLOP/s, matmul only R TFLOP/s, X.XXx bf16
+// DEVICE is cuda, or with --cpu-stand-in cpu-strict: the strict CPU backend in the GPU's place on
+// small shapes, so that what reads these lines can be tried without a GPU (its FP8 is the CPU
+// emulation, scales=cpu-emulation, which quantizes inside every call: matmul only n/a).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "ops/cuda_backend.hpp"
+#include "ops/device_timer.hpp"
+#include "ops/fallback_counts.hpp"
 #include "ops/ops.hpp"
 
 namespace {
@@ -20,30 +34,29 @@ using Clock = std::chrono::steady_clock;
 // synchronize brackets the timed loop, so device work is fully counted.
 double seconds_per_gemm(const Backend& be, const GemmArgs& g, int warmup, int reps) {
   for (int i = 0; i < warmup; ++i) be.gemm(g);
-  be.ops->synchronize(be.state);
+  be.synchronize();
   const auto t0 = Clock::now();
   for (int i = 0; i < reps; ++i) be.gemm(g);
-  be.ops->synchronize(be.state);
+  be.synchronize();
   return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
 }
 
-// Times C[n,n] = A*B on `be` with arbitrary (non-zero) inputs; returns FLOP/s.
-double gemm_flops(const Backend& be, int n, GemmInputs inputs, int warmup, int reps) {
+// Arbitrary (non-zero) values, the same on every backend.
+std::vector<float> values(size_t n) {
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = float(int(i % 17) - 8) / 8.0f;
+  return host;
+}
+
+// Times C[n,n] = A*B on the CPU reference; returns FLOP/s.
+double cpu_gemm_flops(const Backend& be, int n, int warmup, int reps) {
   const size_t count = size_t(n) * n;
-  std::vector<float> host(count);
-  for (size_t i = 0; i < count; ++i) host[i] = float(int(i % 17) - 8) / 8.0f;
-  float* buf[3];
-  for (float*& p : buf) {
-    p = static_cast<float*>(be.ops->alloc(be.state, count * sizeof(float)));
-    be.ops->upload(be.state, p, host.data(), count * sizeof(float));
-  }
+  const std::vector<float> a = values(count), b = values(count);
+  std::vector<float> c(count);
   GemmArgs g;
   g.m = g.n = g.k = n;
-  g.a = buf[0]; g.b = buf[1]; g.c = buf[2];
-  g.inputs = inputs;
-  const double s = seconds_per_gemm(be, g, warmup, reps);
-  for (float* p : buf) be.ops->release(be.state, p);
-  return 2.0 * double(n) * n * n / s;
+  g.a = a.data(); g.b = b.data(); g.c = c.data();
+  return 2.0 * double(n) * n * n / seconds_per_gemm(be, g, warmup, reps);
 }
 
 // DeepSeek-V3's linear layers as [tokens, in] -> [tokens, out] (hidden 7168, expert hidden 2048,
@@ -52,80 +65,182 @@ struct Linear {
   const char* name;
   int in, out;
 };
-constexpr Linear kLinears[] = {{"expert up", 7168, 2048},     {"expert down", 2048, 7168},
-                               {"mla q down", 7168, 1536},    {"mla kv down", 7168, 512},
-                               {"mla q up", 1536, 128 * 192}, {"mla kv up", 512, 128 * 256},
-                               {"attn out", 128 * 128, 7168}};
+constexpr Linear kLinears[] = {{"expert-up", 7168, 2048},     {"expert-down", 2048, 7168},
+                               {"mla-q-down", 7168, 1536},    {"mla-kv-down", 7168, 512},
+                               {"mla-q-up", 1536, 128 * 192}, {"mla-kv-up", 512, 128 * 256},
+                               {"attn-out", 128 * 128, 7168}};
 
 enum class Form { forward, dgrad, wgrad };
 
 // The GEMM of one training form of a linear layer over `tokens` rows, as the model issues it.
-GemmArgs linear_gemm(Form form, int tokens, const Linear& l) {
+GemmArgs linear_gemm(Form form, int tokens, int in, int out) {
   GemmArgs g;
   switch (form) {
-    case Form::forward: g.m = tokens, g.n = l.out, g.k = l.in, g.trans_b = true; break;
-    case Form::dgrad: g.m = tokens, g.n = l.in, g.k = l.out; break;
-    case Form::wgrad: g.m = l.out, g.n = l.in, g.k = tokens, g.trans_a = true, g.beta = 1.0f; break;
+    case Form::forward: g.m = tokens, g.n = out, g.k = in, g.trans_b = true; break;
+    case Form::dgrad: g.m = tokens, g.n = in, g.k = out; break;
+    case Form::wgrad: g.m = out, g.n = in, g.k = tokens, g.trans_a = true, g.beta = 1.0f; break;
   }
   g.fp8.a = form == Form::forward ? Fp8Operand::activation : Fp8Operand::gradient;
   g.fp8.b = form == Form::wgrad ? Fp8Operand::activation : Fp8Operand::weight;
   return g;
 }
 
-// Median milliseconds of one gemm: `samples` CUDA-event timings of `batch` calls back to back (so
-// the host's per-call work overlaps the previous call's GPU work), after `warmup` calls.
-double median_ms(const Backend& gpu, const GemmArgs& g, int warmup, int samples, int batch) {
-  for (int i = 0; i < warmup; ++i) gpu.gemm(g);
-  std::vector<double> ms(samples);
-  for (double& t : ms)
-    t = cuda_elapsed_ms(gpu, [&] {
-          for (int i = 0; i < batch; ++i) gpu.gemm(g);
-        }) / batch;
-  std::nth_element(ms.begin(), ms.begin() + samples / 2, ms.end());
-  return ms[samples / 2];
+// The backend under test and how long to time it.
+struct Device {
+  Backend be;
+  const char* label;  // "cuda" or "cpu-strict"
+  bool cuda;
+  int warmup, samples, batch;
+};
+
+// Median seconds of one call: `samples` timings of `batch` calls back to back (so the host's
+// per-call work overlaps the previous call's device work), after `warmup` calls. The device's
+// own clock: CUDA events on a GPU.
+double median_seconds(const Device& d, const std::function<void()>& call) {
+  for (int i = 0; i < d.warmup; ++i) call();
+  DeviceTimer timer(d.be);
+  std::vector<double> s(d.samples);
+  for (double& t : s) {
+    timer.time([&] {
+      for (int i = 0; i < d.batch; ++i) call();
+    });
+    t = timer.take_seconds() / d.batch;
+  }
+  std::nth_element(s.begin(), s.begin() + d.samples / 2, s.end());
+  return s[d.samples / 2];
 }
 
-// FP8 (DeepSeek's recipe: 1x128 tiles, 128x128 weight blocks, power-of-two scales) beside BF16.
-// Both times include the op's conversion of its fp32 inputs (rounding to bf16, or quantizing to
-// fp8 with any transposition), as the trainer pays it.
-void fp8_table(const Backend& gpu) {
+// g's operands and output on the device, with values(), and bfloat16 copies of A and B rounded by
+// the device itself (copy_columns into bfloat16 rounds as the bf16 GEMM does).
+class Operands {
+ public:
+  Operands(const Backend& be, GemmArgs& g) : be_(be) {
+    const int a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+    const int b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+    a_ = upload(size_t(a_rows) * a_cols);
+    b_ = upload(size_t(b_rows) * b_cols);
+    c_ = upload(size_t(g.m) * g.n);
+    a16_ = rounded(a_, a_rows, a_cols);
+    b16_ = rounded(b_, b_rows, b_cols);
+    g.a = a_, g.b = b_, g.c = c_;
+  }
+  ~Operands() {
+    be_.release(a_);
+    be_.release(b_);
+    be_.release(c_);
+    be_.release(a16_);
+    be_.release(b16_);
+  }
+  Operands(const Operands&) = delete;
+  Operands& operator=(const Operands&) = delete;
+
+  // g with its operands in bfloat16 already: the bf16 GEMM without its rounding.
+  GemmArgs pre_rounded(GemmArgs g) const {
+    g.a = g.b = nullptr;
+    g.a_bf16 = a16_, g.b_bf16 = b16_;
+    return g;
+  }
+
+ private:
+  float* upload(size_t n) {
+    auto* p = static_cast<float*>(be_.alloc(n * sizeof(float)));
+    be_.upload(p, values(n).data(), n * sizeof(float));
+    return p;
+  }
+  Bf16* rounded(const float* x, int rows, int cols) {
+    auto* p = static_cast<Bf16*>(be_.alloc(size_t(rows) * cols * sizeof(Bf16)));
+    be_.copy_columns({.rows = rows, .cols = cols, .src = x, .src_stride = cols, .dst_stride = cols, .dst_bf16 = p});
+    return p;
+  }
+  const Backend& be_;
+  float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
+  Bf16 *a16_ = nullptr, *b16_ = nullptr;
+};
+
+double tflops(const GemmArgs& g, double seconds) { return 2.0 * double(g.m) * g.n * g.k / seconds / 1e12; }
+
+// The bf16 line of g over `ops`; returns its TFLOP/s as the trainer pays them.
+double bf16_line(const Device& d, GemmArgs g, const Operands& ops, const std::string& fields) {
+  g.inputs = GemmInputs::bf16;
+  const double op = tflops(g, median_seconds(d, [&] { d.be.gemm(g); }));
+  const GemmArgs bare = ops.pre_rounded(g);
+  const double matmul = tflops(g, median_seconds(d, [&] { d.be.gemm(bare); }));
+  std::printf("gemm %s bf16 %sm=%d n=%d k=%d : %.4g TFLOP/s, matmul only %.4g TFLOP/s\n", d.label, fields.c_str(),
+              g.m, g.n, g.k, op, matmul);
+  return op;
+}
+
+// The FP8 line of g (DeepSeek's recipe) beside its bf16 rate.
+void fp8_line(const Device& d, GemmArgs g, const std::string& fields, double bf16) {
   const Fp8Recipe recipe;
-  std::printf("\n%-12s %-7s %6s %6s %6s  %10s %10s %7s\n", "layer", "form", "M", "N", "K", "bf16 TF/s", "fp8 TF/s",
-              "fp8/bf16");
-  for (int tokens : {4096, 8192, 16384})
+  g.inputs = GemmInputs::fp8;
+  g.fp8.recipe = &recipe;
+  const double op = tflops(g, median_seconds(d, [&] { d.be.gemm(g); }));
+  // What the timed calls ran, read before anything else runs an FP8 GEMM.
+  const std::string scales = d.cuda ? cuda_fp8_scaling_used(d.be) : "cpu-emulation";
+  char matmul[48] = "n/a";
+  if (d.cuda) {
+    const std::function<void()> bare = cuda_fp8_matmul_only(d.be, g);
+    std::snprintf(matmul, sizeof matmul, "%.4g TFLOP/s", tflops(g, median_seconds(d, bare)));
+  }
+  std::printf("gemm %s fp8 %sm=%d n=%d k=%d scales=%s : %.4g TFLOP/s, matmul only %s, %.2fx bf16\n", d.label,
+              fields.c_str(), g.m, g.n, g.k, scales.c_str(), op, matmul, op / bf16);
+}
+
+GemmArgs square(int n) {
+  GemmArgs g;
+  g.m = g.n = g.k = n;
+  return g;
+}
+
+// Square products, then every linear layer's three forms (widths divided by `shrink`) in bf16 and
+// FP8, then what fell back.
+void device_lines(const Device& d, const std::vector<int>& squares, int fp32_square, const std::vector<int>& tokens,
+                  int shrink) {
+  for (int n : squares) {
+    GemmArgs g = square(n);
+    const Operands ops(d.be, g);
+    bf16_line(d, g, ops, "");
+  }
+  // fp32 (no TF32) for comparison: the precision the parity test holds the bf16 path against.
+  GemmArgs g = square(fp32_square);
+  const Operands ops(d.be, g);
+  std::printf("gemm %s fp32 m=%d n=%d k=%d : %.4g TFLOP/s\n", d.label, g.m, g.n, g.k,
+              tflops(g, median_seconds(d, [&] { d.be.gemm(g); })));
+  for (int t : tokens)
     for (const Linear& l : kLinears)
       for (Form form : {Form::forward, Form::dgrad, Form::wgrad}) {
-        GemmArgs g = linear_gemm(form, tokens, l);
-        const size_t a = size_t(g.m) * g.k, b = size_t(g.k) * g.n, c = size_t(g.m) * g.n;
-        std::vector<float> host(std::max({a, b, c}));
-        for (size_t i = 0; i < host.size(); ++i) host[i] = float(int(i % 17) - 8) / 8.0f;
-        float* buf[3];
-        const size_t counts[3] = {a, b, c};
-        for (int i = 0; i < 3; ++i) {
-          buf[i] = static_cast<float*>(gpu.alloc(counts[i] * sizeof(float)));
-          gpu.upload(buf[i], host.data(), counts[i] * sizeof(float));
-        }
-        g.a = buf[0], g.b = buf[1], g.c = buf[2];
-        const double flops = 2.0 * double(g.m) * g.n * g.k;
-        g.inputs = GemmInputs::bf16;
-        const double bf16 = flops / median_ms(gpu, g, 3, 9, 5) / 1e9;
-        g.inputs = GemmInputs::fp8;
-        g.fp8.recipe = &recipe;
-        const double fp8 = flops / median_ms(gpu, g, 3, 9, 5) / 1e9;
-        const char* form_name = form == Form::forward ? "forward" : form == Form::dgrad ? "dgrad" : "wgrad";
-        std::printf("%-12s %-7s %6d %6d %6d  %10.1f %10.1f %7.2f\n", l.name, form_name, g.m, g.n, g.k, bf16, fp8,
-                    fp8 / bf16);
+        GemmArgs lg = linear_gemm(form, t, l.in / shrink, l.out / shrink);
+        const Operands lops(d.be, lg);
+        const char* f = form == Form::forward ? "forward" : form == Form::dgrad ? "dgrad" : "wgrad";
+        const std::string fields = std::string("layer=") + l.name + " form=" + f + " ";
+        fp8_line(d, lg, fields, bf16_line(d, lg, lops, fields));
         std::fflush(stdout);
-        for (float* p : buf) gpu.release(p);
       }
+  const FallbackCounts fallbacks = backend_fallbacks(d.be);
+  for (FallbackKind kind : kFallbackKinds) std::printf("%s\n", fallbacks.line(kind).c_str());
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string arg = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && arg != "--cpu-stand-in")) {
+    std::fprintf(stderr, "gemm_bench: unknown argument '%s'\nusage: gemm_bench [--cpu-stand-in]\n",
+                 argc > 2 ? argv[2] : arg.c_str());
+    return 2;
+  }
+  if (arg == "--cpu-stand-in") {
+    // Shapes small enough for the strict CPU backend: DeepSeek-V3's layers at a sixteenth of their
+    // widths over 128 tokens, the same lines as a GPU's.
+    Device d{cpu_strict_backend_create(), "cpu-strict", false, 1, 3, 1};
+    device_lines(d, {128}, 128, {128}, 16);
+    cpu_strict_backend_destroy(d.be);
+    return 0;
+  }
   const Backend cpu = cpu_backend();
   for (int n : {512, 1024, 2048}) {
-    const double f = gemm_flops(cpu, n, GemmInputs::fp32, 1, n <= 1024 ? 10 : 3);
+    const double f = cpu_gemm_flops(cpu, n, 1, n <= 1024 ? 10 : 3);
     std::printf("gemm cpu fp32 m=%d n=%d k=%d : %.1f GFLOP/s\n", n, n, n, f / 1e9);
     std::fflush(stdout);
   }
@@ -135,15 +250,8 @@ int main() {
     std::printf("gemm_bench: GPU part skipped: no GPU (%s)\n", why.c_str());
     return 0;
   }
-  Backend gpu = cuda_backend_create(0);
-  for (int n : {4096, 8192}) {
-    const double f = gemm_flops(gpu, n, GemmInputs::bf16, 5, n <= 4096 ? 100 : 30);
-    std::printf("gemm cuda bf16 m=%d n=%d k=%d : %.1f TFLOP/s\n", n, n, n, f / 1e12);
-  }
-  // fp32 (no TF32) for comparison: the precision the parity test holds the bf16 path against.
-  const double f32 = gemm_flops(gpu, 4096, GemmInputs::fp32, 2, 10);
-  std::printf("gemm cuda fp32 m=4096 n=4096 k=4096 : %.1f TFLOP/s\n", f32 / 1e12);
-  fp8_table(gpu);
-  cuda_backend_destroy(gpu);
+  Device d{cuda_backend_create(0), "cuda", true, 3, 9, 5};
+  device_lines(d, {4096, 8192}, 4096, {4096, 8192, 16384}, 1);
+  cuda_backend_destroy(d.be);
   return 0;
 }

@@ -103,6 +103,8 @@ double device_mark_seconds(DeviceState* s, void* from, void* to) {
   return ms * 1e-3;
 }
 
+const FallbackCounts* device_fallbacks(DeviceState* s) { return &s->fallbacks; }
+
 const OpTable& cuda_ops() {
   static const OpTable table = [] {
     OpTable t{};
@@ -119,6 +121,7 @@ const OpTable& cuda_ops() {
     t.mark_record = device_mark_record;
     t.mark_seconds = device_mark_seconds;
     t.mark_wait = device_mark_wait;
+    t.fallbacks = device_fallbacks;
 #define MT_CUDA_ENTRY(op) t.op = cuda::op;
     MT_OP_LIST(MT_CUDA_ENTRY)
 #undef MT_CUDA_ENTRY
@@ -176,7 +179,7 @@ int cuda_device_count() {
   return count;
 }
 
-Backend cuda_backend_create(int device) {
+Backend cuda_backend_create(int device, const CudaBackendOptions& options) {
   std::string why;
   if (!cuda_available(&why)) throw UserError("cannot use a GPU: " + why);
   int count = 0;
@@ -189,6 +192,7 @@ Backend cuda_backend_create(int device) {
 
   auto* s = new DeviceState;
   s->device = device;
+  s->force_gemm_fallback = options.force_gemm_fallback;
   activate(s);
   MT_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, device));
   // Non-blocking: the backend's work never serialises against the legacy default stream.
@@ -214,23 +218,6 @@ CudaDeviceInfo cuda_device_info(int device) {
   MT_CUDA_CHECK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
   MT_CUDA_CHECK(cudaSetDevice(current));
   return info;
-}
-
-double cuda_elapsed_ms(const Backend& gpu, const std::function<void()>& work) {
-  DeviceState* s = gpu.state;
-  activate(s);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  MT_CUDA_CHECK(cudaEventCreate(&start));
-  MT_CUDA_CHECK(cudaEventCreate(&stop));
-  MT_CUDA_CHECK(cudaEventRecord(start, s->stream));
-  work();
-  MT_CUDA_CHECK(cudaEventRecord(stop, s->stream));
-  MT_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MT_CUDA_CHECK(cudaEventDestroy(start));
-  MT_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms;
 }
 
 void cuda_backend_destroy(Backend& b) {

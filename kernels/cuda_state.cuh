@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "ops/fallback_counts.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
@@ -28,8 +29,15 @@ struct DeviceState {
   size_t workspace_bytes = 0;
   void* scratch[kScratchSlots] = {};
   size_t scratch_bytes[kScratchSlots] = {};
-  bool fp8_fallback_noted = false;  // the one note that an FP8 GEMM ran on dequantized copies
   bool grouped_fallback_noted = false;  // the one note that cuBLAS refused a grouped GEMM
+  // Every fp32 and bf16 GEMM through the path taken when cuBLASLt finds no algorithm
+  // (CudaBackendOptions::force_gemm_fallback).
+  bool force_gemm_fallback = false;
+  FallbackCounts fallbacks;  // GEMMs that ran another way than their first choice
+  // The scale modes cuBLASLt ran the last FP8 GEMM with, for our A and B (static names), or
+  // fp8_dequantized: it ran as fp32 over the dequantized values. Null before the first FP8 GEMM.
+  const char* fp8_scaling[2] = {nullptr, nullptr};
+  bool fp8_dequantized = false;
 };
 
 // Makes the state's GPU current for the calling thread, so backends on different GPUs can be

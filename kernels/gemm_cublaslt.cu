@@ -2,12 +2,13 @@
 // C = alpha*op(A)*op(B) + beta*C). bf16 inputs are rounded to bfloat16 copies first, exactly as
 // src/ops/bf16.hpp does on the CPU, then multiplied with fp32 accumulation; fp32 inputs use
 // plain fp32 compute (no TF32), so both paths differ from the CPU only in summation order. fp8
-// inputs go to gemm_fp8.cu.
+// inputs go to gemm_fp8.cu. A product cuBLASLt's heuristic finds no algorithm for (odd shapes
+// whose output is only 4-byte aligned, say) runs through cublasGemmEx, the same math, and is
+// counted in the backend's fallback counts.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
@@ -37,6 +38,22 @@ unsigned grid_for(const DeviceState* s, size_t n) {
   const size_t want = (n + kThreads - 1) / kThreads;
   const size_t cap = size_t(s->sm_count > 0 ? s->sm_count : 1) * 16;
   return unsigned(want < cap ? want : cap);
+}
+
+// gemm_lt's product through cuBLAS proper, which has a kernel for every shape and alignment:
+// the same column-major C^T = op(B)^T op(A)^T with fp32 accumulation and output. beta == 0
+// does not read C (BLAS semantics), as cuBLASLt does not.
+void gemm_ex(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cudaDataType_t in_type) {
+  if (!s->force_gemm_fallback && s->fallbacks.calls(FallbackKind::gemm) == 0)
+    std::fprintf(stderr, "moetrain: note: no cuBLASLt algorithm for gemm m=%d n=%d k=%d trans_a=%d trans_b=%d "
+                 "inputs=%s; it runs through cublasGemmEx (each such call is counted)\n", g.m, g.n, g.k,
+                 int(g.trans_a), int(g.trans_b), in_type == CUDA_R_16BF ? "bf16" : "fp32");
+  s->fallbacks.add(FallbackKind::gemm, g.m, g.n, g.k);
+  const cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  MT_CUBLAS_CHECK(cublasGemmEx(s->blas, op_first, op_second, g.n, g.m, g.k, &g.alpha, b, in_type,
+                               g.trans_b ? g.k : g.n, a, in_type, g.trans_a ? g.m : g.k, &g.beta, g.c, CUDA_R_32F, g.n,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace
@@ -76,6 +93,7 @@ void gemm_lt(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cu
   // cuBLASLt is column-major, and a row-major X[r,c] is a column-major X^T[c,r]. So compute
   // C^T[n,m] = op(B)^T[n,k] * op(A)^T[k,m]: cuBLAS's first operand is our B, its second our A,
   // with the same transpose flags, and C^T needs no copy. Layouts describe the stored matrices.
+  if (s->force_gemm_fallback) return gemm_ex(s, g, a, b, in_type);
   LtCall call;
   MT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const int32_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -103,17 +121,7 @@ void gemm_lt(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cu
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.c);
 
   cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  MT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(s->lt, call.op, call.first, call.second, call.out, call.out,
-                                                 call.pref, 1, &heur, &found));
-  if (found == 0 || heur.state != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr,
-                 "moetrain cuBLAS error: no cuBLASLt algorithm for gemm m=%d n=%d k=%d trans_a=%d trans_b=%d "
-                 "inputs=%s at %s:%d\n",
-                 g.m, g.n, g.k, int(g.trans_a), int(g.trans_b), in_type == CUDA_R_16BF ? "bf16" : "fp32", __FILE__,
-                 __LINE__);
-    std::exit(3);
-  }
+  if (!find_algorithm(s, call, &heur)) return gemm_ex(s, g, a, b, in_type);
   // alpha and beta are read from host memory at call time (the default pointer mode).
   MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, call.op, &g.alpha, b, call.first, a, call.second, &g.beta, g.c, call.out, g.c,
                                  call.out, &heur.algo, s->workspace, s->workspace_bytes, s->stream));

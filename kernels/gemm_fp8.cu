@@ -20,15 +20,22 @@
 //   - E5M2 x E5M2 is not among the FP8 type combinations; E4M3 x E5M2 either way is.
 // What cuBLASLt cannot run (tiles or blocks that cut a 128-element run along K, E5M2 x E5M2, or
 // no algorithm from the heuristic) runs as an fp32 GEMM over dequantized copies fp8(x/s)*s:
-// the same values the CPU multiplies, at fp32 speed; the backend says so once.
+// the same values the CPU multiplies, at fp32 speed. The backend counts every such call by shape
+// (its fp8 fallbacks, which runs and benchmarks report) and notes the first on stderr.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "cuda_check.cuh"
 #include "cuda_ops.hpp"
 #include "fp8_quantize.cuh"
 #include "gemm_lt.cuh"
 #include "launch.cuh"
+#include "ops/cuda_backend.hpp"
+#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -94,13 +101,8 @@ void quantize(DeviceState* s, const Operand& o, int k_pad) {
   if (o.mode != Fp8Scaling::scalar) fp8_cublas_scales(s, o.view, o.piece_scales, o.mode, o.outer_pad, o.lt_scales);
 }
 
-// The fp32 GEMM over fp8(x/s)*s, in the operands' own layouts.
-void gemm_dequantized(DeviceState* s, const GemmArgs& g, const Fp8View& va, const Fp8View& vb, const char* why) {
-  if (!s->fp8_fallback_noted) {
-    std::fprintf(stderr, "moetrain: FP8 gemm m=%d n=%d k=%d runs as fp32 over the dequantized values (%s)\n", g.m,
-                 g.n, g.k, why);
-    s->fp8_fallback_noted = true;
-  }
+// Dequantized fp32 copies fp8(x/s)*s of both operands, in their own layouts (scratch slots A and B).
+std::pair<const float*, const float*> dequantized_copies(DeviceState* s, const Fp8View& va, const Fp8View& vb) {
   auto copy = [&](ScratchSlot slot, const Fp8View& v) {
     const size_t values = aligned(size_t(v.outer) * v.k * sizeof(float));
     char* base = static_cast<char*>(scratch(s, slot, values + v.pieces() * sizeof(float)));
@@ -108,10 +110,22 @@ void gemm_dequantized(DeviceState* s, const GemmArgs& g, const Fp8View& va, cons
     auto* scales = reinterpret_cast<float*>(base + values);
     fp8_piece_scales(s, v, scales);
     fp8_dequantized_copy(s, v, scales, out);
-    return out;
+    return static_cast<const float*>(out);
   };
   const float* a = copy(kScratchGemmA, va);
-  gemm_lt(s, g, a, copy(kScratchGemmB, vb), CUDA_R_32F);
+  return {a, copy(kScratchGemmB, vb)};
+}
+
+// The fp32 GEMM over the dequantized values: the same products the CPU takes, at fp32 speed.
+// Counted per call; the first one also says why on stderr.
+void gemm_dequantized(DeviceState* s, const GemmArgs& g, const Fp8View& va, const Fp8View& vb, const char* why) {
+  if (s->fallbacks.calls(FallbackKind::fp8) == 0)
+    std::fprintf(stderr, "moetrain: FP8 gemm m=%d n=%d k=%d runs as fp32 over the dequantized values (%s); each such "
+                 "call is counted\n", g.m, g.n, g.k, why);
+  s->fallbacks.add(FallbackKind::fp8, g.m, g.n, g.k);
+  s->fp8_dequantized = true;
+  const auto [a, b] = dequantized_copies(s, va, vb);
+  gemm_lt(s, g, a, b, CUDA_R_32F);
 }
 
 // c[m, n] = d[m, ld] + beta c (d already holds alpha times the product).
@@ -123,29 +137,36 @@ __global__ void copy_out_kernel(const float* __restrict__ d, int ld, float* __re
   }
 }
 
-}  // namespace
+// One FP8 product as cuBLASLt runs it: the operands' places in scratch, the descriptors and the
+// algorithm, and where the output goes.
+struct Fp8Matmul {
+  Operand a, b;
+  int k_pad = 0;
+  bool direct = false;  // cuBLASLt writes g.c itself; else a padded buffer copied out
+  float* d = nullptr;
+  LtCall call;
+  cublasLtMatmulHeuristicResult_t heur{};
+};
 
-void gemm_fp8(DeviceState* s, const GemmArgs& g) {
-  const Fp8Recipe& r = *g.fp8.recipe;
-  // Both operands as [outer, K]: A is [m, k] unless trans_a, B is [n, k] when trans_b.
-  Operand a{fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a)}, b{fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b)};
-  if (const char* why = choose_modes(r, g, a, b)) {
-    gemm_dequantized(s, g, a.view, b.view, why);
-    return;
-  }
+// Sets up g's FP8 matmul in `mm` (a and b hold their views); returns why cuBLASLt cannot run it,
+// or nullptr. Quantizes nothing yet.
+const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
+  Operand& a = mm.a;
+  Operand& b = mm.b;
+  if (const char* why = choose_modes(*g.fp8.recipe, g, a, b)) return why;
   // Padded m and n also make the fp32 output rows 16-byte multiples.
-  const int k_pad = fp8_pad(g.k, kFp8PadK);
+  mm.k_pad = fp8_pad(g.k, kFp8PadK);
   a.outer_pad = fp8_pad(g.m, kFp8PadOuter);
   b.outer_pad = fp8_pad(g.n, kFp8PadOuter);
-  place(s, kScratchGemmA, a, k_pad);
-  place(s, kScratchGemmB, b, k_pad);
-  const bool direct = a.outer_pad == g.m && b.outer_pad == g.n && alignment_of(g.c) >= 16;
+  place(s, kScratchGemmA, a, mm.k_pad);
+  place(s, kScratchGemmB, b, mm.k_pad);
+  mm.direct = a.outer_pad == g.m && b.outer_pad == g.n && alignment_of(g.c) >= 16;
   const size_t d_bytes = size_t(a.outer_pad) * b.outer_pad * sizeof(float);
-  float* d = direct ? g.c : static_cast<float*>(scratch(s, kScratchGemmOut, d_bytes));
+  mm.d = mm.direct ? g.c : static_cast<float*>(scratch(s, kScratchGemmOut, d_bytes));
 
   // Column-major as in gemm_lt: D^T[n, m] = B[n, k] A[m, k]^T, i.e. cuBLASLt's A is our B (TRANSA = T
   // over its K-contiguous codes), its B our A (TRANSB = N), D row-major [m_pad, n_pad].
-  LtCall call;
+  LtCall& call = mm.call;
   MT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const int32_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
   MT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t));
@@ -165,8 +186,8 @@ void gemm_fp8(DeviceState* s, const GemmArgs& g) {
                                                  sizeof scale_first));
   MT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_second,
                                                  sizeof scale_second));
-  MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.first, lt_type(b.view.format), k_pad, b.outer_pad, k_pad));
-  MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.second, lt_type(a.view.format), k_pad, a.outer_pad, k_pad));
+  MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.first, lt_type(b.view.format), mm.k_pad, b.outer_pad, mm.k_pad));
+  MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.second, lt_type(a.view.format), mm.k_pad, a.outer_pad, mm.k_pad));
   MT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.out, CUDA_R_32F, b.outer_pad, a.outer_pad, b.outer_pad));
 
   MT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
@@ -175,28 +196,93 @@ void gemm_fp8(DeviceState* s, const GemmArgs& g) {
       cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b.codes);
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a.codes);
-  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, d);
-  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, d);
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  MT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(s->lt, call.op, call.first, call.second, call.out, call.out,
-                                                 call.pref, 1, &heur, &found));
-  if (found == 0 || heur.state != CUBLAS_STATUS_SUCCESS) {
-    gemm_dequantized(s, g, a.view, b.view, "no cuBLASLt FP8 algorithm for this shape and scaling");
-    return;
-  }
+  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, mm.d);
+  set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, mm.d);
+  if (!find_algorithm(s, call, &mm.heur)) return "no cuBLASLt FP8 algorithm for this shape and scaling";
+  return nullptr;
+}
 
-  quantize(s, a, k_pad);
-  quantize(s, b, k_pad);
+// The matmul of a planned product whose operands are quantized, and the copy out of a padded output.
+void run_matmul(DeviceState* s, const GemmArgs& g, const Fp8Matmul& mm) {
   // A padded output starts unwritten: cuBLASLt does not read C when beta is 0.
-  const float beta = direct ? g.beta : 0.0f;
-  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, call.op, &g.alpha, b.codes, call.first, a.codes, call.second, &beta, d,
-                                 call.out, d, call.out, &heur.algo, s->workspace, s->workspace_bytes, s->stream));
-  if (!direct) {
-    copy_out_kernel<<<stride_grid(s, size_t(g.m) * g.n, kBlock), kBlock, 0, s->stream>>>(d, b.outer_pad, g.c, g.m,
-                                                                                          g.n, g.beta);
+  const float beta = mm.direct ? g.beta : 0.0f;
+  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, mm.call.op, &g.alpha, mm.b.codes, mm.call.first, mm.a.codes, mm.call.second,
+                                 &beta, mm.d, mm.call.out, mm.d, mm.call.out, &mm.heur.algo, s->workspace,
+                                 s->workspace_bytes, s->stream));
+  if (!mm.direct) {
+    copy_out_kernel<<<stride_grid(s, size_t(g.m) * g.n, kBlock), kBlock, 0, s->stream>>>(mm.d, mm.b.outer_pad, g.c,
+                                                                                           g.m, g.n, g.beta);
     MT_CUDA_CHECK_LAUNCH();
   }
 }
 
+const char* scaling_name(Fp8Scaling m) {
+  switch (m) {
+    case Fp8Scaling::vec128: return "VEC128";
+    case Fp8Scaling::blk128: return "BLK128x128";
+    case Fp8Scaling::scalar: break;
+  }
+  return "SCALAR";
+}
+
+// What the backend reports as the last FP8 GEMM's scale modes (cuda_fp8_scaling_used).
+void record_scaling(DeviceState* s, const Fp8Matmul& mm) {
+  s->fp8_dequantized = false;
+  s->fp8_scaling[0] = scaling_name(mm.a.mode);
+  s->fp8_scaling[1] = scaling_name(mm.b.mode);
+}
+
+// Both operands as [outer, K]: A is [m, k] unless trans_a, B is [n, k] when trans_b.
+std::unique_ptr<Fp8Matmul> views_of(const GemmArgs& g) {
+  const Fp8Recipe& r = *g.fp8.recipe;
+  auto mm = std::make_unique<Fp8Matmul>();
+  mm->a.view = fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a);
+  mm->b.view = fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b);
+  return mm;
+}
+
+}  // namespace
+
+void gemm_fp8(DeviceState* s, const GemmArgs& g) {
+  const std::unique_ptr<Fp8Matmul> mm = views_of(g);
+  if (const char* why = plan_matmul(s, g, *mm)) return gemm_dequantized(s, g, mm->a.view, mm->b.view, why);
+  record_scaling(s, *mm);
+  quantize(s, mm->a, mm->k_pad);
+  quantize(s, mm->b, mm->k_pad);
+  run_matmul(s, g, *mm);
+}
+
 }  // namespace mt::cuda
+
+namespace mt {
+
+std::function<void()> cuda_fp8_matmul_only(const Backend& gpu, const GemmArgs& g) {
+  MT_CHECK(g.inputs == GemmInputs::fp8 && g.m > 0 && g.n > 0 && g.k > 0);
+  DeviceState* s = gpu.state;
+  activate(s);
+  std::shared_ptr<cuda::Fp8Matmul> mm = cuda::views_of(g);
+  if (cuda::plan_matmul(s, g, *mm)) {
+    s->fp8_dequantized = true;
+    const std::pair<const float*, const float*> copies = cuda::dequantized_copies(s, mm->a.view, mm->b.view);
+    return [s, g, copies] {
+      activate(s);
+      cuda::gemm_lt(s, g, copies.first, copies.second, CUDA_R_32F);
+    };
+  }
+  cuda::record_scaling(s, *mm);
+  cuda::quantize(s, mm->a, mm->k_pad);
+  cuda::quantize(s, mm->b, mm->k_pad);
+  return [s, g, mm] {
+    activate(s);
+    cuda::run_matmul(s, g, *mm);
+  };
+}
+
+std::string cuda_fp8_scaling_used(const Backend& gpu) {
+  const DeviceState* s = gpu.state;
+  if (s->fp8_dequantized) return "fallback-fp32";
+  if (!s->fp8_scaling[0]) return "none";
+  return std::string(s->fp8_scaling[0]) + "/" + s->fp8_scaling[1];
+}
+
+}  // namespace mt

@@ -41,6 +41,17 @@ inline void set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPrefere
   MT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al));
 }
 
+// cuBLASLt's best algorithm for `call` into *heur, or false when it has none: an unsupported
+// combination (shape, alignment, types, scale modes) finds no result, or CUBLAS_STATUS_NOT_SUPPORTED.
+inline bool find_algorithm(DeviceState* s, const LtCall& call, cublasLtMatmulHeuristicResult_t* heur) {
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(s->lt, call.op, call.first, call.second, call.out,
+                                                               call.out, call.pref, 1, heur, &found);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  MT_CUBLAS_CHECK(status);
+  return found > 0 && heur->state == CUBLAS_STATUS_SUCCESS;
+}
+
 // n values of src rounded to bfloat16 in the scratch buffer `slot` (valid until its next use).
 const __nv_bfloat16* bf16_copy(DeviceState* s, ScratchSlot slot, const float* src, size_t n);
 

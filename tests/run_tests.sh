@@ -2,6 +2,8 @@
 # Runs every test suite and ends with one summary line: "N passed, N failed, N skipped".
 #   unit:   build/tests/unit_tests (doctest; each test case counts once)
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
+#   gpu tools: tests/gpu_tools_tests.sh (gpu_parity's groups and command line, and the benchmarks'
+#           lines, with the strict CPU backend standing in for the GPU)
 #   inspect: tests/inspect_tests.sh (moetrain inspect on trained, multi-rank and still-training runs)
 #   sweep:  tests/sweep_tests.sh (moetrain sweep: a grid run, skipped, resumed, stopped; grid file errors)
 #   tokenizer: tests/tokenizer/run_tokenizer_tests.sh (byte-level BPE: learned, round trip, the same ids
@@ -44,6 +46,7 @@ line_suite() {
   [[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "$script exited $rc"; }
 }
 line_suite "command-line tests" tests/cli_tests.sh
+line_suite "GPU tools without a GPU" tests/gpu_tools_tests.sh
 line_suite "inspect tests" tests/inspect_tests.sh
 line_suite "sweep tests" tests/sweep_tests.sh
 line_suite "tokenizer tests" tests/tokenizer/run_tokenizer_tests.sh

@@ -16,18 +16,22 @@ bool cuda_available(std::string* why) {
 
 int cuda_device_count() { return 0; }
 
-Backend cuda_backend_create(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
+Backend cuda_backend_create(int, const CudaBackendOptions&) {
+  throw UserError(std::string("cannot use a GPU: ") + kNoCuda);
+}
 
 CudaDeviceInfo cuda_device_info(int) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
 void cuda_backend_destroy(Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
-double cuda_elapsed_ms(const Backend&, const std::function<void()>&) {
-  throw UserError(std::string("cannot use a GPU: ") + kNoCuda);
-}
-
 CudaFp8Operand cuda_fp8_quantize(const Backend&, const float*, int, int, bool, Fp8Operand, const Fp8Recipe&) {
   throw UserError(std::string("cannot use a GPU: ") + kNoCuda);
 }
+
+std::function<void()> cuda_fp8_matmul_only(const Backend&, const GemmArgs&) {
+  throw UserError(std::string("cannot use a GPU: ") + kNoCuda);
+}
+
+std::string cuda_fp8_scaling_used(const Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
 }  // namespace mt

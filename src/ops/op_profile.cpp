@@ -116,6 +116,10 @@ void pass_mark_destroy(DeviceState* s, void* m) { state(s).inner.mark_destroy(m)
 void pass_mark_record(DeviceState* s, void* m) { state(s).inner.mark_record(m); }
 double pass_mark_seconds(DeviceState* s, void* a, void* b) { return state(s).inner.mark_seconds(a, b); }
 void pass_mark_wait(DeviceState* s, void* m) { state(s).inner.mark_wait(m); }
+const FallbackCounts* pass_fallbacks(DeviceState* s) {
+  const Backend& inner = state(s).inner;
+  return inner.ops->fallbacks(inner.state);
+}
 void timed_copy(DeviceState* s, void* dst, const void* src, size_t n) {
   OpProfile::State& st = state(s);
   st.timed(kind_copy, 0, 2.0 * double(n), [&] { st.inner.copy(dst, src, n); });
@@ -145,6 +149,7 @@ OpProfile::OpProfile(const Backend& inner) : state_(std::make_unique<State>()) {
   t.mark_record = pass_mark_record;
   t.mark_seconds = pass_mark_seconds;
   t.mark_wait = pass_mark_wait;
+  if (inner.ops->fallbacks) t.fallbacks = pass_fallbacks;
   // An entry the inner backend lacks stays empty, so missing_ops() still tells.
 #define MT_PROFILED(op) \
   if (inner.ops->op) t.op = profiled<kind_##op, &OpTable::op>();

@@ -196,6 +196,7 @@ struct CopyColumnsArgs {
 struct AddArgs { size_t n = 0; const float* x = nullptr; float* y = nullptr; };
 
 struct DeviceState;  // opaque per-device state (cuBLASLt handle, stream, workspace); null on CPU
+class FallbackCounts;  // ops/fallback_counts.hpp
 
 struct OpTable {
   const char* name;
@@ -253,6 +254,10 @@ struct OpTable {
   void (*adamw)(DeviceState*, const AdamwArgs&);
   void (*fp8_pack_rows)(DeviceState*, const Fp8PackRowsArgs&);
   void (*fp8_unpack_rows)(DeviceState*, const Fp8UnpackRowsArgs&);
+
+  // The GEMMs this device ran another way than its first choice, by kind and shape; null (no
+  // entry) for a device with one way only. Read it through backend_fallbacks().
+  const FallbackCounts* (*fallbacks)(DeviceState*) = nullptr;
 };
 
 // Every arithmetic entry of OpTable, for code that treats them alike (missing_ops, the strict

@@ -243,6 +243,20 @@ double Trainer::evaluate() {
   return sum / tokens;
 }
 
+FallbackCounts Trainer::fallbacks() const {
+  // A GPU's streams are backends with counts of their own; a CPU's are the device's backend itself.
+  std::vector<Backend> streams{device_.backend};
+  for (const std::vector<Backend>* list : {&chunk_streams_, &side_streams_})
+    for (const Backend& b : *list)
+      if (std::none_of(streams.begin(), streams.end(), [&](const Backend& s) { return s.state == b.state; }))
+        streams.push_back(b);
+  FallbackCounts mine;
+  for (const Backend& b : streams) mine.merge(backend_fallbacks(b));
+  FallbackCounts all;
+  for (const std::string& text : all_gather_text(*opt_.world, mine.serialize())) all.merge(FallbackCounts::parse(text));
+  return all;
+}
+
 TrainSummary::Memory Trainer::memory_use() const {
   const ParamStore& params = model_->params;
   const size_t buffers = params.buffers_total();
@@ -435,6 +449,7 @@ TrainSummary Trainer::run() {
   }
   summary.last_step = state.step;
   summary.memory = memory_use();
+  summary.fallbacks = fallbacks();
   summary.elapsed_s = seconds_since(run_start);
   summary.tokens_per_s = summary.elapsed_s > 0 ? tokens_done / summary.elapsed_s : 0;
   return summary;

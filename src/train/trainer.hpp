@@ -10,6 +10,7 @@
 #include "io/shards.hpp"
 #include "model/model.hpp"
 #include "ops/device_timer.hpp"
+#include "ops/fallback_counts.hpp"
 #include "ops/op_profile.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
@@ -42,6 +43,10 @@ struct TrainSummary {
   struct Memory {
     double weights = 0, gradients = 0, optimizer = 0, activations = 0, activations_used = 0;
   } memory;
+  // The GEMMs of every rank and stream that ran another way than their first choice (a GPU's
+  // cuBLASLt found no algorithm, an FP8 GEMM ran as fp32): the run's "gemm fallback:" and
+  // "fp8 fallback:" lines. Empty on CPUs.
+  FallbackCounts fallbacks;
 };
 
 class Trainer {
@@ -55,6 +60,7 @@ class Trainer {
 
  private:
   TrainSummary::Memory memory_use() const;  // collective over the world
+  FallbackCounts fallbacks() const;         // collective over the world
   double evaluate();
   double evaluation_bytes_per_token() const;
   void print_header() const;

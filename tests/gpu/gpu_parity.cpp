@@ -1,18 +1,23 @@
 // GPU parity: every CUDA op against the CPU reference on identical random inputs.
 // Every buffer the GPU only writes starts as NaN, so a kernel that skips an element fails. Buffers it
 // updates (accumulated gradients, in-place ops) start from random values unlike the answer.
-// Prints one PASS/FAIL line per check and a summary; exits 0 when all pass, 1 otherwise, and
-// 77 (the conventional "skipped" status) when there is no usable GPU.
+// The checks come in named groups (--list), run all or some (--only); each prints one PASS/FAIL
+// line per check, the run ends with its fallback lines and a summary. Exits 0 when all pass, 1
+// otherwise, 2 on a wrong command line, and 77 (the conventional "skipped" status) when there is
+// no usable GPU.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "ops/cuda_backend.hpp"
 #include "ops/device_timer.hpp"
+#include "ops/fallback_counts.hpp"
 #include "ops/ops.hpp"
 #include "parity.hpp"
 
@@ -51,8 +56,9 @@ using DeviceFloats = DeviceVec<float>;
 using DeviceInts = DeviceVec<int>;
 
 // beta == 0 makes C output only: the CPU starts from zeros, the GPU from NaN, which it must not read.
+// `path`: how gpu runs GEMMs, when not as it chooses (in the check's name).
 void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int n, int k, bool ta, bool tb,
-                GemmInputs inputs, float beta, size_t offset, uint64_t seed) {
+                GemmInputs inputs, float beta, size_t offset, uint64_t seed, const char* path = "") {
   Lcg rng(seed);
   const std::vector<float> a = random_values(size_t(m) * k, rng), b = random_values(size_t(k) * n, rng);
   const std::vector<float> c0 = beta == 0 ? std::vector<float>(size_t(m) * n, 0.0f) : random_values(size_t(m) * n, rng);
@@ -69,7 +75,7 @@ void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int 
   gpu.gemm(g);
 
   char name[160];
-  std::snprintf(name, sizeof name, "gemm %s m=%d n=%d k=%d trans_a=%d trans_b=%d beta=%g%s",
+  std::snprintf(name, sizeof name, "gemm%s %s m=%d n=%d k=%d trans_a=%d trans_b=%d beta=%g%s", path,
                 inputs == GemmInputs::bf16 ? "bf16" : "fp32", m, n, k, int(ta), int(tb), beta,
                 offset ? " unaligned" : "");
   rep.check(name, relative_error(dc.download(), want), 1e-4);
@@ -516,102 +522,258 @@ void check_attention(Report& rep, const Backend& cpu, const Backend& gpu, int ba
   rep.check(std::string("attention_backward reproducible") + shape, diff, 0);
 }
 
-}  // namespace
+// The groups of this file; each starts from its own seed (gpu_parity's main).
 
-// --cpu-stand-in runs every check with the strict CPU backend in the GPU's place: it proves the
-// checks themselves (every output compared, device memory reached only by upload and download)
-// on machines without a GPU.
-int main(int argc, char** argv) {
-  const bool stand_in = argc > 1 && std::string(argv[1]) == "--cpu-stand-in";
-  std::string why;
-  if (!stand_in && !cuda_available(&why)) {
-    std::printf("gpu_parity: skipped: no GPU (%s)\n", why.c_str());
-    return 77;
-  }
-  Backend gpu = stand_in ? cpu_strict_backend_create() : cuda_backend_create(0);
-  const Backend cpu = cpu_backend();
-  std::printf("gpu_parity: comparing backend '%s' against '%s'\n", gpu.ops->name, cpu.ops->name);
-
-  Report rep;
-  uint64_t seed = 1;
+// Every transpose, both precisions, beta 0 and not, over odd and round shapes, on `gpu`;
+// returns how many GEMMs ran there.
+long long gemm_checks(const parity::Context& c, const Backend& gpu, uint64_t seed, const char* path = "") {
   const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 48, 80}, {257, 129, 65}, {512, 512, 512}};
-  for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
+  long long calls = 0;
+  for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32}) {
     for (const auto& s : shapes)
       for (int t = 0; t < 4; ++t)
-        for (float beta : {-0.5f, 0.0f})
-          check_gemm(rep, cpu, gpu, s[0], s[1], s[2], t & 1, t & 2, inputs, beta, 0, seed++);
-  // Sub-views of an allocation are only 4-byte aligned; cuBLASLt must be told so.
-  for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
-    for (int t = 0; t < 4; ++t) check_gemm(rep, cpu, gpu, 257, 129, 65, t & 1, t & 2, inputs, -0.5f, 1, seed++);
+        for (float beta : {-0.5f, 0.0f}) {
+          check_gemm(c.rep, c.cpu, gpu, s[0], s[1], s[2], t & 1, t & 2, inputs, beta, 0, seed++, path);
+          ++calls;
+        }
+    // Sub-views of an allocation are only 4-byte aligned; cuBLASLt must be told so.
+    for (int t = 0; t < 4; ++t, ++calls)
+      check_gemm(c.rep, c.cpu, gpu, 257, 129, 65, t & 1, t & 2, inputs, -0.5f, 1, seed++, path);
+  }
+  return calls;
+}
 
+void group_gemm(const parity::Context& c, uint64_t seed) { gemm_checks(c, c.gpu, seed); }
+
+// The path a GEMM takes when cuBLASLt's heuristic finds no algorithm (cublasGemmEx), forced for every
+// GEMM of a second CUDA backend, on group_gemm's products; each call must be counted as a fallback.
+void group_gemm_fallback(const parity::Context& c, uint64_t seed) {
+  if (!c.cuda) {
+    gemm_checks(c, c.gpu, seed);
+    c.rep.skip("gemm fallback: every forced call counted", "the CPU backends have no fallback to count");
+    return;
+  }
+  Backend forced = cuda_backend_create(0, {.force_gemm_fallback = true});
+  const long long calls = gemm_checks(c, forced, seed, " through cublasGemmEx (forced)");
+  const long long counted = backend_fallbacks(forced).calls(FallbackKind::gemm);
+  c.rep.check("gemm fallback: every forced call counted (" + std::to_string(counted) + " of " +
+                  std::to_string(calls) + ")",
+              double(std::llabs(counted - calls)), 0);
+  cuda_backend_destroy(forced);
+}
+
+void group_bf16_activations(const parity::Context& c, uint64_t seed) {
+  check_bf16_activations(c.rep, c.cpu, c.gpu, 300, 768, 100, seed);
+}
+
+void group_rmsnorm(const parity::Context& c, uint64_t seed) {
   // dim >= 2: with one feature, backward_input's dx is the difference of two nearly equal terms (ill-conditioned).
-  const int norm_shapes[][2] = {{1, 2}, {3, 7}, {64, 256}, {257, 1000}, {1000, 300}, {16, 7168}, {70001, 3}};
-  for (const auto& s : norm_shapes) check_rmsnorm(rep, cpu, gpu, s[0], s[1], seed++);
-  for (const auto& s : norm_shapes) check_rmsnorm_residual(rep, cpu, gpu, s[0], s[1], seed++);
-  check_rmsnorm_weight_many_rows(rep, cpu, gpu, 4200001, 3, seed++);
+  const int shapes[][2] = {{1, 2}, {3, 7}, {64, 256}, {257, 1000}, {1000, 300}, {16, 7168}, {70001, 3}};
+  for (const auto& s : shapes) check_rmsnorm(c.rep, c.cpu, c.gpu, s[0], s[1], seed++);
+  for (const auto& s : shapes) check_rmsnorm_residual(c.rep, c.cpu, c.gpu, s[0], s[1], seed++);
+  check_rmsnorm_weight_many_rows(c.rep, c.cpu, c.gpu, 4200001, 3, seed++);
+}
 
+void group_rope(const parity::Context& c, uint64_t seed) {
   // rows, heads, head_dim, rot_offset, rot_dim, seq_len: partial and full rotation, MLA's query and shared key.
-  const RopeShape rope_shapes[] = {{2, 1, 2, 0, 2, 2},      {7, 3, 10, 4, 6, 5},      {129, 4, 32, 0, 32, 64},
-                                   {300, 5, 24, 16, 8, 37}, {50, 1, 576, 512, 64, 7}, {70001, 2, 6, 2, 4, 4096}};
-  for (const RopeShape& sh : rope_shapes)
-    for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, sh, inverse, 0, seed++);
-  check_rope(rep, cpu, gpu, {33, 3, 40, 8, 32, 11}, false, 1, seed++);
+  const RopeShape shapes[] = {{2, 1, 2, 0, 2, 2},      {7, 3, 10, 4, 6, 5},      {129, 4, 32, 0, 32, 64},
+                              {300, 5, 24, 16, 8, 37}, {50, 1, 576, 512, 64, 7}, {70001, 2, 6, 2, 4, 4096}};
+  for (const RopeShape& sh : shapes)
+    for (bool inverse : {false, true}) check_rope(c.rep, c.cpu, c.gpu, sh, inverse, 0, seed++);
+  check_rope(c.rep, c.cpu, c.gpu, {33, 3, 40, 8, 32, 11}, false, 1, seed++);
   // A decoder's row after its cache (MHA's keys; MLA's shared key), and with YaRN below.
-  check_rope(rep, cpu, gpu, {1, 8, 64, 0, 64, 1, 4000}, false, 0, seed++);
-  check_rope(rep, cpu, gpu, {1, 1, 576, 512, 64, 1, 777}, false, 0, seed++);
+  check_rope(c.rep, c.cpu, c.gpu, {1, 8, 64, 0, 64, 1, 4000}, false, 0, seed++);
+  check_rope(c.rep, c.cpu, c.gpu, {1, 1, 576, 512, 64, 1, 777}, false, 0, seed++);
   // YaRN (DeepSeek-V3's context extension) at 4x an original context of 128.
   const mt::RopeScaling yarn{.factor = 4, .original_seq_len = 128, .beta_fast = 32, .beta_slow = 1, .magnitude = 1.2f};
-  for (bool inverse : {false, true}) check_rope(rep, cpu, gpu, {1024, 4, 192, 128, 64, 512}, inverse, 0, seed++, yarn);
-  check_rope(rep, cpu, gpu, {1, 16, 192, 128, 64, 1, 500}, false, 0, seed++, yarn);
-  check_rope_bf16(rep, cpu, gpu, {4096, 8, 64, 0, 64, 1024}, seed++);    // MHA's queries
-  check_rope_bf16(rep, cpu, gpu, {1024, 16, 192, 128, 64, 512}, seed++);  // MLA's: [nope; rope]
-  check_rope_bf16(rep, cpu, gpu, {33, 3, 40, 8, 31, 11}, seed++);         // an odd rot_dim: last feature copied
+  for (bool inverse : {false, true})
+    check_rope(c.rep, c.cpu, c.gpu, {1024, 4, 192, 128, 64, 512}, inverse, 0, seed++, yarn);
+  check_rope(c.rep, c.cpu, c.gpu, {1, 16, 192, 128, 64, 1, 500}, false, 0, seed++, yarn);
+  check_rope_bf16(c.rep, c.cpu, c.gpu, {4096, 8, 64, 0, 64, 1024}, seed++);    // MHA's queries
+  check_rope_bf16(c.rep, c.cpu, c.gpu, {1024, 16, 192, 128, 64, 512}, seed++);  // MLA's: [nope; rope]
+  check_rope_bf16(c.rep, c.cpu, c.gpu, {33, 3, 40, 8, 31, 11}, seed++);         // an odd rot_dim: last feature copied
+}
 
-  for (size_t n : {size_t(1), size_t(1000), size_t(1000003)}) check_swiglu(rep, cpu, gpu, n, 0, seed++);
-  check_swiglu(rep, cpu, gpu, 4099, 1, seed++);
-  check_bf16_activations(rep, cpu, gpu, 300, 768, 100, seed++);
-  for (size_t n : {size_t(1), size_t(1000003)}) check_add(rep, cpu, gpu, n, 0, seed++);
-  check_add(rep, cpu, gpu, 4099, 1, seed++);
-  check_device_timer(rep, gpu, seed++);
-
+void group_elementwise(const parity::Context& c, uint64_t seed) {
+  for (size_t n : {size_t(1), size_t(1000), size_t(1000003)}) check_swiglu(c.rep, c.cpu, c.gpu, n, 0, seed++);
+  check_swiglu(c.rep, c.cpu, c.gpu, 4099, 1, seed++);
+  for (size_t n : {size_t(1), size_t(1000003)}) check_add(c.rep, c.cpu, c.gpu, n, 0, seed++);
+  check_add(c.rep, c.cpu, c.gpu, 4099, 1, seed++);
   for (bool accumulate : {false, true}) {
-    check_copy_columns(rep, cpu, gpu, 1, 1, 1, 1, 0, accumulate, seed++);
-    check_copy_columns(rep, cpu, gpu, 37, 5, 9, 13, 3, accumulate, seed++);
-    check_copy_columns(rep, cpu, gpu, 70001, 3, 7, 4, 1, accumulate, seed++);
-    check_copy_columns(rep, cpu, gpu, 129, 300, 301, 600, 300, accumulate, seed++);
+    check_copy_columns(c.rep, c.cpu, c.gpu, 1, 1, 1, 1, 0, accumulate, seed++);
+    check_copy_columns(c.rep, c.cpu, c.gpu, 37, 5, 9, 13, 3, accumulate, seed++);
+    check_copy_columns(c.rep, c.cpu, c.gpu, 70001, 3, 7, 4, 1, accumulate, seed++);
+    check_copy_columns(c.rep, c.cpu, c.gpu, 129, 300, 301, 600, 300, accumulate, seed++);
   }
+}
 
-  const int ce_shapes[][2] = {{1, 1}, {5, 3}, {1000, 257}, {77, 5000}, {37, 129280}};
-  for (const auto& s : ce_shapes) check_cross_entropy(rep, cpu, gpu, s[0], s[1], false, seed++);
-  check_cross_entropy(rep, cpu, gpu, 300, 1031, true, seed++);
+void group_device_timer(const parity::Context& c, uint64_t seed) { check_device_timer(c.rep, c.gpu, seed); }
 
-  check_embedding(rep, cpu, gpu, 1, 1, 1, 0, seed++);
-  check_embedding(rep, cpu, gpu, 1000, 50, 300, 0, seed++);
-  check_embedding(rep, cpu, gpu, 333, 1000, 129, 1, seed++);
+void group_cross_entropy(const parity::Context& c, uint64_t seed) {
+  const int shapes[][2] = {{1, 1}, {5, 3}, {1000, 257}, {77, 5000}, {37, 129280}};
+  for (const auto& s : shapes) check_cross_entropy(c.rep, c.cpu, c.gpu, s[0], s[1], false, seed++);
+  check_cross_entropy(c.rep, c.cpu, c.gpu, 300, 1031, true, seed++);
+}
+
+void group_embedding(const parity::Context& c, uint64_t seed) {
+  check_embedding(c.rep, c.cpu, c.gpu, 1, 1, 1, 0, seed++);
+  check_embedding(c.rep, c.cpu, c.gpu, 1000, 50, 300, 0, seed++);
+  check_embedding(c.rep, c.cpu, c.gpu, 333, 1000, 129, 1, seed++);
   // Many rows per token: the gradient sums hundreds of rows into each table row.
-  check_embedding(rep, cpu, gpu, 5000, 7, 129, 0, seed++);
-  check_embedding(rep, cpu, gpu, 70001, 3, 5, 0, seed++);
+  check_embedding(c.rep, c.cpu, c.gpu, 5000, 7, 129, 0, seed++);
+  check_embedding(c.rep, c.cpu, c.gpu, 70001, 3, 5, 0, seed++);
+}
 
+void group_attention(const parity::Context& c, uint64_t seed) {
   // MHA and MLA head sizes, sequences that are not tile multiples, two positions, many heads, and
   // the largest head dims the kernels promise (256 and 256).
-  const int attention_shapes[][5] = {{2, 100, 3, 64, 64}, {1, 130, 2, 192, 128}, {2, 2, 2, 16, 8},
-                                     {3, 33, 7, 32, 48}, {1, 70, 1, 256, 256}};
-  for (const auto& s : attention_shapes)
-    check_attention(rep, cpu, gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::fp32, seed++);
+  const int fp32_shapes[][5] = {{2, 100, 3, 64, 64}, {1, 130, 2, 192, 128}, {2, 2, 2, 16, 8},
+                                {3, 33, 7, 32, 48}, {1, 70, 1, 256, 256}};
+  for (const auto& s : fp32_shapes)
+    check_attention(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::fp32, seed++);
   // bf16: each head-dim pair of the tensor-core kernels, over several 64-row tiles and a partial
   // last one, and one pair they are not built for (CUDA cores, rounding the same values).
   const int bf16_shapes[][5] = {{2, 100, 3, 64, 64}, {1, 130, 2, 192, 128}, {2, 200, 2, 128, 128},
                                 {3, 65, 4, 32, 32}, {3, 33, 7, 32, 48}};
   for (const auto& s : bf16_shapes)
-    check_attention(rep, cpu, gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::bf16, seed++);
+    check_attention(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::bf16, seed++);
+}
+
+void group_attention_decode(const parity::Context& c, uint64_t seed) {
   // length, heads, kv_heads, qk, v: the first position, GQA, MLA's up-projected cache, a long cache.
-  const int decode_shapes[][5] = {{1, 4, 4, 64, 64}, {37, 8, 2, 64, 64}, {300, 16, 16, 192, 128}, {5000, 2, 1, 32, 32}};
-  for (const auto& s : decode_shapes) check_attention_decode(rep, cpu, gpu, s[0], s[1], s[2], s[3], s[4], seed++);
+  const int shapes[][5] = {{1, 4, 4, 64, 64}, {37, 8, 2, 64, 64}, {300, 16, 16, 192, 128}, {5000, 2, 1, 32, 32}};
+  for (const auto& s : shapes) check_attention_decode(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], seed++);
+}
 
-  parity::check_moe_ops(rep, cpu, gpu, seed);
-  parity::check_fp8(rep, cpu, gpu, !stand_in, seed);
+struct Group {
+  const char* name;
+  void (*run)(const parity::Context&, uint64_t seed);
+};
 
-  if (stand_in) cpu_strict_backend_destroy(gpu);
+// In the order they run.
+constexpr Group kGroups[] = {
+    {"gemm", group_gemm},
+    {"gemm_fallback", group_gemm_fallback},
+    {"bf16_activations", group_bf16_activations},
+    {"rmsnorm", group_rmsnorm},
+    {"rope", group_rope},
+    {"elementwise", group_elementwise},
+    {"device_timer", group_device_timer},
+    {"cross_entropy", group_cross_entropy},
+    {"embedding", group_embedding},
+    {"attention", group_attention},
+    {"attention_decode", group_attention_decode},
+    {"routing", parity::group_routing},
+    {"moe_rows", parity::group_moe_rows},
+    {"grouped_gemm", parity::group_grouped_gemm},
+    {"optimizer", parity::group_optimizer},
+    {"shift_tokens", parity::group_shift_tokens},
+    {"fp8_rows", parity::group_fp8_rows},
+    {"fp8_quantize", parity::group_fp8_quantize},
+    {"fp8_gemm", parity::group_fp8_gemm},
+};
+
+// A group's first seed, from its name alone (FNV-1a): the same inputs whichever groups run.
+uint64_t group_seed(const std::string& name) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+std::string group_names() {
+  std::string out;
+  for (const Group& g : kGroups) out += (out.empty() ? "" : ", ") + std::string(g.name);
+  return out;
+}
+
+constexpr const char* kUsage =
+    "usage: gpu_parity [--cpu-stand-in] [--only GROUP[,GROUP...]] [--list]\n"
+    "  --cpu-stand-in  the strict CPU backend in the GPU's place (proves the checks without a GPU)\n"
+    "  --only GROUPS   run only these groups (comma-separated; --list names them)\n"
+    "  --list          print the group names, one per line, and exit\n";
+
+struct Options {
+  bool stand_in = false, list = false;
+  bool only = false;  // some groups named: run just those
+  std::vector<bool> run = std::vector<bool>(std::size(kGroups), true);  // by kGroups index
+};
+
+// Options from the command line, or a message saying what is wrong (then exit status 2).
+std::string parse_options(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--cpu-stand-in") {
+      o.stand_in = true;
+    } else if (arg == "--list") {
+      o.list = true;
+    } else if (arg == "--only" || arg.rfind("--only=", 0) == 0) {
+      std::string list;
+      if (arg != "--only") list = arg.substr(7);
+      else if (i + 1 < argc) list = argv[++i];
+      else return "--only needs a comma-separated list of groups";
+      if (!o.only) o.run.assign(std::size(kGroups), false);  // several --only add up
+      o.only = true;
+      size_t at = 0;
+      while (true) {
+        const size_t comma = list.find(',', at);
+        const std::string name = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        size_t g = 0;
+        while (g < std::size(kGroups) && name != kGroups[g].name) ++g;
+        if (g == std::size(kGroups))
+          return "--only: no group named '" + name + "'; the groups are " + group_names();
+        o.run[g] = true;
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+    } else {
+      return "unknown argument '" + arg + "'";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+// --cpu-stand-in runs every check with the strict CPU backend in the GPU's place: it proves the
+// checks themselves (every output compared, device memory reached only by upload and download)
+// on machines without a GPU. Output is line-buffered and each group is framed by "group NAME" and
+// "group NAME: N passed, N failed", so a crash loses nothing printed and names the group it hit;
+// --only reruns one group alone.
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Options opt;
+  if (const std::string problem = parse_options(argc, argv, opt); !problem.empty()) {
+    std::fprintf(stderr, "gpu_parity: %s\n%s", problem.c_str(), kUsage);
+    return 2;
+  }
+  if (opt.list) {
+    for (const Group& g : kGroups) std::printf("%s\n", g.name);
+    return 0;
+  }
+  std::string why;
+  if (!opt.stand_in && !cuda_available(&why)) {
+    std::printf("gpu_parity: skipped: no GPU (%s)\n", why.c_str());
+    return 77;
+  }
+  Backend gpu = opt.stand_in ? cpu_strict_backend_create() : cuda_backend_create(0);
+  const Backend cpu = cpu_backend();
+  std::printf("gpu_parity: comparing backend '%s' against '%s'\n", gpu.ops->name, cpu.ops->name);
+
+  Report rep;
+  const parity::Context context{rep, cpu, gpu, !opt.stand_in};
+  for (size_t g = 0; g < std::size(kGroups); ++g) {
+    if (!opt.run[g]) continue;
+    const Report before = rep;
+    std::printf("group %s\n", kGroups[g].name);
+    kGroups[g].run(context, group_seed(kGroups[g].name));
+    std::printf("group %s: %d passed, %d failed\n", kGroups[g].name, rep.passed - before.passed,
+                rep.failed - before.failed);
+  }
+
+  // What ran another way than chosen (group gemm_fallback's forced backend aside), said either way.
+  const FallbackCounts fallbacks = backend_fallbacks(gpu);
+  for (FallbackKind kind : kFallbackKinds) std::printf("%s\n", fallbacks.line(kind).c_str());
+  if (opt.stand_in) cpu_strict_backend_destroy(gpu);
   else cuda_backend_destroy(gpu);
   std::printf("%d passed, %d failed\n", rep.passed, rep.failed);
   return rep.failed == 0 ? 0 : 1;

@@ -54,6 +54,19 @@ struct Report {
     std::printf("%s %s err=%.3g (tol %.0e)\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol);
     (ok ? passed : failed)++;
   }
+  // A check the backend under test cannot take: said, not counted.
+  void skip(const std::string& name, const std::string& why) {
+    std::printf("SKIP %s (%s)\n", name.c_str(), why.c_str());
+  }
+};
+
+// What every group of checks runs with: the report, the CPU reference, the backend under test, and
+// whether that is the CUDA backend (else the strict CPU backend standing in for it).
+struct Context {
+  Report& rep;
+  const mt::Backend& cpu;
+  const mt::Backend& gpu;
+  bool cuda;
 };
 
 // A device copy of a host vector, `offset` elements into its allocation (unaligned sub-views).
@@ -90,11 +103,16 @@ std::vector<T> poison(size_t n) {
   else return std::vector<T>(n, T(-7777777));
 }
 
-// Parity checks of the MoE and optimizer ops (tests/gpu/parity_moe.cpp).
-void check_moe_ops(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, uint64_t& seed);
-
-// Parity checks of the FP8 GEMM (tests/gpu/parity_fp8.cpp); `cuda`: gpu is the CUDA backend, whose
-// quantizer is also checked on its own.
-void check_fp8(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, bool cuda, uint64_t& seed);
+// Groups of checks (gpu_parity's --only names), each from its own first seed.
+// The MoE and optimizer ops (tests/gpu/parity_moe.cpp):
+void group_routing(const Context& c, uint64_t seed);       // sigmoid, selection, grouping, balance, bias
+void group_moe_rows(const Context& c, uint64_t seed);      // gathers and the gated combine
+void group_grouped_gemm(const Context& c, uint64_t seed);  // the experts' GEMMs
+void group_optimizer(const Context& c, uint64_t seed);     // sum of squares, scale, AdamW, copy, zero
+void group_shift_tokens(const Context& c, uint64_t seed);  // MTP's shift
+void group_fp8_rows(const Context& c, uint64_t seed);      // FP8 row packing
+// The FP8 GEMM (tests/gpu/parity_fp8.cpp): the CUDA quantizer on its own (CUDA only), and the GEMM.
+void group_fp8_quantize(const Context& c, uint64_t seed);
+void group_fp8_gemm(const Context& c, uint64_t seed);
 
 }  // namespace parity

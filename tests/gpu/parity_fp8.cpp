@@ -156,40 +156,50 @@ void check_gemm(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, For
             tensor_core_recipe(r, g.fp8.a, g.fp8.b) ? kTensorCoreTol : kFp32Tol);
 }
 
-}  // namespace
-
-void check_fp8(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, bool cuda, uint64_t& seed) {
-  std::vector<Fp8Recipe> recipes(6);
-  recipes[1].pow2_scales = false;
-  recipes[2].gradient = Fp8Format::e5m2;
-  recipes[3].per_tensor = true;
-  recipes[4].per_tensor = true, recipes[4].pow2_scales = false, recipes[4].gradient = Fp8Format::e5m2;
-  recipes[5].tile = 64, recipes[5].block = 64;  // not expressible in cuBLASLt's scale modes: the fp32 path
+// The recipes every group runs: DeepSeek's, fp32 scales, E5M2 gradients, per-tensor (two ways), and
+// pieces cuBLASLt cannot scale (64) or scales by repeating (256).
+std::vector<Fp8Recipe> recipes() {
+  std::vector<Fp8Recipe> r(6);
+  r[1].pow2_scales = false;
+  r[2].gradient = Fp8Format::e5m2;
+  r[3].per_tensor = true;
+  r[4].per_tensor = true, r[4].pow2_scales = false, r[4].gradient = Fp8Format::e5m2;
+  r[5].tile = 64, r[5].block = 64;  // not expressible in cuBLASLt's scale modes: the fp32 path
   Fp8Recipe wide;  // pieces larger than cuBLASLt's: repeated scales
   wide.tile = 256, wide.block = 256;
-  recipes.push_back(wide);
+  r.push_back(wide);
+  return r;
+}
 
-  if (cuda) {
-    // rows, cols, K along rows: a forward activation, a Wgrad operand (K = tokens down the columns),
-    // weights read either way, a shape below every piece size.
-    const struct { int rows, cols; bool k_along_rows; Fp8Operand kind; } shapes[] = {
-        {200, 333, false, Fp8Operand::activation}, {333, 130, true, Fp8Operand::gradient},
-        {333, 130, true, Fp8Operand::activation},  {300, 260, false, Fp8Operand::weight},
-        {300, 260, true, Fp8Operand::weight},      {3, 5, false, Fp8Operand::gradient}};
-    for (const Fp8Recipe& r : recipes)
-      for (const auto& sh : shapes) check_quantize(rep, gpu, sh.rows, sh.cols, sh.k_along_rows, sh.kind, r, seed++);
+}  // namespace
+
+void group_fp8_quantize(const Context& c, uint64_t seed) {
+  if (!c.cuda) {
+    c.rep.skip("fp8 quantize", "the CUDA quantizer's own output; the stand-in has none");
+    return;
   }
+  // rows, cols, K along rows: a forward activation, a Wgrad operand (K = tokens down the columns),
+  // weights read either way, a shape below every piece size.
+  const struct { int rows, cols; bool k_along_rows; Fp8Operand kind; } shapes[] = {
+      {200, 333, false, Fp8Operand::activation}, {333, 130, true, Fp8Operand::gradient},
+      {333, 130, true, Fp8Operand::activation},  {300, 260, false, Fp8Operand::weight},
+      {300, 260, true, Fp8Operand::weight},      {3, 5, false, Fp8Operand::gradient}};
+  for (const Fp8Recipe& r : recipes())
+    for (const auto& sh : shapes) check_quantize(c.rep, c.gpu, sh.rows, sh.cols, sh.k_along_rows, sh.kind, r, seed++);
+}
 
+void group_fp8_gemm(const Context& c, uint64_t seed) {
+  const std::vector<Fp8Recipe> all = recipes();
   // tokens, d_in, d_out: multiples of 128, none, and fewer than one piece.
   const int shapes[][3] = {{256, 384, 512}, {200, 333, 130}, {3, 5, 7}};
-  for (const Fp8Recipe& r : recipes)
+  for (const Fp8Recipe& r : all)
     for (const auto& s : shapes)
       for (Form form : {Form::forward, Form::dgrad, Form::wgrad})
         for (float beta : {0.0f, form == Form::wgrad ? 1.0f : -0.5f})
-          check_gemm(rep, cpu, gpu, form, s[0], s[1], s[2], r, beta, 0, seed++);
+          check_gemm(c.rep, c.cpu, c.gpu, form, s[0], s[1], s[2], r, beta, 0, seed++);
   // Sub-views only 4-byte aligned: the output cannot be cuBLASLt's D and goes through a padded copy.
   for (Form form : {Form::forward, Form::dgrad, Form::wgrad})
-    check_gemm(rep, cpu, gpu, form, 256, 384, 512, recipes[0], -0.5f, 1, seed++);
+    check_gemm(c.rep, c.cpu, c.gpu, form, 256, 384, 512, all[0], -0.5f, 1, seed++);
 }
 
 }  // namespace parity

@@ -300,27 +300,42 @@ void check_fp8_rows(Report& rep, const Backend& cpu, const Backend& gpu, int row
 
 }  // namespace
 
-void check_moe_ops(Report& rep, const Backend& cpu, const Backend& gpu, uint64_t& seed) {
+void group_routing(const Context& c, uint64_t seed) {
   // DeepSeek-V3's routing shape (256 experts in 8 groups, 4 chosen, top 8) and small odd ones.
-  check_routing(rep, cpu, gpu, 4096, 256, 8, 8, 4, seed++);
-  check_routing(rep, cpu, gpu, 1000, 64, 6, 8, 3, seed++);
-  check_routing(rep, cpu, gpu, 48, 6, 1, 1, 1, seed++);
-  check_rows(rep, cpu, gpu, 4096, 8, 7168 / 8, seed++);
-  check_rows(rep, cpu, gpu, 37, 3, 33, seed++);
+  check_routing(c.rep, c.cpu, c.gpu, 4096, 256, 8, 8, 4, seed++);
+  check_routing(c.rep, c.cpu, c.gpu, 1000, 64, 6, 8, 3, seed++);
+  check_routing(c.rep, c.cpu, c.gpu, 48, 6, 1, 1, 1, seed++);
+}
+
+void group_moe_rows(const Context& c, uint64_t seed) {
+  check_rows(c.rep, c.cpu, c.gpu, 4096, 8, 7168 / 8, seed++);
+  check_rows(c.rep, c.cpu, c.gpu, 37, 3, 33, seed++);
+}
+
+void group_grouped_gemm(const Context& c, uint64_t seed) {
   // 64 groups, some empty: more operand pointers than one launch of the pointer writer carries.
   std::vector<int> many{0};
   for (int g = 0; g < 64; ++g) many.push_back(many.back() + (g * 7) % 13);
   for (mt::GemmInputs inputs : {mt::GemmInputs::fp32, mt::GemmInputs::bf16}) {
-    check_grouped_gemm(rep, cpu, gpu, {0, 100, 100, 357, 1000}, 96, 64, inputs, seed++);
-    check_grouped_gemm(rep, cpu, gpu, {0, 0, 1, 1, 9}, 17, 33, inputs, seed++);
-    check_grouped_gemm(rep, cpu, gpu, many, 40, 24, inputs, seed++);
+    check_grouped_gemm(c.rep, c.cpu, c.gpu, {0, 100, 100, 357, 1000}, 96, 64, inputs, seed++);
+    check_grouped_gemm(c.rep, c.cpu, c.gpu, {0, 0, 1, 1, 9}, 17, 33, inputs, seed++);
+    check_grouped_gemm(c.rep, c.cpu, c.gpu, many, 40, 24, inputs, seed++);
   }
-  check_update(rep, cpu, gpu, 1, seed++);
-  check_update(rep, cpu, gpu, 1000003, seed++);
-  check_shift(rep, cpu, gpu, 12 * 37, 37, 1);
-  check_shift(rep, cpu, gpu, 12 * 37, 37, 3);
-  check_fp8_rows(rep, cpu, gpu, 4096, 7168 / 8, Fp8Format::e4m3, seed++);
-  check_fp8_rows(rep, cpu, gpu, 33, 300, Fp8Format::e5m2, seed++);
+}
+
+void group_optimizer(const Context& c, uint64_t seed) {
+  check_update(c.rep, c.cpu, c.gpu, 1, seed++);
+  check_update(c.rep, c.cpu, c.gpu, 1000003, seed++);
+}
+
+void group_shift_tokens(const Context& c, uint64_t) {
+  check_shift(c.rep, c.cpu, c.gpu, 12 * 37, 37, 1);
+  check_shift(c.rep, c.cpu, c.gpu, 12 * 37, 37, 3);
+}
+
+void group_fp8_rows(const Context& c, uint64_t seed) {
+  check_fp8_rows(c.rep, c.cpu, c.gpu, 4096, 7168 / 8, Fp8Format::e4m3, seed++);
+  check_fp8_rows(c.rep, c.cpu, c.gpu, 33, 300, Fp8Format::e5m2, seed++);
 }
 
 }  // namespace parity
