@@ -431,9 +431,17 @@ section_gemm() {
   local rc=$? rows
   rows=$(grep -cE '^gemm (cuda|cpu-strict) ' "$work/last")
   if ((rc == 0 && rows > 0)); then
-    local best
-    best=$(grep -E '^gemm (cuda|cpu-strict) bf16' "$work/last" | tail -n 1)
-    result gemm_bench PASS "$rows rows; last bf16 row: ${best:-none}" "rows=$rows"
+    # The best of each kind, with the operation as the trainer calls it and the matmul alone; FP8 rows whose
+    # scale mode is fallback-fp32 did not run in FP8.
+    local figures
+    figures=$(awk '/^gemm (cuda|cpu-strict) (bf16|fp8) / {
+        kind = $3; for (i = 1; i <= NF; i++) { if ($i == ":") whole = $(i + 1); if ($i == "only") alone = $(i + 1) }
+        if (whole + 0 > best[kind]) best[kind] = whole + 0
+        if (alone != "n/a" && alone + 0 > only[kind]) only[kind] = alone + 0
+        if ($0 ~ /fallback-fp32/) fell++ }
+      END { printf "bf16_tflops=%g bf16_matmul_tflops=%g fp8_tflops=%g fp8_matmul_tflops=%g fp8_rows_fallback=%d",
+              best["bf16"], only["bf16"], best["fp8"], only["fp8"], fell }' "$work/last")
+    result gemm_bench PASS "$rows rows; best ${figures// /, }" "rows=$rows $figures"
     fallbacks "gemm fallbacks"
   elif ((rc == 0)); then result gemm_bench SKIP "$(last_line)"
   else result gemm_bench FAIL "exit $rc: $(last_line)"; fi
