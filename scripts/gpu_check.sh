@@ -397,7 +397,8 @@ section_parity() {
     rc=$?
     passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
     case $rc in
-      0) result "$group" PASS "$passed checks" "passed=$passed" ;;
+      0) if ((passed > 0)); then result "$group" PASS "$passed checks" "passed=$passed"
+         else result "$group" SKIP "no check ran: $(grep '^SKIP' "$work/last" | head -n 2 | cut -c1-90 | tr '\n' ';')"; fi ;;
       1) result "$group" FAIL "$failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" | head -n 3 |
            cut -c6-90 | tr '\n' ';')" "passed=$passed failed=$failed" ;;
       77) result "$group" SKIP "$(last_line)" ;;
@@ -450,7 +451,7 @@ section_gemm() {
   rc=$?
   rows=$(grep -c '^attention moetrain' "$work/last")
   if ((rc == 0 && rows > 0)); then
-    result attention_bench PASS "$rows rows: $(grep '^attention moetrain' "$work/last" | head -n 3 | tr '\n' ';')" "rows=$rows"
+    result attention_bench PASS "$rows rows, the first: $(grep -m1 '^attention moetrain' "$work/last" | cut -c1-120)" "rows=$rows"
   elif ((rc == 0)); then result attention_bench SKIP "$(last_line)"
   else result attention_bench FAIL "exit $rc: $(last_line)"; fi
 
