@@ -57,9 +57,11 @@ int ParamStore::add_buffer(const std::string& name, size_t numel) {
 }
 
 void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std, int threads) {
-  values_ = Buffer(backend, DType::f32, total_);
-  // Drawn into host memory a piece at a time, each piece uploaded while the next is drawn:
-  // no second whole copy of the values is ever held.
+  // A piece at a time: the threads draw piece k into host memory while the calling thread uploads
+  // piece k - 1 and zeroes piece k of the gradients, so that the buffers' memory is first touched
+  // beside the drawing rather than before it, and no second whole copy of the values is held.
+  values_ = Buffer(backend, DType::f32, total_, Unfilled{});
+  grads_ = Buffer(backend, DType::f32, total_, Unfilled{});
   constexpr size_t piece = size_t(1) << 24;
   const size_t pieces = (total_ + piece - 1) / piece;
   auto length = [&](size_t k) { return std::min(piece, total_ - k * piece); };
@@ -69,9 +71,9 @@ void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std
     draw_initial_values(infos, inits_, seed, init_std, k * piece, k * piece + length(k), staged[k % 2].data(), threads,
                         [&] {
                           if (k) values_.upload(staged[(k - 1) % 2].data(), length(k - 1), (k - 1) * piece);
+                          backend.zero(grads_.f32() + k * piece, length(k) * sizeof(float));
                         });
   if (pieces) values_.upload(staged[(pieces - 1) % 2].data(), length(pieces - 1), (pieces - 1) * piece);
-  grads_ = Buffer(backend, DType::f32, total_);
   lent_.assign(infos.size(), nullptr);
   lent_values_.assign(infos.size(), nullptr);
   buffers_.clear();
