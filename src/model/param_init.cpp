@@ -24,8 +24,7 @@ void draw_param(const ParamInfo& p, ParamStore::Init init, uint64_t seed, double
   const size_t stretch = p.contiguous_run();
   for (size_t j = a; j < b;) {
     const size_t n = std::min(b, (j / stretch + 1) * stretch) - j;
-    const size_t first = p.global_index(j);
-    for (size_t k = 0; k < n; ++k) out[j - a + k] = float(init_std * counter_normal(key, first + k));
+    counter_normals(key, p.global_index(j), n, init_std, out + (j - a));
     j += n;
   }
 }
