@@ -113,6 +113,8 @@ $(BUILD)/bench/gemm_bench: $(BUILD)/bench/gemm_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 $(BUILD)/bench/attention_bench: $(BUILD)/bench/attention_bench.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
+$(BUILD)/bench/param_init_bench: $(BUILD)/bench/param_init_bench.o $(LIB_OBJS)
+	$(CXX) -o $@ $^ $(LDLIBS)
 # Multi-rank tests: run under mpirun by tests/mpi/run_mpi_tests.sh.
 $(BUILD)/tests/comm_test: $(BUILD)/tests/mpi/comm_test.o $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
@@ -123,7 +125,7 @@ $(BUILD)/tests/transport_test: $(BUILD)/tests/mpi/transport_test.o $(LIB_OBJS)
 # FP8 codes for the PyTorch comparison (tests/oracle/check_fp8.py).
 $(BUILD)/tests/fp8_codes: $(BUILD)/tests/oracle/fp8_codes.o
 	$(CXX) -o $@ $^
-all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/bench/attention_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/transport_test $(BUILD)/tests/fp8_codes
+all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/bench/attention_bench $(BUILD)/bench/param_init_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/transport_test $(BUILD)/tests/fp8_codes
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 
 # gpu-bundle/: moetrain, gpu_parity, nccl_test, gemm_bench and attention_bench for a GPU machine that has glibc, libstdc++/libgcc,

@@ -136,6 +136,37 @@ expect "the summary line of a run stopped by --stop-after" 0 "^summary: run=prog
   $bin train "$tmp/exp.toml" --set run.name=prog_stop --stop-after 2
 expect "the summary line of a run with nothing left to train" 0 "^summary: run=prog_pipe steps=4 loss=nan eval_loss=nan tokens_per_s=nan elapsed_s=$num status=complete$" -- \
   $bin train "$tmp/exp.toml" --set run.name=prog_pipe
+# checkpoint.final = false (benchmarks): no checkpoint at the end of training or on a signal, only
+# checkpoint.every's; the log, the summary and inspect as ever, and the same command starts over.
+nofinal=(--set checkpoint.final=false --set checkpoint.every=0)
+expect "checkpoint.final = false: the run's last lines claim no checkpoint" 0 "^ok$" -- bash -c \
+  "$bin train $tmp/exp.toml --set run.name=nofinal ${nofinal[*]} > $tmp/nofinal.out 2>&1 && ! grep -q checkpoint $tmp/nofinal.out &&
+   grep -qE '^summary: run=nofinal steps=4 .* status=complete$' $tmp/nofinal.out && echo ok"
+if [[ -f $tmp/runs/nofinal/log.h5 && -z $(ls -A "$tmp/runs/nofinal/ckpt" 2>/dev/null) && -n $(ls -A "$tmp/runs/cli/ckpt") ]]; then
+  echo "PASS checkpoint.final = false with checkpoint.every = 0 leaves log.h5 and no checkpoint; a default run leaves one"
+else echo "FAIL checkpoint.final = false: runs/nofinal holds $(ls -R "$tmp/runs/nofinal" | tr '\n' ' ')"; fi
+expect "inspect: a run without checkpoints" 0 "checkpoints +none complete" -- $bin inspect "$tmp/runs/nofinal"
+expect "the same command again says it starts over, and trains" 0 "resume +none: .*runs/nofinal has a log.h5 but no checkpoint; training starts at step 0" -- \
+  $bin train "$tmp/exp.toml" --set run.name=nofinal "${nofinal[@]}"
+$bin train "$tmp/exp.toml" --set run.name=periodic --set checkpoint.final=false --set checkpoint.every=3 > /dev/null 2>&1
+if [[ -d $tmp/runs/periodic/ckpt/step_00000003 && ! -e $tmp/runs/periodic/ckpt/step_00000004 ]]; then
+  echo "PASS checkpoint.final = false keeps checkpoint.every's checkpoints"
+else echo "FAIL checkpoint.final = false with checkpoint.every = 3: ckpt holds $(ls "$tmp/runs/periodic/ckpt" 2>&1 | tr '\n' ' ')"; fi
+$bin train "$tmp/exp.toml" --set run.name=nofinal_slice "${nofinal[@]}" --stop-after 2 > /dev/null 2>&1
+if [[ -f $tmp/runs/nofinal_slice/ckpt/step_00000002/manifest.toml ]]; then
+  echo "PASS checkpoint.final = false: --stop-after still checkpoints the slice it ends, for the next to resume"
+else echo "FAIL checkpoint.final = false and --stop-after 2: ckpt holds $(ls "$tmp/runs/nofinal_slice/ckpt" 2>&1 | tr '\n' ' ')"; fi
+$bin train "$tmp/exp.toml" --set run.name=nofinal_sig "${nofinal[@]}" --set training.steps=100000 --set log.every=1 \
+  > "$tmp/nofinal_sig.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -q '^step' "$tmp/nofinal_sig.out" && break; sleep 0.1; done
+kill -TERM $pid; wait $pid; status=$?
+if ((status == 130)) && grep -q "stopped by signal after step [0-9]*; no checkpoint written (checkpoint.final = false): the same command starts again from step 0" "$tmp/nofinal_sig.out" &&
+  [[ -z $(ls -A "$tmp/runs/nofinal_sig/ckpt" 2>/dev/null) ]]; then
+  echo "PASS checkpoint.final = false: SIGTERM stops the run (status 130) without a checkpoint, and says so"
+else echo "FAIL checkpoint.final = false and SIGTERM: exit $status"; tail -n 4 "$tmp/nofinal_sig.out" | sed 's/^/    /'; fi
+expect "checkpoint.final: a value that is not a boolean" 2 "checkpoint.final must be true or false, got an integer" -- \
+  $bin train "$tmp/exp.toml" --set checkpoint.final=0
 expect "the DeepSeek-V3 config is valid at full size" 0 "682636.[0-9]+M total" -- $bin train configs/deepseek-v3.toml --dry-run
 expect "no subcommand" 106 "A subcommand is required" -- $bin
 

@@ -149,6 +149,23 @@ assert os.path.isdir(f"{runs}/lr=0.001/ckpt/step_{int(step[1]):08d}") and not os
 print("ok")
 PY
 
+# Under checkpoint.final = false (benchmarks) a finished run leaves no checkpoint: its exit status
+# says it is complete.
+cat > "$tmp/nofinal.toml" <<TOML
+experiment = "$tmp/exp.toml"
+[grid]
+"optimizer.lr" = [1e-3, 3e-3]
+[set]
+training.steps = 2
+checkpoint.final = false
+checkpoint.every = 0
+TOML
+out=$($bin sweep "$tmp/nofinal.toml" 2>&1); status=$?
+[[ $status -eq 0 ]] && [[ $(grep -c '^\[[12]/2\] lr=0.00[13]: complete$' <<<"$out") -eq 2 ]] &&
+  grep -q '^sweep nofinal: 2 of 2 runs complete$' <<<"$out" && [[ -z $(ls -A "$tmp/runs/nofinal/lr=0.001/ckpt" 2>/dev/null) ]]
+check "a sweep under checkpoint.final = false: each run complete, no checkpoint" $? "exit $status
+$out"
+
 # A run that fails does not stop the others; the sweep ends non-zero and the table says which.
 cat > "$tmp/fails.toml" <<TOML
 experiment = "$tmp/exp.toml"

@@ -67,6 +67,7 @@ TEST_CASE("wrong type: says what the key must be and what it got") {
   CHECK(contains(e, "model.d_model must be an integer >= 1, got a string"));
   CHECK(contains(error_of("[optimizer]\nlr = true\n"), "optimizer.lr must be a number > 0, got a boolean"));
   CHECK(contains(error_of("[model]\nd_model = 1.5\n"), "must be an integer"));
+  CHECK(contains(error_of("[checkpoint]\nfinal = \"no\"\n"), "checkpoint.final must be true or false, got a string"));
 }
 
 TEST_CASE("out-of-range values") {

@@ -207,7 +207,8 @@ struct Fp8Config {
 };
 
 struct CheckpointConfig {
-  int every = 100;              // 0 = only at the end
+  int every = 100;              // 0 = only the final one
+  bool final = true;            // one at the end of training and when a signal stops the run
   int keep = 2;                 // newest checkpoints kept on disk
   std::string resume = "auto";  // auto | never | path of a step directory
 };

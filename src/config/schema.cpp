@@ -263,7 +263,10 @@ std::vector<Field> schema_fields(Config& c) {
   b.flag("fp8.head", f8.head, "the output head in FP8 too (DeepSeek-V3 keeps it in BF16)");
   b.flag("fp8.router", f8.router, "the MoE router in FP8 too (DeepSeek-V3 keeps it in BF16)");
 
-  b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the last step)");
+  b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the final one)");
+  b.flag("checkpoint.final", c.checkpoint.final,
+         "a checkpoint at the last step and when a signal stops the run; false: only checkpoint.every's and "
+         "--stop-after's (benchmarks)");
   b.integer("checkpoint.keep", c.checkpoint.keep, 1, kInt, "newest checkpoints kept");
   b.text("checkpoint.resume", c.checkpoint.resume,
          "\"auto\" (newest complete checkpoint of this run; a damaged one falls back to the one before, with a "

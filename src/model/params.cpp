@@ -1,8 +1,9 @@
 #include "model/params.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
-#include "util/init_rng.hpp"
+#include "model/param_init.hpp"
 
 namespace mt {
 
@@ -13,6 +14,13 @@ size_t ParamInfo::global_index(size_t i) const {
   const size_t local = size_t(shape[split_dim]), whole = size_t(global_shape[split_dim]);
   const size_t outer = i / (inner * local), along = i / inner % local, within = i % inner;
   return (outer * whole + along + size_t(split_start)) * inner + within;
+}
+
+size_t ParamInfo::contiguous_run() const {
+  if (split_dim < 0) return numel;
+  size_t run = 1;
+  for (size_t d = split_dim; d < shape.size(); ++d) run *= size_t(shape[d]);
+  return run;
 }
 
 int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay, Spread spread,
@@ -48,22 +56,24 @@ int ParamStore::add_buffer(const std::string& name, size_t numel) {
   return int(buffer_sizes_.size()) - 1;
 }
 
-void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std) {
-  std::vector<float> values(total_, 0.0f);
-  for (size_t i = 0; i < infos.size(); ++i) {
-    float* v = values.data() + infos[i].offset;
-    const uint64_t key = param_key(seed, infos[i].name);
-    for (size_t j = 0; j < infos[i].numel; ++j) {
-      switch (inits_[i]) {
-        case Init::normal: v[j] = float(init_std * counter_normal(key, infos[i].global_index(j))); break;
-        case Init::ones: v[j] = 1.0f; break;
-        case Init::zeros: v[j] = 0.0f; break;
-      }
-    }
-  }
-  values_ = Buffer(backend, DType::f32, total_);
-  values_.from_host(values);
-  grads_ = Buffer(backend, DType::f32, total_);
+void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std, int threads) {
+  // A piece at a time: the threads draw piece k into host memory while the calling thread uploads
+  // piece k - 1 and zeroes piece k of the gradients, so that the buffers' memory is first touched
+  // beside the drawing rather than before it, and no second whole copy of the values is held.
+  values_ = Buffer(backend, DType::f32, total_, Unfilled{});
+  grads_ = Buffer(backend, DType::f32, total_, Unfilled{});
+  constexpr size_t piece = size_t(1) << 24;
+  const size_t pieces = (total_ + piece - 1) / piece;
+  auto length = [&](size_t k) { return std::min(piece, total_ - k * piece); };
+  std::vector<float> staged[2];
+  for (auto& s : staged) s.resize(std::min(piece, total_));
+  for (size_t k = 0; k < pieces; ++k)
+    draw_initial_values(infos, inits_, seed, init_std, k * piece, k * piece + length(k), staged[k % 2].data(), threads,
+                        [&] {
+                          if (k) values_.upload(staged[(k - 1) % 2].data(), length(k - 1), (k - 1) * piece);
+                          backend.zero(grads_.f32() + k * piece, length(k) * sizeof(float));
+                        });
+  if (pieces) values_.upload(staged[(pieces - 1) % 2].data(), length(pieces - 1), (pieces - 1) * piece);
   lent_.assign(infos.size(), nullptr);
   lent_values_.assign(infos.size(), nullptr);
   buffers_.clear();

@@ -9,6 +9,7 @@
 // whole parameter's elements, so every layout starts from the same model.
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct ParamInfo {
   bool pipeline_copy = false;
   // Flat index in the whole parameter of element i of this rank's slice.
   size_t global_index(size_t i) const;
+  // The slice's elements in runs of this length have consecutive global indices (all of them
+  // when the parameter is whole).
+  size_t contiguous_run() const;
 };
 
 class ParamStore {
@@ -61,8 +65,9 @@ class ParamStore {
           Spread spread = Spread::replicated, Split split = {});
   int add_buffer(const std::string& name, size_t numel);
   // Allocates the buffers on `backend` and initialises every parameter from (seed, name, element
-  // index); buffers start at zero.
-  void finalize(const Backend& backend, uint64_t seed, double init_std);
+  // index) on `threads` threads (the numbers do not depend on how many); buffers start at zero.
+  void finalize(const Backend& backend, uint64_t seed, double init_std,
+                int threads = int(std::thread::hardware_concurrency()));
 
   // Device pointers (for ops and Comm); the host reads and writes them through the host_/set_ calls.
   float* value(int id) const {

@@ -39,6 +39,7 @@ struct PlannedRun {
   std::vector<std::string> train_args;  // train EXPERIMENT --set ...
   std::string dir;
   long long steps = 0;
+  bool final_checkpoint = true;  // checkpoint.final: a finished run leaves a checkpoint of its last step
 };
 
 long long checkpointed_step(const std::string& run_dir) {
@@ -65,7 +66,7 @@ int run_sweep(const std::string& grid_path) {
       throw UserError(g.path + ": run " + r.name + ": parallel.dp * tp * pp = " + std::to_string(p.dp * p.tp * p.pp) +
                       " ranks, but a sweep trains each run as one process; train layouts of several ranks with "
                       "mpirun moetrain train");
-    PlannedRun planned{&r, {"train", g.experiment}, sweep_dir + "/" + r.name, cfg.training.steps};
+    PlannedRun planned{&r, {"train", g.experiment}, sweep_dir + "/" + r.name, cfg.training.steps, cfg.checkpoint.final};
     for (const std::string& s : sets) planned.train_args.insert(planned.train_args.end(), {"--set", s});
     plan.push_back(std::move(planned));
   }
@@ -98,7 +99,8 @@ int run_sweep(const std::string& grid_path) {
       std::printf("%s%s\n", head.c_str(), before > 0 ? ("resumed from step " + std::to_string(before)).c_str() : "running");
       const ChildResult res = runner.run(p.train_args);
       const long long after = checkpointed_step(p.dir);
-      if (res.exit_code == 0 && after >= p.steps) {
+      // Without a final checkpoint, training's exit status alone says that it reached the last step.
+      if (res.exit_code == 0 && (after >= p.steps || !p.final_checkpoint)) {
         row.status = "complete";
         ++complete;
       } else if (runner.stop_requested()) {

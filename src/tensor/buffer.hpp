@@ -12,11 +12,17 @@ namespace mt {
 enum class DType { f32, f64, i32, u8 };  // u8: raw bytes, such as FP8 codes
 size_t dtype_bytes(DType t);
 
+// Asks a Buffer for memory without the zero fill.
+struct Unfilled {};
+
 class Buffer {
  public:
   Buffer() = default;
   // `count` elements of `dtype`, zero-filled.
   Buffer(const Backend& backend, DType dtype, size_t count);
+  // The same left as the backend hands it out, for a caller that writes every element before
+  // any is read (and so touches the memory first where it chooses).
+  Buffer(const Backend& backend, DType dtype, size_t count, Unfilled);
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept;
   Buffer(const Buffer&) = delete;

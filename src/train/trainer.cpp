@@ -315,6 +315,11 @@ TrainSummary Trainer::run() {
   if (!opt_.quiet) {
     print_header();
     if (resume_from) std::printf("  resume   from %s (step %lld)\n", resume_from->c_str(), state.step);
+    // A log without a checkpoint: an earlier run under checkpoint.final = false, or one stopped
+    // before its first checkpoint. Say that this one starts over rather than continuing it.
+    else if (cfg_.checkpoint.resume == "auto" && std::filesystem::exists(run_dir_ + "/log.h5"))
+      std::printf("  resume   none: %s has a log.h5 but no checkpoint; training starts at step 0 and log.h5 starts over\n",
+                  run_dir_.c_str());
   }
   // Named when a non-finite value stops the run.
   std::string last_checkpoint = resume_from ? *resume_from : "";
@@ -424,7 +429,12 @@ TrainSummary Trainer::run() {
     std::vector<double> stop_votes{double(g_stop_requested)};
     opt_.world->all_reduce_sum(stop_votes);
     const bool stop = stop_votes[0] > 0;
-    if (final_step || stop || (cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0)) {
+    // checkpoint.final = false (benchmarks) leaves out the end of training's and a signal's
+    // checkpoints; a --stop-after slice still writes its own, which the next slice resumes from.
+    const bool sliced = final_step && state.step < t.steps;
+    const bool periodic = cfg_.checkpoint.every > 0 && state.step % cfg_.checkpoint.every == 0;
+    const bool saved = periodic || sliced || ((final_step || stop) && cfg_.checkpoint.final);
+    if (saved) {
       std::vector<float> values = optimizer_->export_values(), exp_avg, exp_avg_sq;
       optimizer_->export_moments(exp_avg, exp_avg_sq);
       save_checkpoint(run_dir_, {params, values, exp_avg, exp_avg_sq}, state,
@@ -436,7 +446,10 @@ TrainSummary Trainer::run() {
       summary.interrupted = true;
       if (progress)
         progress->message("moetrain: stopped by signal after step " + std::to_string(state.step) +
-                          "; resume with the same command");
+                          (saved ? "; resume with the same command"
+                                 : "; no checkpoint written (checkpoint.final = false): the same command " +
+                                       (last_checkpoint.empty() ? std::string("starts again from step 0")
+                                                                : "resumes from " + last_checkpoint)));
       break;
     }
   }
