@@ -45,6 +45,8 @@ printf 'section\tcheck\tstatus\tseconds\tfigures\n' > "$summary"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 logs=$work/logs runs=$work/runs
+# PyTorch's and Triton's caches go with the rest, so that nothing stays behind.
+export TORCHINDUCTOR_CACHE_DIR=$work/torch_cache TRITON_CACHE_DIR=$work/triton_cache
 mkdir -p "$logs" "$runs"
 python=${PYTHON:-python3}
 logs_cap=$((15 * 1024 * 1024))
@@ -126,7 +128,7 @@ limited() {
   tail -n 40 "$log" | sed 's/^/    /' >> "$report"
   return $rc
 }
-last_line() { grep -v '^\s*$' "$work/last" | tail -n 1; }
+last_line() { grep -av '^\s*$' "$work/last" | tail -n 1 | cut -c1-200; }
 # keep_log NAME: a run's log.h5 into logs.tgz, when small (per-step figures, expert load, phase timings).
 keep_log() {
   local f=$runs/$1/log.h5
@@ -165,12 +167,11 @@ speed_config() { ((stand_in)) && echo configs/tiny.toml || echo "$1"; }
 step_figures() {
   awk -v skip="$2" '/^step +[0-9]+\/[0-9]+ \|/ {
       split($2, s, "/"); if (s[1] + 0 <= skip) next
-      for (i = 1; i <= NF; i++) { if ($i == "tok/s") t[n] = $(i - 1); if ($i == "MFU") m[n] = $(i + 1) }
-      n++ }
+      n++; for (i = 1; i <= NF; i++) { if ($i == "tok/s") t[n] = $(i - 1); if ($i == "MFU") m[n] = $(i + 1) } }
     function median(a,   k, j, v, c) { c = 0; for (k in a) v[++c] = a[k] + 0
       for (k = 2; k <= c; k++) for (j = k; j > 1 && v[j - 1] > v[j]; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
       return c ? (c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2) : -1 }
-    END { if (n == 0) { print "none none"; exit } ; mfu = median(m); printf "%d %s\n", median(t), (mfu < 0 || m[0] == "n/a") ? "n/a" : sprintf("%.1f%%", mfu) }' "$1"
+    END { if (n == 0) { print "none none"; exit } ; mfu = median(m); printf "%d %s\n", median(t), (mfu < 0 || m[1] == "n/a") ? "n/a" : sprintf("%.1f%%", mfu) }' "$1"
 }
 # step_losses LOG: "STEP LOSS" per step line.
 step_losses() { awk '/^step +[0-9]+\/[0-9]+ \|/ { split($2, s, "/"); print s[1], $5 }' "$1"; }
@@ -275,8 +276,8 @@ versus() {
 # last command's output, as a result line.
 fallbacks() {
   local lines
-  lines=$(grep -E '^(gemm|fp8) fallback:' "$work/last" | grep -v ': none$' | tr '\n' ';')
-  if [[ -n $lines ]]; then result "$1" PASS "${lines%;}" "fallback_lines=$(grep -cE '^(gemm|fp8) fallback:' "$work/last")"
+  lines=$(grep -aE '^(gemm|fp8) fallback:' "$work/last" | grep -av ': none$' | tr '\n' ';')
+  if [[ -n $lines ]]; then result "$1" PASS "${lines%;}" "fallback_lines=$(grep -acE '^(gemm|fp8) fallback:' "$work/last")"
   else result "$1" PASS "none: every GEMM ran as asked" "fallbacks=0"; fi
 }
 
@@ -299,7 +300,7 @@ section_preflight() {
   # The GPU: name, clocks, power limit, throttle reasons and MIG mode.
   if ((stand_in)); then
     result gpu PASS "stand-in: the strict CPU backend in cuda's place" "device=cpu-strict"
-  elif ! timeout 20 nvidia-smi -L > "$work/last" 2>&1 || ! grep -q '^GPU' "$work/last"; then
+  elif ! timeout 20 nvidia-smi -L > "$work/last" 2>&1 || ! grep -aq '^GPU' "$work/last"; then
     no_gpu="no GPU: nvidia-smi lists none"
     result gpu SKIP "$no_gpu"
   else
@@ -390,22 +391,22 @@ section_parity() {
     result "groups" FAIL "gpu_parity --list: $(last_line)"; return
   fi
   local groups group rc passed failed
-  mapfile -t groups < <(grep -E '^[a-z0-9_]+$' "$work/last")
+  mapfile -t groups < <(grep -aE '^[a-z0-9_]+$' "$work/last")
   ((${#groups[@]} > 0)) || { result "groups" FAIL "gpu_parity --list printed no group"; return; }
   for group in "${groups[@]}"; do
     CUDA_LAUNCH_BLOCKING=1 limited "parity_$group" 60 "${parity[@]}" "${bin_args[@]}" --only "$group"
     rc=$?
-    passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+    passed=$(grep -ac '^PASS' "$work/last") failed=$(grep -ac '^FAIL' "$work/last")
     case $rc in
       0) if ((passed > 0)); then result "$group" PASS "$passed checks" "passed=$passed"
-         else result "$group" SKIP "no check ran: $(grep '^SKIP' "$work/last" | head -n 2 | cut -c1-90 | tr '\n' ';')"; fi ;;
-      1) result "$group" FAIL "$failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" | head -n 3 |
+         else result "$group" SKIP "no check ran: $(grep -a '^SKIP' "$work/last" | head -n 2 | cut -c1-90 | tr '\n' ';')"; fi ;;
+      1) result "$group" FAIL "$failed of $((passed + failed)) failed: $(grep -a '^FAIL' "$work/last" | head -n 3 |
            cut -c6-90 | tr '\n' ';')" "passed=$passed failed=$failed" ;;
       77) result "$group" SKIP "$(last_line)" ;;
       125) result "$group" SKIP "not reached: the section's time is up" ;;
       *) parity_crash "$group" "$rc" "$passed" ;;
     esac
-    grep -E '^(gemm|fp8) fallback:' "$work/last" | grep -v ': none$' | sed "s/^/$group: /" >> "$work/parity_fallbacks"
+    grep -aE '^(gemm|fp8) fallback:' "$work/last" | grep -av ': none$' | sed "s/^/$group: /" >> "$work/parity_fallbacks"
   done
   if [[ -s $work/parity_fallbacks ]]; then
     result fallbacks PASS "$(tr '\n' ';' < "$work/parity_fallbacks")" "groups=$(wc -l < "$work/parity_fallbacks")"
@@ -420,7 +421,7 @@ parity_crash() {
   if [[ -n $sanitizer ]] && ((!stand_in)); then
     cp "$work/last" "$work/crash"
     limited "memcheck_$group" 60 "$sanitizer" --tool memcheck --print-limit 20 "${parity[@]}" --only "$group"
-    where="$where; memcheck: $(grep -E 'Invalid|Error|error' "$work/last" | head -n 2 | tr '\n' ' ' | cut -c1-200)"
+    where="$where; memcheck: $(grep -aE 'Invalid|Error|error' "$work/last" | head -n 2 | tr '\n' ' ' | cut -c1-200)"
     { cat "$work/crash"; echo "== memcheck"; tail -n 20 "$work/last"; } > "$work/last.both"
     mv "$work/last.both" "$work/last"
   fi
@@ -430,7 +431,7 @@ parity_crash() {
 section_gemm() {
   limited gemm_bench 90 "${gemm[@]}" "${bin_args[@]}"
   local rc=$? rows
-  rows=$(grep -cE '^gemm (cuda|cpu-strict) ' "$work/last")
+  rows=$(grep -acE '^gemm (cuda|cpu-strict) ' "$work/last")
   if ((rc == 0 && rows > 0)); then
     # The best of each kind, with the operation as the trainer calls it and the matmul alone; FP8 rows whose
     # scale mode is fallback-fp32 did not run in FP8.
@@ -449,16 +450,16 @@ section_gemm() {
 
   limited attention_bench 90 "${attention[@]}" "${bin_args[@]}"
   rc=$?
-  rows=$(grep -c '^attention moetrain' "$work/last")
+  rows=$(grep -ac '^attention moetrain' "$work/last")
   if ((rc == 0 && rows > 0)); then
-    result attention_bench PASS "$rows rows, the first: $(grep -m1 '^attention moetrain' "$work/last" | cut -c1-120)" "rows=$rows"
+    result attention_bench PASS "$rows rows, the first: $(grep -am1 '^attention moetrain' "$work/last" | cut -c1-120)" "rows=$rows"
   elif ((rc == 0)); then result attention_bench SKIP "$(last_line)"
   else result attention_bench FAIL "exit $rc: $(last_line)"; fi
 
   if ((stand_in)); then result "PyTorch SDPA" SKIP "stand-in: needs a GPU"
   elif ((!have_torch)); then result "PyTorch SDPA" SKIP "needs torch in $python"
-  elif limited sdpa 90 "$python" bench/attention_sdpa.py && grep -q '^attention pytorch' "$work/last"; then
-    result "PyTorch SDPA" PASS "$(grep '^attention pytorch' "$work/last" | head -n 3 | tr '\n' ';')"
+  elif limited sdpa 90 "$python" bench/attention_sdpa.py && grep -aq '^attention pytorch' "$work/last"; then
+    result "PyTorch SDPA" PASS "$(grep -a '^attention pytorch' "$work/last" | head -n 3 | tr '\n' ';')"
   else result "PyTorch SDPA" FAIL "$(last_line)"; fi
 }
 
@@ -479,11 +480,11 @@ section_smoke() {
     cp "$work/cmp" "$work/last"; result "$device against cpu" FAIL "$(last_line)"
   fi
   # The decoder on the device: the cpu run's checkpoint continued greedily on both gives the same text.
-  text() { grep -v '^sample: ' "$work/last"; }
+  text() { grep -av '^sample: ' "$work/last"; }
   if limited sample_cpu 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device cpu && text > "$work/sample_cpu" &&
       limited sample_device 60 "${mt[@]}" sample "$runs/cpu" --tokens 40 --temperature 0 --device "$device"; then
     if [[ -s $work/sample_cpu ]] && text | cmp -s - "$work/sample_cpu"; then
-      result "sample on $device" PASS "40 greedy tokens, cpu's text; $(grep -o '[0-9.]* tokens/s' "$work/last")"
+      result "sample on $device" PASS "40 greedy tokens, cpu's text; $(grep -ao '[0-9.]* tokens/s' "$work/last")"
     else
       result "sample on $device" FAIL "$device wrote '$(text | head -c 80)', cpu '$(head -c 80 "$work/sample_cpu")'"
     fi
@@ -498,7 +499,7 @@ section_smoke() {
         --stop-after "$half" --set checkpoint.final=true ||
        ! train "resume_${second}_second" 150 "$smoke_config" "$name" "$second" "${sets[@]}" --set checkpoint.resume=auto; then
       result "resume $first -> $second" FAIL "$(last_line)"
-    elif ! grep -q "resume .*(step $half)" "$work/last"; then
+    elif ! grep -aq "resume .*(step $half)" "$work/last"; then
       result "resume $first -> $second" FAIL "the $second run did not resume from step $half"
     elif compare_losses 1e-3 "$runs/cpu.out" "$runs/$name.out" > "$work/cmp" 2>&1; then
       result "resume $first -> $second" PASS "against the cpu run, steps $((half + 1))-$steps: $(cat "$work/cmp")"
@@ -525,9 +526,9 @@ section_moe1b() {
   local bf16_tps=$speed_tps
   # Where a step's device time goes, by op kind (CUDA events around every op).
   if train profile 150 "$(speed_config "$cfg")" profile "$device" --profile --set training.steps=4 \
-      --set precision.matmul=bf16 && grep -q '^  all ops' "$work/last"; then
-    result profile PASS "ms per step: $(grep -A4 '^  op ' "$work/last" | tail -n 4 |
-      awk '{ printf "%s%s %s (%s)", (NR > 1 ? ", " : ""), $1, $3, $4 }'); all ops $(grep '^  all ops' "$work/last" |
+      --set precision.matmul=bf16 && grep -aq '^  all ops' "$work/last"; then
+    result profile PASS "ms per step: $(grep -aA4 '^  op ' "$work/last" | tail -n 4 |
+      awk '{ printf "%s%s %s (%s)", (NR > 1 ? ", " : ""), $1, $3, $4 }'); all ops $(grep -a '^  all ops' "$work/last" |
       awk '{ print $3 }')"
   else
     result profile FAIL "$(last_line)"
@@ -546,7 +547,7 @@ section_moe1b() {
   # The trainer's memory beside the planner's for the same run.
   if limited plan_memory 60 "${mt[@]}" train "$(speed_config "$cfg")" "${data_sets[@]}" --set precision.device="$device" \
       --set precision.matmul=bf16 --dry-run --cluster configs/clusters/h100-superpod.toml; then
-    result "planned memory" PASS "$(grep '^  memory ' "$work/last" | sed 's/^  memory *//')"
+    result "planned memory" PASS "$(grep -a '^  memory ' "$work/last" | sed 's/^  memory *//')"
   else
     result "planned memory" FAIL "$(last_line)"
   fi
@@ -581,10 +582,10 @@ section_nccl() {
     ((rc2 == 0)) && rc=0 nccl_note="; passed again with NCCL_CUMEM_ENABLE=0 after exit $rc"
   fi
   case $rc in
-    0) result nccl_test PASS "$(grep -c '^PASS' "$work/last") checks${nccl_note:-}" ;;
-    77) result nccl_test SKIP "$(last_line)" ;;
+    0) result nccl_test PASS "$(grep -ac '^PASS' "$work/last") checks${nccl_note:-}" ;;
+    77) result nccl_test SKIP "$(last_line | cut -c1-150)" ;;
     125) result nccl_test SKIP "not reached: the section's time is up" ;;
-    *) result nccl_test FAIL "exit $rc: $(grep '^FAIL' "$work/last" | head -n 3 | tr '\n' ' ')$(last_line)" ;;
+    *) result nccl_test FAIL "exit $rc: $(grep -a '^FAIL' "$work/last" | head -n 3 | tr '\n' ' ')$(last_line)" ;;
   esac
   # smoke's device run again with every group an NCCL communicator: the same losses. In the stand-in (no NCCL
   # without a GPU) the same run over the default communicator, which proves the comparison.
@@ -595,8 +596,8 @@ section_nccl() {
   ((stand_in)) && steps=2
   if ! NCCL_DEBUG=WARN train nccl_train 120 "$smoke_config" cuda_nccl "$device" --set training.steps=$steps "${comm[@]}"; then
     result "$check" FAIL "$(last_line)"
-  elif ((!stand_in)) && ! grep -q 'comm     NCCL' "$work/last"; then
-    result "$check" FAIL "the banner does not say NCCL: $(grep -m1 '^  comm' "$work/last")"
+  elif ((!stand_in)) && ! grep -aq 'comm     NCCL' "$work/last"; then
+    result "$check" FAIL "the banner does not say NCCL: $(grep -am1 '^  comm' "$work/last")"
   elif compare_losses 1e-5 "$runs/cuda.out" "$runs/cuda_nccl.out" > "$work/cmp" 2>&1; then
     result "$check" PASS "against smoke's $device run: $(cat "$work/cmp")"
   else
@@ -611,9 +612,9 @@ section_oracle() {
   ((stand_in)) && only="mha_sequence_aux mla"
   ORACLE_ONLY=$only MOETRAIN="${mt[*]}" ORACLE_DEVICE="$device" PYTHON="$python" limited oracle 200 bash tests/oracle/run_oracle.sh
   local passed failed
-  passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+  passed=$(grep -ac '^PASS' "$work/last") failed=$(grep -ac '^FAIL' "$work/last")
   if ((failed == 0 && passed > 0)); then result oracle PASS "$passed configurations" "passed=$passed"
-  else result oracle FAIL "$failed failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' ')" "passed=$passed failed=$failed"; fi
+  else result oracle FAIL "$failed failed: $(grep -a '^FAIL' "$work/last" | cut -d' ' -f3 | tr '\n' ' ')" "passed=$passed failed=$failed"; fi
 }
 
 section_layouts() {
@@ -625,9 +626,9 @@ section_layouts() {
   MPI_MATRIX_CASES=$cases MOETRAIN="$work/moetrain" MPIRUN="$mpirun_bin" MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE="$device" \
     MPI_MATRIX_SET=parallel.share_gpu=true PYTHON="$python" limited layouts 540 bash tests/mpi/run_mpi_tests.sh
   local rc=$? passed failed
-  passed=$(grep -c '^PASS' "$work/last") failed=$(grep -c '^FAIL' "$work/last")
+  passed=$(grep -ac '^PASS' "$work/last") failed=$(grep -ac '^FAIL' "$work/last")
   if ((failed > 0)); then
-    result "layout matrix" FAIL "$failed of $((passed + failed)) failed: $(grep '^FAIL' "$work/last" | cut -d' ' -f2- |
+    result "layout matrix" FAIL "$failed of $((passed + failed)) failed: $(grep -a '^FAIL' "$work/last" | cut -d' ' -f2- |
       cut -d: -f1 | head -n 3 | tr '\n' ';')" "passed=$passed failed=$failed"
   elif ((passed == 0)); then result "layout matrix" FAIL "exit $rc, no case ran: $(last_line)"
   else result "layout matrix" PASS "$passed cases$( ((rc == 124)) && echo "; stopped by the budget")" "passed=$passed"; fi
@@ -645,7 +646,7 @@ section_fit() {
       sets=(--set training.micro_batch=$mb --set training.global_batch=$mb --set training.recompute=$mode)
       if limited "plan_fit_${mode}_$mb" 60 "${mt[@]}" train "$cfg" "${sets[@]}" "${data_sets[@]}" \
           --set precision.device="$device" --dry-run --cluster configs/clusters/h100-superpod.toml &&
-          grep -q '^  memory .*: fits' "$work/last"; then planned=$mb; fi
+          grep -aq '^  memory .*: fits' "$work/last"; then planned=$mb; fi
       if ((ours == mb / 2 || mb == 1)) && train "fit_${mode}_$mb" 120 "$cfg" "fit_${mode}_$mb" "$device" "${sets[@]}" \
           --set training.steps=2; then ours=$mb; fi
       forget "fit_${mode}_$mb"

@@ -35,7 +35,7 @@ done
 expect "summary.tsv: every row has a section, a check, PASS/FAIL/SKIP, seconds and key=value figures" \
   awk -F'\t' 'NR == 1 { ok = $0 == "section\tcheck\tstatus\tseconds\tfigures"; next }
     NF != 5 || $3 !~ /^(PASS|FAIL|SKIP)$/ || $4 !~ /^[0-9]+$/ { ok = 0 }
-    { n = split($5, w, " "); for (i = 1; i <= n; i++) if (w[i] !~ /^[a-z_]+=[^=]+$/) ok = 0 }
+    { n = split($5, w, " "); for (i = 1; i <= n; i++) if (w[i] !~ /^[a-z0-9_]+=[^=]+$/) ok = 0 }
     END { exit !(ok && NR > 30) }' "$out/summary.tsv"
 expect "the parity section runs each group of gpu_parity --list in a process of its own" \
   test "$(awk -F'\t' '$1 == "parity" && $2 != "fallbacks"' "$out/summary.tsv" | wc -l)" = \
