@@ -13,11 +13,12 @@ fail() { echo "FAIL gpu_check stand-in: $*"; }
 # expect WHAT COMMAND...: PASS when COMMAND succeeds.
 expect() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
-# stand_in NAME [VAR=VALUE...]: one run of the check into $tmp/NAME/out, its scratch space in $tmp/NAME/tmp.
+# stand_in NAME [VAR=VALUE...]: one run of the check into $tmp/NAME/out, its scratch space in $tmp/NAME/tmp, with
+# .venv's Python unless VAR=VALUE names another.
 stand_in() {
   local name=$1; shift
   mkdir -p "$tmp/$name/out" "$tmp/$name/tmp"
-  env "$@" OUT="$tmp/$name/out" TMPDIR="$tmp/$name/tmp" GPU_CHECK_STAND_IN=1 PYTHON="$python" \
+  env OUT="$tmp/$name/out" TMPDIR="$tmp/$name/tmp" GPU_CHECK_STAND_IN=1 PYTHON="$python" "$@" \
     bash scripts/gpu_check.sh > "$tmp/$name/stdout" 2>&1
 }
 rows() { awk -F'\t' -v s="$2" 'NR > 1 && $3 == s' "$tmp/$1/out/summary.tsv"; }
@@ -60,3 +61,13 @@ expect "a broken gemm_bench: its last 8 lines are on stdout" \
 expect "a broken gemm_bench: attention_bench in its section and the gpt2 section still pass" \
   test -n "$(rows broken PASS | awk -F'\t' '$2 == "attention_bench"')" -a -n "$(rows broken PASS | awk -F'\t' '$1 == "gpt2"')"
 expect "a broken gemm_bench: nothing is left on disk" test -z "$(ls -A "$tmp/broken/tmp")"
+
+# A Python with none of torch, numpy and h5py (a bare virtual environment): each missing module is a SKIP that
+# says what does without it, and the loss comparisons still pass, read from moetrain's step lines.
+python3 -m venv --without-pip "$tmp/bare"
+stand_in bare PYTHON="$tmp/bare/bin/python" GPU_CHECK_SECTIONS=preflight,smoke
+expect "no torch, numpy or h5py: each is a SKIP naming its fallback" \
+  test "$(rows bare SKIP | awk -F'\t' '$2 ~ /^python (torch|numpy|h5py)$/' | wc -l)" = 3
+expect "no h5py: smoke's comparisons pass on the step lines" \
+  test "$(rows bare PASS | awk -F'\t' '$1 == "smoke"' | wc -l)" = 4 -a -z "$(rows bare FAIL)"
+expect "no h5py: the comparisons say where their losses came from" grep -q 'step lines, 4 decimals' "$tmp/bare/stdout"
