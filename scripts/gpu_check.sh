@@ -597,12 +597,19 @@ section_nccl() {
   if [[ ! -s $runs/cuda.out ]]; then result "$check" SKIP "needs smoke's $device run"; return; fi
   local steps=12
   ((stand_in)) && steps=2
-  if ! NCCL_DEBUG=WARN train nccl_train 120 "$smoke_config" cuda_nccl "$device" --set training.steps=$steps "${comm[@]}"; then
+  local again="" trained=0
+  if NCCL_DEBUG=WARN train nccl_train 120 "$smoke_config" cuda_nccl "$device" --set training.steps=$steps "${comm[@]}"; then
+    trained=1
+  elif ((!stand_in)) && NCCL_DEBUG=WARN NCCL_CUMEM_ENABLE=0 train nccl_train_nocumem 120 "$smoke_config" cuda_nccl \
+      "$device" --set training.steps=$steps "${comm[@]}"; then
+    trained=1 again="; passed again with NCCL_CUMEM_ENABLE=0"
+  fi
+  if ((!trained)); then
     result "$check" FAIL "$(last_line)"
   elif ((!stand_in)) && ! grep -aq 'comm     NCCL' "$work/last"; then
     result "$check" FAIL "the banner does not say NCCL: $(grep -am1 '^  comm' "$work/last")"
   elif compare_losses 1e-5 "$runs/cuda.out" "$runs/cuda_nccl.out" > "$work/cmp" 2>&1; then
-    result "$check" PASS "against smoke's $device run: $(cat "$work/cmp")"
+    result "$check" PASS "against smoke's $device run: $(cat "$work/cmp")$again"
   else
     cp "$work/cmp" "$work/last"; result "$check" FAIL "$(last_line)"
   fi
