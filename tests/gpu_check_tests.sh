@@ -71,3 +71,10 @@ expect "no torch, numpy or h5py: each is a SKIP naming its fallback" \
 expect "no h5py: smoke's comparisons pass on the step lines" \
   test "$(rows bare PASS | awk -F'\t' '$1 == "smoke"' | wc -l)" = 4 -a -z "$(rows bare FAIL)"
 expect "no h5py: the comparisons say where their losses came from" grep -q 'step lines, 4 decimals' "$tmp/bare/stdout"
+
+# The deadline: sections it leaves no time for are SKIP "not reached", and the report still ends with its summary.
+stand_in late GPU_CHECK_SECONDS=1 GPU_CHECK_SECTIONS=gpt2,fit
+expect "past the deadline: gpt2 and fit are reported as not reached, nothing fails" \
+  test "$(rows late SKIP | awk -F'\t' '$1 == "gpt2" || $1 == "fit"' | wc -l)" = 2 -a -z "$(rows late FAIL)" -a \
+       "$(grep -ac "not reached: the check's time is up" "$tmp/late/stdout")" -ge 2
+expect "past the deadline: the summary is printed" grep -aq '^== summary' "$tmp/late/stdout"
