@@ -233,23 +233,22 @@ void record_scaling(DeviceState* s, const Fp8Matmul& mm) {
 }
 
 // Both operands as [outer, K]: A is [m, k] unless trans_a, B is [n, k] when trans_b.
-std::unique_ptr<Fp8Matmul> views_of(const GemmArgs& g) {
+void set_views(const GemmArgs& g, Fp8Matmul& mm) {
   const Fp8Recipe& r = *g.fp8.recipe;
-  auto mm = std::make_unique<Fp8Matmul>();
-  mm->a.view = fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a);
-  mm->b.view = fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b);
-  return mm;
+  mm.a.view = fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a);
+  mm.b.view = fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b);
 }
 
 }  // namespace
 
 void gemm_fp8(DeviceState* s, const GemmArgs& g) {
-  const std::unique_ptr<Fp8Matmul> mm = views_of(g);
-  if (const char* why = plan_matmul(s, g, *mm)) return gemm_dequantized(s, g, mm->a.view, mm->b.view, why);
-  record_scaling(s, *mm);
-  quantize(s, mm->a, mm->k_pad);
-  quantize(s, mm->b, mm->k_pad);
-  run_matmul(s, g, *mm);
+  Fp8Matmul mm;
+  set_views(g, mm);
+  if (const char* why = plan_matmul(s, g, mm)) return gemm_dequantized(s, g, mm.a.view, mm.b.view, why);
+  record_scaling(s, mm);
+  quantize(s, mm.a, mm.k_pad);
+  quantize(s, mm.b, mm.k_pad);
+  run_matmul(s, g, mm);
 }
 
 }  // namespace mt::cuda
@@ -260,7 +259,9 @@ std::function<void()> cuda_fp8_matmul_only(const Backend& gpu, const GemmArgs& g
   MT_CHECK(g.inputs == GemmInputs::fp8 && g.m > 0 && g.n > 0 && g.k > 0);
   DeviceState* s = gpu.state;
   activate(s);
-  std::shared_ptr<cuda::Fp8Matmul> mm = cuda::views_of(g);
+  // Shared with the returned call, which outlives this frame.
+  const auto mm = std::make_shared<cuda::Fp8Matmul>();
+  cuda::set_views(g, *mm);
   if (cuda::plan_matmul(s, g, *mm)) {
     s->fp8_dequantized = true;
     const std::pair<const float*, const float*> copies = cuda::dequantized_copies(s, mm->a.view, mm->b.view);
