@@ -164,6 +164,8 @@ shards() {
   for d in $(find src -type f -printf '%h\n' | sort -u); do inputs+=(--input "$d"); done
   limited prepare 60 "${mt[@]}" prepare "${inputs[@]}" --out "$work/data"
 }
+# need_shards: the shards, or a FAIL result saying why there are none (the section then stops).
+need_shards() { shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return 1; }; }
 data_sets=(--set data.train="$work/data/train_000000.bin" --set data.val="$work/data/val_000000.bin")
 # Every run of the check: no final checkpoint, no evaluation, a report line every step, a fresh start.
 bench_sets=(--set checkpoint.every=0 --set checkpoint.final=false --set checkpoint.resume=never
@@ -211,6 +213,12 @@ PY
             printf "max relative difference %.2e at step %d (%s against %s; step lines, 4 decimals)\n", worst, at, a, b
             exit worst <= tol ? 0 : 1 }' <(step_losses "$ref") <(step_losses "$run")
   fi
+}
+# same_losses CHECK TOL REF_LOG RUN_LOG [SAID] [FIGURES]: compare_losses as CHECK's result, PASS with SAID before
+# the comparison's line, else FAIL with it.
+same_losses() {
+  if compare_losses "$2" "$3" "$4" > "$work/cmp" 2>&1; then result "$1" PASS "${5:-}$(cat "$work/cmp")" "${6:-}"
+  else cp "$work/cmp" "$work/last"; result "$1" FAIL "$(last_line)"; fi
 }
 # train LABEL SECONDS CONFIG NAME DEVICE [ARGS...]: a run whose output is kept in $runs/NAME.out.
 train() {
@@ -260,13 +268,19 @@ pytorch() {
   rm -f "$dump"
   [[ -n $torch_tps ]]
 }
+# real_config_valid LABEL CONFIG CHECK: in the stand-in, which trains configs/tiny.toml in CONFIG's place, CONFIG
+# with the check's settings must pass --dry-run (else a FAIL result for CHECK); on a GPU nothing to do.
+real_config_valid() {
+  ((stand_in)) || return 0
+  limited "dry_$1" 60 "${mt[@]}" train "$2" "${data_sets[@]}" "${bench_sets[@]}" --set precision.device="$device" \
+    --set precision.matmul=bf16 --dry-run && return 0
+  result "$3" FAIL "its config does not pass --dry-run: $(last_line)"
+  return 1
+}
 # versus LABEL CONFIG STEPS: the speed check with PyTorch beside it.
 versus() {
   local label=$1 cfg=$2 steps=$3 check="tokens/s $(basename "$2" .toml)"
-  if ((stand_in)) && ! limited "dry_$label" 60 "${mt[@]}" train "$cfg" "${data_sets[@]}" "${bench_sets[@]}" \
-      --set precision.device="$device" --set precision.matmul=bf16 --dry-run; then
-    result "$check" FAIL "its config does not pass --dry-run: $(last_line)"; return
-  fi
+  real_config_valid "$label" "$cfg" "$check" || return
   if ! speed "$label" "$cfg" "$steps"; then
     result "$check" FAIL "the moetrain run: $(last_line)"; return
   fi
@@ -280,12 +294,14 @@ versus() {
     result "$check" PASS "moetrain $speed_tps tok/s (MFU $speed_mfu); PyTorch: $torch_why" "$ours"
   fi
 }
-# fallbacks CHECK: the GEMMs that ran another way than asked (cuBLASLt without an algorithm, FP8 over fp32) in the
-# last command's output, as a result line.
+# fallback_lines: the last command's "gemm fallback:" and "fp8 fallback:" lines that counted something.
+fallback_lines() { grep -aE '^(gemm|fp8) fallback:' "$work/last" | grep -av ': none$'; }
+# fallbacks CHECK [FILE]: the GEMMs that ran another way than asked (cuBLASLt without an algorithm, FP8 over fp32)
+# as a result line: the last command's fallback lines, or FILE's lines (fallback lines gathered from several).
 fallbacks() {
   local lines
-  lines=$(grep -aE '^(gemm|fp8) fallback:' "$work/last" | grep -av ': none$' | tr '\n' ';')
-  if [[ -n $lines ]]; then result "$1" PASS "${lines%;}" "fallback_lines=$(grep -acE '^(gemm|fp8) fallback:' "$work/last")"
+  if [[ -n ${2:-} ]]; then lines=$(cat "$2"); else lines=$(fallback_lines); fi
+  if [[ -n $lines ]]; then result "$1" PASS "$(tr '\n' ';' <<<"$lines")" "fallback_lines=$(wc -l <<<"$lines")"
   else result "$1" PASS "none: every GEMM ran as asked" "fallbacks=0"; fi
 }
 
@@ -324,11 +340,12 @@ section_preflight() {
 
   # Python modules: each missing one says what does without it.
   local mod version
-  declare -A fallback=([torch]="the PyTorch baselines, SDPA and the oracle are skipped"
+  local -A fallback=([torch]="the PyTorch baselines, SDPA and the oracle are skipped"
     [numpy]="the PyTorch baselines and the oracle are skipped" [h5py]="losses are read from moetrain's step lines; the PyTorch baselines and the oracle are skipped"
     [tomllib]="the PyTorch baselines and the oracle are skipped (Python 3.11 or newer has it)")
   for mod in torch numpy h5py tomllib; do
-    if version=$("$python" -c "import $mod; print(getattr($mod, '__version__', 'present'))" 2>/dev/null); then
+    version=${python_modules[$mod]:-}
+    if [[ -n $version ]]; then
       result "python $mod" PASS "$version" "version=$version"
     else
       result "python $mod" SKIP "missing from $python: ${fallback[$mod]}"
@@ -412,13 +429,10 @@ section_parity() {
       125) result "$group" SKIP "not reached: the section's time is up" ;;
       *) parity_crash "$group" "$rc" "$passed" ;;
     esac
-    grep -aE '^(gemm|fp8) fallback:' "$work/last" | grep -av ': none$' | sed "s/^/$group: /" >> "$work/parity_fallbacks"
+    fallback_lines | sed "s/^/$group: /" >> "$work/parity_fallbacks"
   done
-  if [[ -s $work/parity_fallbacks ]]; then
-    result fallbacks PASS "$(tr '\n' ';' < "$work/parity_fallbacks")" "groups=$(wc -l < "$work/parity_fallbacks")"
-  else
-    result fallbacks PASS "none: every GEMM ran as asked" "fallbacks=0"
-  fi
+  touch "$work/parity_fallbacks"
+  fallbacks fallbacks "$work/parity_fallbacks"
 }
 # parity_crash GROUP RC PASSED: a group that died; run again under memcheck to say where.
 parity_crash() {
@@ -471,7 +485,7 @@ section_gemm() {
 
 smoke_config=configs/deepseek-v3-small.toml
 section_smoke() {
-  if ! shards; then result "token shards" FAIL "moetrain prepare: $(last_line)"; return; fi
+  need_shards || return
   local steps=12 half=6
   ((stand_in)) && steps=2 half=1
   local sets=(--set training.steps=$steps --set checkpoint.final=true)
@@ -480,10 +494,8 @@ section_smoke() {
   fi
   if ! train smoke_cuda 120 "$smoke_config" cuda "$device" "${sets[@]}"; then
     result "$device against cpu" FAIL "the $device run: $(last_line)"
-  elif compare_losses 1e-3 "$runs/cpu.out" "$runs/cuda.out" > "$work/cmp" 2>&1; then
-    result "$device against cpu" PASS "$(cat "$work/cmp")" "steps=$steps"
   else
-    cp "$work/cmp" "$work/last"; result "$device against cpu" FAIL "$(last_line)"
+    same_losses "$device against cpu" 1e-3 "$runs/cpu.out" "$runs/cuda.out" "" "steps=$steps"
   fi
   # The decoder on the device: the cpu run's checkpoint continued greedily on both gives the same text.
   text() { grep -av '^sample: ' "$work/last"; }
@@ -509,10 +521,9 @@ section_smoke() {
       result "resume $first -> $second" FAIL "$(last_line)"
     elif ! grep -aq "resume .*(step $half)" "$work/last"; then
       result "resume $first -> $second" FAIL "the $second run did not resume from step $half"
-    elif compare_losses 1e-3 "$runs/cpu.out" "$runs/$name.out" > "$work/cmp" 2>&1; then
-      result "resume $first -> $second" PASS "against the cpu run, steps $((half + 1))-$steps: $(cat "$work/cmp")"
     else
-      cp "$work/cmp" "$work/last"; result "resume $first -> $second" FAIL "$(last_line)"
+      same_losses "resume $first -> $second" 1e-3 "$runs/cpu.out" "$runs/$name.out" \
+        "against the cpu run, steps $((half + 1))-$steps: "
     fi
     forget "$name"
     rm -f "$runs/$name.first"
@@ -524,12 +535,12 @@ section_smoke() {
 section_gpt2() {
   # llm.c trains GPT-2 124M at about 46-56% MFU on an H100; moetrain's dense model of that shape (SwiGLU sized
   # to GPT-2's MLP parameters, RoPE, RMSNorm) is read against it.
-  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  need_shards || return
   versus gpt2 bench/gpt2-124m.toml 20
 }
 
 section_moe1b() {
-  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  need_shards || return
   local cfg=configs/moe-1b.toml
   versus moe1b "$cfg" 15
   local bf16_tps=$speed_tps
@@ -563,12 +574,9 @@ section_moe1b() {
 }
 
 section_dsv3() {
-  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  need_shards || return
   local cfg=bench/dsv3-layers.toml check="tokens/s dsv3-layers"
-  if ((stand_in)) && ! limited dry_dsv3 60 "${mt[@]}" train "$cfg" "${data_sets[@]}" "${bench_sets[@]}" \
-      --set precision.device="$device" --dry-run; then
-    result "$check" FAIL "its config does not pass --dry-run: $(last_line)"; return
-  fi
+  real_config_valid dsv3 "$cfg" "$check" || return
   if ! speed dsv3 "$cfg" 10; then result "$check" FAIL "the moetrain run: $(last_line)"; return; fi
   result "$check" PASS "moetrain $speed_tps tok/s (MFU $speed_mfu)" "tokens_per_s=$speed_tps mfu=$speed_mfu"
   # PyTorch beside it only with time for it (its eager model of 18 GB of parameters is slow to build).
@@ -614,10 +622,8 @@ section_nccl() {
     result "$check" FAIL "$(last_line)"
   elif ((!stand_in)) && ! grep -aq 'comm     NCCL' "$work/last"; then
     result "$check" FAIL "the banner does not say NCCL: $(grep -am1 '^  comm' "$work/last")"
-  elif compare_losses 1e-5 "$runs/cuda.out" "$runs/cuda_nccl.out" > "$work/cmp" 2>&1; then
-    result "$check" PASS "against smoke's $device run: $(cat "$work/cmp")$again"
   else
-    cp "$work/cmp" "$work/last"; result "$check" FAIL "$(last_line)"
+    same_losses "$check" 1e-5 "$runs/cuda.out" "$runs/cuda_nccl.out" "against smoke's $device run$again: "
   fi
   forget cuda_nccl
 }
@@ -651,7 +657,7 @@ section_layouts() {
 }
 
 section_fit() {
-  shards || { result "token shards" FAIL "moetrain prepare: $(last_line)"; return; }
+  need_shards || return
   local cfg sizes=(1 2 4 8 16 32 64)
   cfg=$(speed_config configs/moe-1b.toml)
   ((stand_in)) && sizes=(1 2)
@@ -689,8 +695,17 @@ if ((!stand_in)); then
   fi
 fi
 # What the Python side can do (preflight reports it; later sections choose by it, also when run alone).
-[[ $("$python" -c 'import torch; print(1)' 2>/dev/null) == 1 ]] && have_torch=1
-[[ $("$python" -c 'import h5py, numpy, tomllib; print(1)' 2>/dev/null) == 1 ]] && have_h5py=1
+# One interpreter start imports each module once (torch takes seconds): "NAME VERSION" for those present.
+declare -A python_modules=()
+while read -r mod version; do python_modules[$mod]=$version; done < <("$python" -c '
+import importlib
+for name in ("torch", "numpy", "h5py", "tomllib"):
+    try:
+        print(name, getattr(importlib.import_module(name), "__version__", "present"))
+    except Exception:
+        pass' 2>/dev/null)
+[[ -n ${python_modules[torch]:-} ]] && have_torch=1
+[[ -n ${python_modules[h5py]:-} && -n ${python_modules[numpy]:-} && -n ${python_modules[tomllib]:-} ]] && have_h5py=1
 mt=("${launch[@]}" "$mt_bin") parity=("${launch[@]}" "$parity_bin") gemm=("${launch[@]}" "$gemm_bin")
 attention=("${launch[@]}" "$attention_bin") nccl=("${launch[@]}" "$nccl_bin")
 slack=0

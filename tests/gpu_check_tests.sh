@@ -38,6 +38,11 @@ expect "summary.tsv: every row has a section, a check, PASS/FAIL/SKIP, seconds a
     NF != 5 || $3 !~ /^(PASS|FAIL|SKIP)$/ || $4 !~ /^[0-9]+$/ { ok = 0 }
     { n = split($5, w, " "); for (i = 1; i <= n; i++) if (w[i] !~ /^[a-z0-9_]+=[^=]+$/) ok = 0 }
     END { exit !(ok && NR > 30) }' "$out/summary.tsv"
+# The CPU backends have one way to run each GEMM: every fallback row must say that none fell back.
+expect "every fallback row of the stand-in counts none ($(awk -F'\t' '$2 ~ /fallbacks$/ { print $1 ": " $5 }' \
+  "$out/summary.tsv" | tr '\n' ';'))" \
+  test "$(awk -F'\t' '$2 ~ /fallbacks$/ && $5 != "fallbacks=0"' "$out/summary.tsv" | wc -l)" = 0 -a \
+       "$(awk -F'\t' '$2 ~ /fallbacks$/' "$out/summary.tsv" | wc -l)" = 3
 expect "the parity section runs each group of gpu_parity --list in a process of its own" \
   test "$(awk -F'\t' '$1 == "parity" && $2 != "fallbacks"' "$out/summary.tsv" | wc -l)" = \
        "$(./build/tests/gpu_parity --list | wc -l)"
