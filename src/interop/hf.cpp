@@ -10,6 +10,7 @@
 #include "comm/comm.hpp"
 #include "infer/checkpoint_model.hpp"
 #include "infer/sample.hpp"
+#include "interop/hf_config.hpp"
 #include "io/bpe.hpp"
 #include "io/json.hpp"
 #include "io/run_lock.hpp"
@@ -17,7 +18,6 @@
 #include "parallel/groups.hpp"
 #include "model/rope_scaling.hpp"
 #include "parallel/layout.hpp"
-#include "util/format.hpp"
 #include "util/read_file.hpp"
 
 namespace mt {
@@ -26,26 +26,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Rows of a projection that RoPE turns: in each block of `block` rows, the `width` rows from
+// `first`. Llama (and DeepseekV3 with rope_interleave false) turns feature i with i + width/2;
+// moetrain turns 2i with 2i + 1.
+struct RopeRows {
+  int block = 0, first = 0, width = 0;
+};
+
 // One transformers tensor and the moetrain parameter (or model buffer) it is, or for a routed
 // expert the slice `expert` of one along its first dimension.
 struct HfName {
   std::string ours, hf;
   int expert = -1;
   bool buffer = false;
-  int rope_head_dim = 0;  // Llama's q and k: each head's rows reordered (to_halves)
+  RopeRows rope = {};  // rows reordered between the libraries' RoPE pairings (to_halves)
 };
 
-// Llama's RoPE turns feature i of a head with feature i + hd/2; moetrain's turns 2i with 2i + 1.
-// Reordering the rows of each head of the query and key projections alike (2i -> i, 2i+1 ->
-// hd/2 + i) makes one the other: the products q.k are sums over the same pairs.
-// `back`: Llama's order to moetrain's.
-std::vector<float> to_halves(const std::vector<float>& w, size_t rows, size_t cols, int head_dim, bool back) {
-  std::vector<float> out(w.size());
-  const size_t hd = size_t(head_dim), half = hd / 2;
-  for (size_t r = 0; r < rows; ++r) {
-    const size_t head = r / hd, f = r % hd;
-    const size_t theirs = head * hd + (f % 2 ? half + f / 2 : f / 2);
-    const size_t from = back ? theirs : r, to = back ? r : theirs;
+// Reordering the rope rows of the query and key projections alike (2i -> i, 2i+1 -> width/2 + i)
+// turns one pairing into the other: the products q.k are sums over the same pairs.
+// `back`: transformers' order to moetrain's.
+std::vector<float> to_halves(const std::vector<float>& w, size_t rows, size_t cols, const RopeRows& r, bool back) {
+  std::vector<float> out(w);
+  const size_t block = size_t(r.block), half = size_t(r.width) / 2;
+  for (size_t row = 0; row < rows; ++row) {
+    const size_t at = row % block;
+    if (at < size_t(r.first) || at >= size_t(r.first + r.width)) continue;
+    const size_t f = at - size_t(r.first);
+    const size_t theirs = row - f + (f % 2 ? half + f / 2 : f / 2);
+    const size_t from = back ? theirs : row, to = back ? row : theirs;
     std::copy_n(w.begin() + long(from * cols), cols, out.begin() + long(to * cols));
   }
   return out;
@@ -56,13 +64,14 @@ std::vector<HfName> llama_names(const ModelConfig& m) {
                           {"head", "lm_head.weight"}};
   for (int i = 0; i < m.n_layers; ++i) {
     const std::string b = "blocks." + std::to_string(i), h = "model.layers." + std::to_string(i);
-    auto add = [&](const std::string& ours, const std::string& hf, int rope = 0) {
+    auto add = [&](const std::string& ours, const std::string& hf, RopeRows rope = {}) {
       out.push_back({b + ours, h + hf, -1, false, rope});
     };
+    const RopeRows heads{m.head_dim, 0, m.head_dim};
     add(".attn_norm", ".input_layernorm.weight");
     add(".ffn_norm", ".post_attention_layernorm.weight");
-    add(".attn.wq", ".self_attn.q_proj.weight", m.head_dim);
-    add(".attn.wk", ".self_attn.k_proj.weight", m.head_dim);
+    add(".attn.wq", ".self_attn.q_proj.weight", heads);
+    add(".attn.wk", ".self_attn.k_proj.weight", heads);
     add(".attn.wv", ".self_attn.v_proj.weight");
     add(".attn.wo", ".self_attn.o_proj.weight");
     add(".ffn.w_gate", ".mlp.gate_proj.weight");
@@ -72,22 +81,30 @@ std::vector<HfName> llama_names(const ModelConfig& m) {
   return out;
 }
 
-std::vector<HfName> deepseek_names(const ModelConfig& m) {
+// `halves`: the checkpoint pairs RoPE features as Llama does (rope_interleave false).
+std::vector<HfName> deepseek_names(const ModelConfig& m, bool halves) {
+  const auto& a = m.attention;
+  const int rope = a.qk_rope_head_dim;
+  const RopeRows q_rope = halves ? RopeRows{a.qk_nope_head_dim + rope, a.qk_nope_head_dim, rope} : RopeRows{};
+  const RopeRows k_rope =
+      halves ? RopeRows{a.kv_lora_rank + rope, a.kv_lora_rank, rope} : RopeRows{};
   std::vector<HfName> out{{"embedding", "model.embed_tokens.weight"}, {"final_norm", "model.norm.weight"},
                           {"head", "lm_head.weight"}};
   for (int i = 0; i < m.n_layers; ++i) {
     const std::string b = "blocks." + std::to_string(i), h = "model.layers." + std::to_string(i);
-    auto add = [&](const std::string& ours, const std::string& hf) { out.push_back({b + ours, h + hf}); };
+    auto add = [&](const std::string& ours, const std::string& hf, RopeRows rope = {}) {
+      out.push_back({b + ours, h + hf, -1, false, rope});
+    };
     add(".attn_norm", ".input_layernorm.weight");
     add(".ffn_norm", ".post_attention_layernorm.weight");
     if (m.attention.q_lora_rank > 0) {
       add(".attn.wq_a", ".self_attn.q_a_proj.weight");
       add(".attn.q_norm", ".self_attn.q_a_layernorm.weight");
-      add(".attn.wq_b", ".self_attn.q_b_proj.weight");
+      add(".attn.wq_b", ".self_attn.q_b_proj.weight", q_rope);
     } else {
-      add(".attn.wq", ".self_attn.q_proj.weight");
+      add(".attn.wq", ".self_attn.q_proj.weight", q_rope);
     }
-    add(".attn.wkv_a", ".self_attn.kv_a_proj_with_mqa.weight");
+    add(".attn.wkv_a", ".self_attn.kv_a_proj_with_mqa.weight", k_rope);
     add(".attn.kv_norm", ".self_attn.kv_a_layernorm.weight");
     add(".attn.wkv_b", ".self_attn.kv_b_proj.weight");
     add(".attn.wo", ".self_attn.o_proj.weight");
@@ -116,9 +133,13 @@ void check_exportable(const ModelConfig& m, const std::string& where) {
                     "multi-head attention with DeepSeek-V3's sigmoid routing; export MLA models, or dense MHA ones");
   if (m.n_layers > m.n_dense_layers && m.moe.n_shared_experts == 0)
     throw UserError(where + ": model.moe.n_shared_experts = 0: transformers' DeepseekV3 always has shared experts");
+  if (m.attention.kind == "mla" && m.norm_eps != 1e-6)
+    throw UserError(where + ": model.norm_eps = " + json_float(m.norm_eps) +
+                    ": transformers' DeepseekV3 keeps 1e-6 in its latent norms (q_a_layernorm, kv_a_layernorm) "
+                    "whatever rms_norm_eps says; export MLA models with norm_eps = 1e-6");
 }
 
-std::string number(double v) { return format_number("%.17g", v); }
+std::string number(double v) { return json_float(v); }
 
 // YaRN as transformers' rope_scaling, its factor on cos and sin (attention_factor) written out so
 // that neither library's defaults decide it. DeepSeek-V3's attention also multiplies its softmax
@@ -135,20 +156,6 @@ std::string rope_scaling_json(const ModelConfig& m, bool deepseek) {
   if (deepseek) o << ", \"mscale\": " << number(r.mscale) << ", \"mscale_all_dim\": " << number(r.mscale_all_dim);
   o << "}";
   return o.str();
-}
-
-// moetrain's mscale and mscale_all_dim for transformers' YaRN entries: the factor on cos and sin
-// as transformers computes it, and (DeepSeek-V3 only) the softmax scale's m(mscale_all_dim)^2.
-std::pair<double, double> yarn_mscales(const Json& rope, double factor, bool deepseek) {
-  auto get = [&](const char* key) {
-    return rope.has(key) && rope.object.at(key).kind == Json::Kind::number ? rope.object.at(key).number : 0.0;
-  };
-  auto m = [&](double x) { return factor > 1 ? 0.1 * x * std::log(factor) + 1.0 : 1.0; };
-  const double ms = get("mscale"), all = get("mscale_all_dim");
-  double cos_sin = rope.has("attention_factor") ? get("attention_factor") : ms != 0 && all != 0 ? m(ms) / m(all) : m(1);
-  const double kept = deepseek ? all : 0.0;
-  if (factor <= 1) return {1.0, kept};
-  return {(cos_sin * m(kept) - 1.0) / (0.1 * std::log(factor)), kept};
 }
 
 // moetrain's document start begins and ends a document, where the vocabulary has it.
@@ -199,82 +206,35 @@ std::string deepseek_config_json(const ModelConfig& m) {
   return o.str();
 }
 
-// The [model] table of a transformers config.json: DeepseekV3 (model_type deepseek_v3) or Llama.
-std::string model_toml(const Json& c, const std::string& where) {
-  const std::string type = c.has("model_type") ? c.object.at("model_type").string : "";
-  const bool deepseek = type == "deepseek_v3";
-  if (!deepseek && type != "llama")
-    throw UserError(where + ": model_type \"" + type + "\": moetrain imports deepseek_v3 (DeepseekV3ForCausalLM) and llama");
-  auto integer = [&](const std::string& key) { return std::to_string((long long)c.at(key, where).number); };
-  auto optional = [&](const std::string& key, long long fallback) {
-    return c.has(key) && c.object.at(key).kind == Json::Kind::number ? (long long)c.object.at(key).number : fallback;
-  };
-  for (const char* key : {"attention_bias", "mlp_bias", "tie_word_embeddings"})
-    if (c.has(key) && c.object.at(key).boolean)
-      throw UserError(where + ": " + key + " = true: moetrain's model has no such biases and no tied embedding");
-  if (c.has("norm_topk_prob") && !c.object.at("norm_topk_prob").boolean)
-    throw UserError(where + ": norm_topk_prob = false: moetrain's gates are always normalised over the chosen experts");
-  if (c.has("scoring_func") && c.object.at("scoring_func").string != "sigmoid")
-    throw UserError(where + ": scoring_func = \"" + c.object.at("scoring_func").string +
-                    "\": moetrain routes by sigmoid affinities, as DeepSeek-V3 does");
-  const long long layers = optional("num_hidden_layers", 0), heads = optional("num_attention_heads", 0);
-  const long long hidden = optional("hidden_size", 0);
-  std::ostringstream t;
-  t << "[model]\nvocab_size = " << integer("vocab_size") << "\nd_model = " << hidden << "\nn_layers = " << layers
-    << "\nn_dense_layers = " << (deepseek ? std::min(optional("first_k_dense_replace", 0), layers) : layers)
-    << "\nn_heads = " << heads << "\nhead_dim = "
-    << (deepseek ? 2 * std::max(1LL, hidden / std::max(1LL, heads) / 2) : optional("head_dim", hidden / std::max(1LL, heads)))
-    << "\nffn_hidden = " << integer("intermediate_size") << "\nseq_len = " << integer("max_position_embeddings")
-    << "\nnorm_eps = " << number(c.at("rms_norm_eps", where).number) << "\n";
-  // transformers 4 writes rope_theta and rope_scaling; 5 may write rope_parameters instead.
-  const Json* rope = nullptr;
-  for (const char* key : {"rope_scaling", "rope_parameters"})
-    if (c.has(key) && c.object.at(key).kind == Json::Kind::object) rope = &c.object.at(key);
-  const double theta = c.has("rope_theta") ? c.object.at("rope_theta").number
-                       : rope && rope->has("rope_theta") ? rope->object.at("rope_theta").number : 10000.0;
-  t << "rope_theta = " << number(theta) << "\n";
-  if (deepseek) {
-    t << "[model.attention]\nkind = \"mla\"\nq_lora_rank = " << optional("q_lora_rank", 0)
-      << "\nkv_lora_rank = " << integer("kv_lora_rank") << "\nqk_nope_head_dim = " << integer("qk_nope_head_dim")
-      << "\nqk_rope_head_dim = " << integer("qk_rope_head_dim") << "\nv_head_dim = " << integer("v_head_dim") << "\n";
-    t << "[model.moe]\nn_routed_experts = " << std::max(1LL, optional("n_routed_experts", 1))
-      << "\nn_shared_experts = " << optional("n_shared_experts", 0)
-      << "\ntop_k = " << std::max(1LL, optional("num_experts_per_tok", 1))
-      << "\nexpert_hidden = " << std::max(1LL, optional("moe_intermediate_size", 1)) << "\nroute_scale = "
-      << number(c.has("routed_scaling_factor") ? c.object.at("routed_scaling_factor").number : 1.0)
-      << "\nn_groups = " << std::max(1LL, optional("n_group", 1))
-      << "\ntopk_groups = " << std::max(1LL, optional("topk_group", 1)) << "\n";
-  } else {
-    t << "[model.attention]\nkind = \"mha\"\nn_kv_heads = " << optional("num_key_value_heads", heads) << "\n";
-  }
-  const std::string kind = rope ? (rope->has("rope_type") ? rope->object.at("rope_type").string
-                                   : rope->has("type") ? rope->object.at("type").string : "default")
-                                : "default";
-  if (kind == "yarn") {
-    auto get = [&](const char* key, double fallback) { return rope->has(key) ? rope->object.at(key).number : fallback; };
-    const double factor = get("factor", 1.0);
-    const auto [mscale, mscale_all_dim] = yarn_mscales(*rope, factor, deepseek);
-    t << "[model.rope_scaling]\nkind = \"yarn\"\nfactor = " << number(factor)
-      << "\noriginal_seq_len = " << (long long)get("original_max_position_embeddings", 4096)
-      << "\nbeta_fast = " << number(get("beta_fast", 32)) << "\nbeta_slow = " << number(get("beta_slow", 1))
-      << "\nmscale = " << number(mscale) << "\nmscale_all_dim = " << number(mscale_all_dim) << "\n";
-  } else if (kind != "default") {
-    throw UserError(where + ": rope type \"" + kind + "\": moetrain has RoPE without scaling and YaRN");
-  }
-  return t.str();
-}
-
-// Every tensor of a transformers model directory: model.safetensors, or the files its index names.
+// Every tensor of a transformers model directory: model.safetensors, or the shards its index
+// names, each tensor found in the shard the index gives.
 std::map<std::string, Tensor> read_weights(const std::string& dir) {
   const fs::path one = fs::path(dir) / "model.safetensors", index = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(one)) return read_safetensors(one.string());
   if (!fs::exists(index))
     throw UserError(dir + ": neither model.safetensors nor model.safetensors.index.json is there");
-  std::set<std::string> files;
-  for (const auto& [name, file] : parse_json(read_file(index.string()), index.string()).at("weight_map", index.string()).object)
-    files.insert(file.string);
+  const std::string where = index.string();
+  const Json doc = parse_json(read_file(where), where);
+  const Json& map = doc.at("weight_map", where);
+  if (map.kind != Json::Kind::object) throw UserError(where + ": weight_map: expected a table of tensor -> file");
+  std::map<std::string, std::set<std::string>> by_file;
+  for (const auto& [name, file] : map.object) {
+    if (file.kind != Json::Kind::string || file.string.empty() || file.string.find('/') != std::string::npos)
+      throw UserError(where + ": weight_map: " + name + ": expected a file name beside the index");
+    by_file[file.string].insert(name);
+  }
   std::map<std::string, Tensor> all;
-  for (const std::string& f : files) all.merge(read_safetensors((fs::path(dir) / f).string()));
+  for (const auto& [file, names] : by_file) {
+    const fs::path shard = fs::path(dir) / file;
+    if (!fs::exists(shard))
+      throw UserError(where + ": weight_map puts " + *names.begin() + " (and " + std::to_string(names.size() - 1) +
+                      " more) in " + file + ", which is not in " + dir);
+    std::map<std::string, Tensor> tensors = read_safetensors(shard.string());
+    for (const std::string& name : names)
+      if (!tensors.count(name))
+        throw UserError(shard.string() + ": no tensor " + name + ", which " + where + " puts there");
+    all.merge(tensors);
+  }
   return all;
 }
 
@@ -303,7 +263,7 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
   const auto ids = p.ids_by_name(), buffers = p.buffer_ids_by_name();
   std::map<std::string, Tensor> tensors;
   const bool deepseek = m.attention.kind == "mla";
-  for (const HfName& n : deepseek ? deepseek_names(m) : llama_names(m)) {
+  for (const HfName& n : deepseek ? deepseek_names(m, false) : llama_names(m)) {
     Tensor& t = tensors[n.hf];
     if (n.buffer) {
       t.values = p.host_buffer(buffers.at(n.ours));
@@ -317,7 +277,7 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
     for (int64_t d : t.shape) count *= size_t(d);
     const auto from = values.begin() + long(info.offset + first);
     t.values.assign(from, from + long(count));
-    if (n.rope_head_dim) t.values = to_halves(t.values, size_t(t.shape[0]), size_t(t.shape[1]), n.rope_head_dim, false);
+    if (n.rope.width) t.values = to_halves(t.values, size_t(t.shape[0]), size_t(t.shape[1]), n.rope, false);
   }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -341,7 +301,8 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
 std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed) {
   const std::string config_path = hf_dir + "/config.json";
   const Json hf = parse_json(read_file(config_path), config_path);
-  const std::string table = model_toml(hf, config_path);
+  const HfModel hf_model = hf_model_of(hf, config_path);
+  const std::string& table = hf_model.toml;
   const Config cfg = parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
   const ModelConfig& m = cfg.model;
   Model model(m, uint64_t(seed), cpu_backend(), {}, 1);
@@ -349,7 +310,7 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, lon
   std::vector<float> values = p.host_values();
   const auto ids = p.ids_by_name(), buffers = p.buffer_ids_by_name();
   std::map<std::string, Tensor> tensors = read_weights(hf_dir);
-  for (const HfName& n : m.attention.kind == "mla" ? deepseek_names(m) : llama_names(m)) {
+  for (const HfName& n : hf_model.deepseek ? deepseek_names(m, hf_model.rope_halves) : llama_names(m)) {
     auto it = tensors.find(n.hf);
     if (it == tensors.end()) throw UserError(hf_dir + ": no tensor " + n.hf + " in its safetensors");
     const Tensor& t = it->second;
@@ -370,7 +331,7 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, lon
       if (t.shape != want)
         throw UserError(hf_dir + ": " + n.hf + " has shape " + shape_text(t.shape) + ", config.json makes it " + shape_text(want));
       const std::vector<float> ours =
-          n.rope_head_dim ? to_halves(t.values, size_t(want[0]), size_t(want[1]), n.rope_head_dim, true) : t.values;
+          n.rope.width ? to_halves(t.values, size_t(want[0]), size_t(want[1]), n.rope, true) : t.values;
       std::copy(ours.begin(), ours.end(), values.begin() + long(info.offset + first));
     }
     tensors.erase(it);

@@ -1,5 +1,6 @@
 #include "io/safetensors.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -41,6 +42,35 @@ float half_to_float(uint16_t h) {
   float x;
   std::memcpy(&x, &bits, 4);
   return x;
+}
+
+// A tensor's shape: whole numbers >= 0 whose product fits in `bytes` (no element is under a byte).
+std::vector<int64_t> shape_of(const Json& shape, uint64_t bytes, const std::string& where) {
+  if (shape.kind != Json::Kind::array) throw UserError(where + ": shape must be a list of sizes");
+  std::vector<int64_t> out;
+  double count = 1;
+  for (const Json& d : shape.array) {
+    if (d.kind != Json::Kind::number || d.number < 0 || d.number != std::floor(d.number) || d.number > double(bytes))
+      throw UserError(where + ": shape: each size must be a whole number from 0 to " + std::to_string(bytes));
+    count *= d.number;
+    out.push_back(int64_t(d.number));
+  }
+  if (count > double(bytes))
+    throw UserError(where + ": shape: more values than the file's " + std::to_string(bytes) + " bytes of data");
+  return out;
+}
+
+// A tensor's data_offsets [begin, end]: whole numbers, begin <= end <= `bytes` (the data's size).
+std::pair<uint64_t, uint64_t> byte_range(const Json& range, uint64_t bytes, const std::string& where) {
+  auto valid = [&](const Json& v) {
+    return v.kind == Json::Kind::number && v.number >= 0 && v.number == std::floor(v.number) &&
+           v.number <= double(bytes);
+  };
+  if (range.kind != Json::Kind::array || range.array.size() != 2 || !valid(range.array[0]) || !valid(range.array[1]) ||
+      range.array[0].number > range.array[1].number)
+    throw UserError(where + ": data_offsets must be [begin, end], whole numbers with 0 <= begin <= end <= " +
+                    std::to_string(bytes) + " (the bytes after the header)");
+  return {uint64_t(range.array[0].number), uint64_t(range.array[1].number)};
 }
 
 }  // namespace
@@ -85,26 +115,31 @@ std::map<std::string, Tensor> read_safetensors(const std::string& path) {
     if (name == "__metadata__") continue;
     const std::string where = path + ": " + name;
     Tensor t;
-    for (const Json& d : entry.at("shape", where).array) t.shape.push_back(int64_t(d.number));
+    t.shape = shape_of(entry.at("shape", where), size - data, where);
     const std::string dtype = entry.at("dtype", where).string;
-    const std::vector<Json>& range = entry.at("data_offsets", where).array;
     const size_t n = elements(t.shape), width = dtype == "F32" ? 4 : (dtype == "BF16" || dtype == "F16") ? 2 : 0;
     if (width == 0) throw UserError(where + ": dtype " + dtype + "; moetrain reads F32, BF16 and F16");
-    if (range.size() != 2 || uint64_t(range[1].number - range[0].number) != n * width ||
-        data + uint64_t(range[1].number) > size)
-      throw UserError(where + ": its byte range does not hold " + std::to_string(n) + " " + dtype + " values");
+    const auto [begin, end] = byte_range(entry.at("data_offsets", where), size - data, where);
+    if (end - begin != n * width)
+      throw UserError(where + ": its byte range does not hold " + std::to_string(n) + " " + dtype +
+                      " values (data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "]: " +
+                      std::to_string(end - begin) + " bytes, not " + std::to_string(n * width) + ")");
     std::vector<char> bytes(n * width);
-    f.seekg(std::streamoff(data + uint64_t(range[0].number)));
+    f.seekg(std::streamoff(data + begin));
     f.read(bytes.data(), std::streamsize(bytes.size()));
+    if (!f) throw UserError(where + ": cannot read its bytes");
     t.values.resize(n);
     for (size_t i = 0; i < n; ++i) {
       if (width == 4) {
         std::memcpy(&t.values[i], bytes.data() + 4 * i, 4);
-        continue;
+      } else {
+        uint16_t b;
+        std::memcpy(&b, bytes.data() + 2 * i, 2);
+        t.values[i] = dtype == "BF16" ? bf16_bits_to_float(b) : half_to_float(b);
       }
-      uint16_t b;
-      std::memcpy(&b, bytes.data() + 2 * i, 2);
-      t.values[i] = dtype == "BF16" ? bf16_bits_to_float(b) : half_to_float(b);
+      if (!std::isfinite(t.values[i]))
+        throw UserError(where + ": value " + std::to_string(i) + " (of " + std::to_string(n) + ") is " +
+                        (std::isnan(t.values[i]) ? "NaN" : "infinite") + "; a model to import needs finite weights");
     }
     out[name] = std::move(t);
   }
