@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# moetrain against Hugging Face transformers on CPU (tests/hf/hf_roundtrip.py says what is
-# checked): one PASS or FAIL line per case.
+# moetrain against Hugging Face transformers on CPU (tests/hf/hf_roundtrip.py and hf_keys.py say
+# what is checked): one PASS or FAIL line per case.
 set -u
 cd "$(dirname "$0")/../.."
 python=${PYTHON:-.venv/bin/python}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+status=0
 # transformers' progress bars and notices go to stderr; a failure's detail follows its FAIL line.
-"$python" tests/hf/hf_roundtrip.py ./moetrain "$tmp" 2> "$tmp/stderr"
-rc=$?
-[[ $rc -ne 0 ]] && tail -n 5 "$tmp/stderr"
-exit $rc
+for suite in hf_roundtrip hf_keys; do
+  mkdir -p "$tmp/$suite"
+  if ! "$python" "tests/hf/$suite.py" ./moetrain "$tmp/$suite" 2> "$tmp/$suite.stderr"; then
+    tail -n 5 "$tmp/$suite.stderr"
+    status=1
+  fi
+done
+exit $status
