@@ -130,13 +130,14 @@ std::string rope_toml(const Json& c, const Keys& top, const std::string& where, 
   const double theta = rope.present("rope_theta") ? rope.real("rope_theta", 0) : top.real("rope_theta", 10000.0);
   if (!(theta > 1)) (rope.present("rope_theta") ? rope : top).refuse("rope_theta", "expected a base above 1");
   *theta_line = "rope_theta = " + json_float(theta) + "\n";
-  for (const Keys* k : {&rope, &top})
-    if (k->present("partial_rotary_factor") && k->real("partial_rotary_factor", 1) != 1.0)
-      k->refuse("partial_rotary_factor", "moetrain rotates every RoPE feature of a head (1.0)");
   const std::string type = rope.find("rope_type") ? rope.text("rope_type", "default") : rope.text("type", "default");
   if (type == "default") return "";
   if (type != "yarn")
     rope.refuse(rope.find("rope_type") ? "rope_type" : "type", "moetrain has plain RoPE (\"default\") and \"yarn\"");
+  // Plain RoPE ignores partial_rotary_factor in both classes; their YaRN rotates that part only.
+  for (const Keys* k : {&rope, &top})
+    if (k->present("partial_rotary_factor") && k->real("partial_rotary_factor", 1) != 1.0)
+      k->refuse("partial_rotary_factor", "moetrain's YaRN rotates every RoPE feature of a head (1.0)");
   if (!rope.present("factor")) rope.missing("factor", "YaRN's context extension factor is needed");
   const double factor = rope.real("factor", 1);
   const long long original = top.present("original_max_position_embeddings")
