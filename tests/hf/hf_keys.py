@@ -28,14 +28,16 @@ LLAMA = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_
 YARN = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": SEQ // 2, "rope_theta": 10000.0}
 
 
-def saved(tag, llama, keys, patch=None, drop_rope=()):
+def saved(tag, llama, keys, patch=None, drop_rope=(), drop=()):
     """A random transformers model with `keys` over the base config, saved; `patch` then edits config.json (keys
-    the class does not take), `drop_rope` removes entries transformers filled into its RoPE table."""
+    the class does not take), `drop_rope` removes entries transformers filled into its RoPE table and `drop`
+    keys it wrote with their defaults."""
     torch.manual_seed(11)
+    base = {k: v for k, v in (LLAMA if llama else DEEPSEEK).items() if k not in drop}
     if llama:
-        model = LlamaForCausalLM(LlamaConfig(**{**LLAMA, **keys})).eval()
+        model = LlamaForCausalLM(LlamaConfig(**{**base, **keys})).eval()
     else:
-        model = DeepseekV3ForCausalLM(DeepseekV3Config(**{**DEEPSEEK, **keys})).eval()
+        model = DeepseekV3ForCausalLM(DeepseekV3Config(**{**base, **keys})).eval()
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if name.endswith("norm.weight"):
@@ -52,12 +54,14 @@ def saved(tag, llama, keys, patch=None, drop_rope=()):
             if isinstance(config.get(table), dict):
                 config[table].pop(key, None)
     config.update(patch or {})
+    for key in drop:
+        del config[key]
     json.dump(config, open(path, "w"), indent=2)
     return model, hf_dir
 
 
-def honoured(tag, what, llama=False, drop_rope=(), **keys):
-    model, hf_dir = saved(tag, llama, keys, drop_rope=drop_rope)
+def honoured(tag, what, llama=False, drop_rope=(), drop=(), **keys):
+    model, hf_dir = saved(tag, llama, keys, drop_rope=drop_rope, drop=drop)
     _, _, inputs, ours = h.imported(tag, hf_dir)
     err = relative_error(ours, transformers_logits(model, inputs))
     h.report(f"import honours {what}", err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
@@ -195,6 +199,10 @@ CASES = [
     lambda: honoured("yarn-tuned", "YaRN with attention_factor 1.3, beta_fast 16, beta_slow 2, mscale_all_dim 0.7",
                      rope_parameters={**YARN, "attention_factor": 1.3, "beta_fast": 16.0, "beta_slow": 2.0,
                                       "mscale": 1.0, "mscale_all_dim": 0.7}),
+    lambda: honoured("defaults", "absent optional keys as DeepseekV3Config's defaults (3 dense blocks, 1 shared expert, "
+                     "routed_scaling_factor 2.5, 8 groups, 4 chosen)", num_hidden_layers=4, n_routed_experts=16,
+                     drop=("first_k_dense_replace", "n_shared_experts", "routed_scaling_factor", "n_group",
+                           "topk_group", "rope_interleave", "rms_norm_eps", "hidden_act")),
     lambda: honoured("llama-shapes", "Llama rms_norm_eps 1e-5, head_dim 16, one key-value head, rope_theta 500",
                      llama=True, rms_norm_eps=1e-5, head_dim=16, num_key_value_heads=1,
                      rope_parameters={"rope_type": "default", "rope_theta": 500.0}),
