@@ -14,7 +14,8 @@
 // The layouts agree as they are (RoPE on interleaved pairs: rope_interleave; [c_kv; k_rope] and
 // per-head [k_nope; v] in that order), so no tensor is reordered. Llama's names are the same for
 // what it has (q_proj, k_proj, v_proj, o_proj and the dense MLP); its RoPE turns feature i with
-// i + head_dim/2, so the rows of each head of q_proj and k_proj are reordered. The MTP modules,
+// i + head_dim/2, so the rows of each head of q_proj and k_proj are reordered, as are the rotary
+// rows of a DeepseekV3 saved with rope_interleave false. The MTP modules,
 // which transformers does not run, are left out.
 #include <string>
 
