@@ -7,7 +7,6 @@
           in `tokenizers` and gives the byte ids;
 each without and with YaRN, read at twice its original context.
 Usage: hf_roundtrip.py MOETRAIN WORKDIR. Prints one PASS or FAIL line per case."""
-import json
 import os
 import subprocess
 import sys
@@ -18,75 +17,13 @@ import torch
 from tokenizers import Tokenizer
 from transformers import DeepseekV3Config, DeepseekV3ForCausalLM, LlamaConfig, LlamaForCausalLM
 
-moetrain, work = sys.argv[1], sys.argv[2]
-VOCAB, SEQ = 64, 16
-BOUND = 1e-5  # the largest logit difference, relative to the largest logit
-failures = 0
+from hf_common import BOUND, SEQ, VOCAB, Harness, relative_error, transformers_logits
 
-
-def report(name, ok, detail):
-    global failures
-    failures += not ok
-    print(f"{'PASS' if ok else 'FAIL'} {name} ({detail})")
-
-
-def run(*args):
-    r = subprocess.run([moetrain, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"moetrain {' '.join(args)} failed:\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
-    return r.stdout
-
-
-def write_shard(path, tokens):
-    header = np.zeros(256, dtype=np.int32)
-    header[:3] = [20240520, 1, len(tokens)]
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(np.asarray(tokens, dtype=np.uint16).tobytes())
-
-
-rng = np.random.default_rng(7)
-data = os.path.join(work, "data")
-os.makedirs(data, exist_ok=True)
-write_shard(os.path.join(data, "train_000000.bin"), rng.integers(0, VOCAB, 4096))
-write_shard(os.path.join(data, "val_000000.bin"), rng.integers(0, VOCAB, 1024))
+h = Harness(sys.argv[1], sys.argv[2])
+moetrain, work, report, run = h.moetrain, h.work, h.report, h.run
 
 YARN = {"type": "yarn", "rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": SEQ // 2,
         "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}
-
-
-def experiment(path, model_toml, name, extra=""):
-    with open(path, "w") as f:
-        f.write(model_toml + f"""
-[run]
-name = "{name}"
-out_dir = "{work}/runs"
-[data]
-train = "{data}/train_*.bin"
-val = "{data}/val_*.bin"
-[training]
-steps = 3
-global_batch = 2
-micro_batch = 1
-eval_every = 0
-{extra}
-""")
-
-
-def moetrain_logits(exp, checkpoint, tag):
-    out = os.path.join(work, f"{tag}.h5")
-    run("dump-step", exp, "--out", out, "--from", checkpoint, "--set", f"model.seq_len={SEQ}")
-    with h5py.File(out, "r") as f:
-        return np.array(f["batch/inputs"]), np.array(f["logits"])
-
-
-def transformers_logits(model, inputs):
-    with torch.no_grad():
-        return model(torch.tensor(inputs, dtype=torch.long)).logits.reshape(-1, VOCAB).numpy()
-
-
-def relative_error(a, b):
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
 def yarn_table(mscale_all_dim):
@@ -99,24 +36,7 @@ mscale_all_dim = {mscale_all_dim}
 """
 
 
-def imported(tag, hf_dir):
-    """`moetrain import` of a saved transformers model: the experiment file, the checkpoint, moetrain's logits."""
-    out = os.path.join(work, tag + "-moetrain")
-    run("import", hf_dir, "--out", out)
-    exp = os.path.join(work, tag + ".toml")
-    experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
-    checkpoint = os.path.join(out, "ckpt", "step_00000000")
-    return (exp, checkpoint) + moetrain_logits(exp, checkpoint, tag)
-
-
-def exported(tag, model_toml):
-    """A moetrain run of 3 steps, exported: its directory, and moetrain's logits of the last checkpoint."""
-    exp = os.path.join(work, tag + ".toml")
-    experiment(exp, model_toml, tag, "[optimizer]\nlr = 0.01")
-    run("train", exp)
-    hf_dir = os.path.join(work, tag + "-hf")
-    run("export", os.path.join(work, "runs", tag), "--hf", hf_dir)
-    return (hf_dir,) + moetrain_logits(exp, os.path.join(work, "runs", tag, "ckpt", "step_00000003"), tag)
+imported, exported = h.imported, h.exported
 
 
 def import_case(yarn):
@@ -249,4 +169,4 @@ for case in (import_case, export_case, llama_import_case, llama_export_case):
         except Exception as e:  # a failed step is one failed case; the others still run
             report(f"{case.__name__}{' yarn' if yarn else ''}", False, str(e).splitlines()[0] if str(e) else repr(e))
             print("    " + str(e)[-1200:].replace("\n", "\n    "))
-sys.exit(1 if failures else 0)
+sys.exit(1 if h.failures else 0)
