@@ -41,7 +41,7 @@ expect "export refuses an MHA model with MoE blocks, saying why" 2 \
   $bin export "$tmp/runs/cli" --hf "$tmp/hf"
 mkdir -p "$tmp/hf-gpt2" && echo '{"model_type": "gpt2"}' > "$tmp/hf-gpt2/config.json"
 expect "import refuses a model type it has no map for" 2 \
-  "hf-gpt2/config.json: model_type \"gpt2\": moetrain imports deepseek_v3 \(DeepseekV3ForCausalLM\) and llama" -- \
+  "hf-gpt2/config.json: model_type = \"gpt2\": moetrain imports deepseek_v3 \(DeepseekV3ForCausalLM\) and llama" -- \
   $bin import "$tmp/hf-gpt2" --out "$tmp/imported"
 echo '{"model_type": "llama",' > "$tmp/hf-gpt2/config.json"
 expect "import: a damaged config.json names the byte" 2 "config.json: byte 24: " -- $bin import "$tmp/hf-gpt2" --out "$tmp/imported"
