@@ -123,8 +123,9 @@ std::string rope_toml(const Json& c, const Keys& top, const std::string& where, 
     }
   Json empty;
   empty.kind = Json::Kind::object;
-  const Keys rope(table ? *table : empty, where, name + ".");
-  for (const auto& [key, value] : table ? table->object : empty.object)
+  const Json* source = table ? table : &empty;
+  const Keys rope(*source, where, name + ".");
+  for (const auto& [key, value] : source->object)
     if (value.kind == Json::Kind::object)
       rope.refuse(key, "RoPE parameters per layer type; moetrain runs one RoPE in every layer");
   const double theta = rope.present("rope_theta") ? rope.real("rope_theta", 0) : top.real("rope_theta", 10000.0);

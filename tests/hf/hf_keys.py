@@ -44,7 +44,8 @@ def saved(tag, llama, keys, patch=None, drop_rope=(), drop=()):
                     p.copy_(1 + 0.2 * torch.randn_like(p))
             for layer in model.model.layers:
                 if hasattr(layer.mlp, "gate"):
-                    layer.mlp.gate.e_score_correction_bias.copy_(0.3 * torch.randn_like(layer.mlp.gate.e_score_correction_bias))
+                    bias = layer.mlp.gate.e_score_correction_bias
+                    bias.copy_(0.3 * torch.randn_like(bias))
     hf_dir = os.path.join(work, tag + "-hf")
     model.save_pretrained(hf_dir)
     path = os.path.join(hf_dir, "config.json")
@@ -64,7 +65,8 @@ def honoured(tag, what, llama=False, drop_rope=(), drop=(), **keys):
     model, hf_dir = saved(tag, llama, keys, drop_rope=drop_rope, drop=drop)
     _, _, inputs, ours = h.imported(tag, hf_dir)
     err = relative_error(ours, transformers_logits(model, inputs))
-    h.report(f"import honours {what}", err < BOUND, f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
+    h.report(f"import honours {what}", err < BOUND,
+             f"largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
 
 
 def refused(tag, what, named, llama=False, patch=None, **keys):
@@ -188,6 +190,7 @@ CASES = [
     lambda: honoured("interleave", "rope_interleave = false (half-split RoPE)", rope_interleave=False),
     lambda: honoured("no-q-lora", "q_lora_rank = null", q_lora_rank=None),
     lambda: honoured("all-moe", "first_k_dense_replace = 0", first_k_dense_replace=0),
+    lambda: honoured("all-dense", "first_k_dense_replace = 3 of 3 (no MoE block)", first_k_dense_replace=3),
     lambda: honoured("routing", "n_shared_experts 2, routed_scaling_factor 1.0, n_group 2, topk_group 1, top-3",
                      n_shared_experts=2, routed_scaling_factor=1.0, n_group=2, topk_group=1, num_experts_per_tok=3),
     lambda: honoured("theta", "rope_theta = 500", rope_parameters={"rope_type": "default", "rope_theta": 500.0}),
@@ -199,7 +202,8 @@ CASES = [
     lambda: honoured("yarn-tuned", "YaRN with attention_factor 1.3, beta_fast 16, beta_slow 2, mscale_all_dim 0.7",
                      rope_parameters={**YARN, "attention_factor": 1.3, "beta_fast": 16.0, "beta_slow": 2.0,
                                       "mscale": 1.0, "mscale_all_dim": 0.7}),
-    lambda: honoured("defaults", "absent optional keys as DeepseekV3Config's defaults (3 dense blocks, 1 shared expert, "
+    lambda: honoured("defaults", "absent optional keys as DeepseekV3Config's defaults (3 dense blocks, "
+                     "1 shared expert, "
                      "routed_scaling_factor 2.5, 8 groups, 4 chosen)", num_hidden_layers=4, n_routed_experts=16,
                      drop=("first_k_dense_replace", "n_shared_experts", "routed_scaling_factor", "n_group",
                            "topk_group", "rope_interleave", "rms_norm_eps", "hidden_act")),
@@ -209,6 +213,9 @@ CASES = [
     lambda: honoured("llama-yarn-no-original", "Llama YaRN without original_max_position_embeddings", llama=True,
                      rope_parameters={"rope_type": "yarn", "factor": 2.0, "rope_theta": 10000.0},
                      drop_rope=("original_max_position_embeddings",)),
+    lambda: honoured("llama-partial-plain", "Llama plain RoPE with partial_rotary_factor 0.5 (ignored there)",
+                     llama=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                  "partial_rotary_factor": 0.5}),
     lambda: refused("eps", "DeepseekV3 rms_norm_eps 1e-5", "rms_norm_eps = 1e-05", rms_norm_eps=1e-5),
     lambda: refused("gelu", "hidden_act gelu", 'hidden_act = "gelu"', hidden_act="gelu"),
     lambda: refused("truncate", "YaRN truncate = false", "truncate = false",
