@@ -13,6 +13,16 @@ namespace mt {
 
 namespace {
 
+// A shape's dimension or a byte offset of a header: a whole number from 0 to `max` (the file's size
+// bounds both, so a product of dimensions that fits cannot wrap).
+uint64_t whole_number(const Json& v, uint64_t max, const std::string& where, const std::string& what) {
+  if (v.kind != Json::Kind::number || !(v.number >= 0 && v.number <= double(max)) ||
+      v.number != double(uint64_t(v.number)))
+    throw UserError(where + ": " + what + " must be a whole number from 0 to " + std::to_string(max) +
+                    " (the file's size)");
+  return uint64_t(v.number);
+}
+
 size_t elements(const std::vector<int64_t>& shape) {
   size_t n = 1;
   for (int64_t d : shape) n *= size_t(d);
@@ -85,16 +95,25 @@ std::map<std::string, Tensor> read_safetensors(const std::string& path) {
     if (name == "__metadata__") continue;
     const std::string where = path + ": " + name;
     Tensor t;
-    for (const Json& d : entry.at("shape", where).array) t.shape.push_back(int64_t(d.number));
+    // A product past the file's size stops there, so it cannot wrap.
+    uint64_t n = 1;
+    for (const Json& d : entry.at("shape", where).array) {
+      const uint64_t dim = whole_number(d, size, where, "each dimension of its shape");
+      t.shape.push_back(int64_t(dim));
+      n = dim == 0 || n <= size / dim ? n * dim : size + 1;
+    }
     const std::string dtype = entry.at("dtype", where).string;
     const std::vector<Json>& range = entry.at("data_offsets", where).array;
-    const size_t n = elements(t.shape), width = dtype == "F32" ? 4 : (dtype == "BF16" || dtype == "F16") ? 2 : 0;
+    const size_t width = dtype == "F32" ? 4 : (dtype == "BF16" || dtype == "F16") ? 2 : 0;
     if (width == 0) throw UserError(where + ": dtype " + dtype + "; moetrain reads F32, BF16 and F16");
-    if (range.size() != 2 || uint64_t(range[1].number - range[0].number) != n * width ||
-        data + uint64_t(range[1].number) > size)
+    if (range.size() != 2) throw UserError(where + ": data_offsets must be [begin, end]");
+    const uint64_t begin = whole_number(range[0], size, where, "data_offsets[0]");
+    const uint64_t end = whole_number(range[1], size, where, "data_offsets[1]");
+    if (n > size) throw UserError(where + ": its shape has more values than the file has bytes");
+    if (end < begin || end - begin != n * width || data + end > size)
       throw UserError(where + ": its byte range does not hold " + std::to_string(n) + " " + dtype + " values");
     std::vector<char> bytes(n * width);
-    f.seekg(std::streamoff(data + uint64_t(range[0].number)));
+    f.seekg(std::streamoff(data + begin));
     f.read(bytes.data(), std::streamsize(bytes.size()));
     t.values.resize(n);
     for (size_t i = 0; i < n; ++i) {
