@@ -22,6 +22,7 @@
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
 #include "io/shards.hpp"
+#include "fuzz_cases.hpp"
 #include "test_helpers.hpp"
 #include "train/trainer.hpp"
 
@@ -195,7 +196,7 @@ TEST_CASE("fuzz: mutated config.json and safetensors headers parse or give a Use
   const std::string header = header_of(read_bytes(hf_save() + "/model.safetensors"));
   REQUIRE(mt::parse_json(config, "config.json").at("model_type", "config.json").string == "deepseek_v3");
   REQUIRE(mt::parse_json(header, "header").object.size() > 20);
-  const int cases = 6000;
+  const int cases = fuzz_cases(6000);
   int parsed = 0, refused = 0;
   for (int i = 0; i < cases; ++i) {
     INFO("JSON case " << i);
@@ -215,7 +216,7 @@ TEST_CASE("fuzz: mutated safetensors files read or give a UserError naming the f
   const std::string file = read_bytes(hf_save() + "/model.safetensors");
   const std::string header = header_of(file), data = file.substr(8 + header.size());
   const std::string path = testing::temp_dir("fuzz_safetensors") + "/model.safetensors";
-  const int cases = 3000;
+  const int cases = fuzz_cases(3000);
   int loaded = 0, refused = 0;
   for (int i = 0; i < cases; ++i) {
     INFO("safetensors case " << i);
@@ -252,7 +253,7 @@ TEST_CASE("fuzz: an import of a save with a mutated config.json succeeds or give
   const std::string config = read_bytes(hf_save() + "/config.json");
   const std::string dir = testing::temp_dir("fuzz_import"), out = dir + "/out";
   fs::copy_file(hf_save() + "/model.safetensors", dir + "/model.safetensors");
-  const int cases = 400;
+  const int cases = fuzz_cases(400);
   int imported = 0, refused = 0;
   for (int i = 0; i < cases; ++i) {
     INFO("config.json case " << i);
