@@ -309,6 +309,27 @@ TEST_CASE("a config.json that describes a larger model than its safetensors hold
   CHECK(!fs::exists(dir + "/out"));
 }
 
+TEST_CASE("a size in config.json that is fractional or past long long is refused with the key") {
+  const std::string dir = testing::temp_dir("import_fractional");
+  fs::copy_file(hf_save() + "/model.safetensors", dir + "/model.safetensors");
+  const std::string config = read_bytes(hf_save() + "/config.json");
+  auto error_with = [&](const std::string& key, const std::string& value) {
+    std::string text = config;
+    const size_t at = text.find("\"" + key + "\": ") + key.size() + 4;
+    text.replace(at, text.find(',', at) - at, value);
+    write_bytes(dir + "/config.json", text);
+    fs::remove_all(dir + "/out");
+    const QuietStdout quiet;
+    return testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", 1); });
+  };
+  // 16.5 was read as 16 and the import went through.
+  CHECK(testing::contains(error_with("hidden_size", "16.5"),
+                          dir + "/config.json: hidden_size = 16.5: must be a whole number"));
+  CHECK(testing::contains(error_with("vocab_size", "1e19"), "vocab_size = 1e+19: must be a whole number"));
+  CHECK(testing::contains(error_with("num_hidden_layers", "-1e300"), "num_hidden_layers = -1.0000000000000001e+300"));
+  CHECK(error_with("hidden_size", "16").empty());
+}
+
 TEST_CASE("JSON nested a million deep is refused at the bound, in config.json and a safetensors header") {
   const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
   CHECK(testing::contains(testing::user_error_of([&] { mt::parse_json(deep, "deep.json"); }),

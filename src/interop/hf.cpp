@@ -1,5 +1,6 @@
 #include "interop/hf.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -201,14 +202,22 @@ std::string deepseek_config_json(const ModelConfig& m) {
 }
 
 // The [model] table of a transformers config.json: DeepseekV3 (model_type deepseek_v3) or Llama.
+// A size of config.json as an integer: a fraction, or a number past long long (a cast of which is
+// undefined), is refused; moetrain's range checks follow in parse_config.
+long long whole(const Json& v, const std::string& where, const std::string& key) {
+  if (!(v.number == std::floor(v.number) && std::fabs(v.number) < 9e18))
+    throw UserError(where + ": " + key + " = " + number(v.number) + ": must be a whole number");
+  return (long long)v.number;
+}
+
 std::string model_toml(const Json& c, const std::string& where) {
   const std::string type = c.has("model_type") ? c.object.at("model_type").string : "";
   const bool deepseek = type == "deepseek_v3";
   if (!deepseek && type != "llama")
     throw UserError(where + ": model_type \"" + type + "\": moetrain imports deepseek_v3 (DeepseekV3ForCausalLM) and llama");
-  auto integer = [&](const std::string& key) { return std::to_string((long long)c.at(key, where).number); };
+  auto integer = [&](const std::string& key) { return std::to_string(whole(c.at(key, where), where, key)); };
   auto optional = [&](const std::string& key, long long fallback) {
-    return c.has(key) && c.object.at(key).kind == Json::Kind::number ? (long long)c.object.at(key).number : fallback;
+    return c.has(key) && c.object.at(key).kind == Json::Kind::number ? whole(c.object.at(key), where, key) : fallback;
   };
   for (const char* key : {"attention_bias", "mlp_bias", "tie_word_embeddings"})
     if (c.has(key) && c.object.at(key).boolean)
@@ -256,7 +265,10 @@ std::string model_toml(const Json& c, const std::string& where) {
     const double factor = get("factor", 1.0);
     const auto [mscale, mscale_all_dim] = yarn_mscales(*rope, factor, deepseek);
     t << "[model.rope_scaling]\nkind = \"yarn\"\nfactor = " << number(factor)
-      << "\noriginal_seq_len = " << (long long)get("original_max_position_embeddings", 4096)
+      << "\noriginal_seq_len = " << (rope->has("original_max_position_embeddings")
+                                         ? whole(rope->object.at("original_max_position_embeddings"), where,
+                                                 "original_max_position_embeddings")
+                                         : 4096)
       << "\nbeta_fast = " << number(get("beta_fast", 32)) << "\nbeta_slow = " << number(get("beta_slow", 1))
       << "\nmscale = " << number(mscale) << "\nmscale_all_dim = " << number(mscale_all_dim) << "\n";
   } else if (kind != "default") {
