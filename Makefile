@@ -85,7 +85,7 @@ gcide: moetrain data/gcide/train_000000.bin
 	./moetrain train configs/gcide.toml
 	./moetrain sample runs/gcide --prompt "$(DEMO_PROMPT)" --tokens 80
 
-test: all $(if $(filter 1,$(CUDA)),gpu-bundle)
+test: all asan $(if $(filter 1,$(CUDA)),gpu-bundle)
 	bash tests/run_tests.sh
 
 bench: moetrain data/fortunes/train_000000.bin
@@ -127,6 +127,30 @@ $(BUILD)/tests/fp8_codes: $(BUILD)/tests/oracle/fp8_codes.o
 	$(CXX) -o $@ $^
 all: $(BUILD)/tests/gpu_parity $(BUILD)/tests/nccl_test $(BUILD)/bench/gemm_bench $(BUILD)/bench/attention_bench $(BUILD)/bench/param_init_bench $(BUILD)/tests/comm_test $(BUILD)/tests/staged_comm_test $(BUILD)/tests/transport_test $(BUILD)/tests/fp8_codes
 $(BUILD)/tests/%.o: CXXFLAGS += -Itests
+
+# AddressSanitizer and UBSan over the readers of user files (experiment TOML, config.json, safetensors,
+# JSON, token shards, checkpoints, the Hugging Face import): the unit tests of those readers, CPU only, in
+# build/asan/. The objects go through an archive, so the test binary takes only what those tests call; the
+# folders none of them reach (inspect but its JSON quoting, plot, sweep) are not compiled. -O1 -g1 keeps the
+# build within a few minutes on two cores.
+ASAN := $(BUILD)/asan
+ASAN_CXXFLAGS := -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+  $(filter-out -O% -g,$(CXXFLAGS))
+ASAN_SRCS := $(filter-out src/inspect/% src/plot/% src/sweep/%,$(shell find src -name '*.cpp' | sort)) \
+  src/inspect/escape.cpp
+ASAN_TESTS := tests/test_main.cpp tests/test_hf_files.cpp tests/test_config.cpp tests/test_data.cpp \
+  tests/test_checkpoint_faults.cpp tests/test_fuzz_inputs.cpp tests/test_fuzz_readers.cpp
+$(ASAN)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(ASAN_CXXFLAGS) $(if $(filter tests/%,$<),-Itests) -c $< -o $@
+$(ASAN)/libmoetrain.a: $(ASAN_SRCS:%.cpp=$(ASAN)/%.o)
+	rm -f $@ && ar rcs $@ $^
+$(ASAN)/unit_tests: $(ASAN_TESTS:%.cpp=$(ASAN)/%.o) $(ASAN)/libmoetrain.a
+	$(CXX) -fsanitize=address,undefined -o $@ $^ $(CPU_LDLIBS)
+.PHONY: asan asan-test
+asan: $(ASAN)/unit_tests
+asan-test: asan
+	bash tests/asan_tests.sh
 
 # gpu-bundle/: moetrain, gpu_parity, nccl_test, gemm_bench and attention_bench for a GPU machine that has glibc, libstdc++/libgcc,
 # the CUDA toolkit's cuBLASLt, and for runs over NCCL an NCCL 2 (PyTorch's pip package carries one), but none of the

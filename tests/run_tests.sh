@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite and ends with one summary line: "N passed, N failed, N skipped".
 #   unit:   build/tests/unit_tests (doctest; each test case counts once)
+#   asan:   tests/asan_tests.sh (the readers' unit tests and fuzzers under AddressSanitizer and UBSan)
 #   cli:    tests/cli_tests.sh (the moetrain binary as a user runs it)
 #   gpu tools: tests/gpu_tools_tests.sh (gpu_parity's groups and command line, and the benchmarks'
 #           lines, with the strict CPU backend standing in for the GPU)
@@ -24,16 +25,21 @@ set -u
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
 
-echo "== unit tests"
-out=$(./build/tests/unit_tests --no-version 2>&1); rc=$?
-echo "$out" | grep -v '^\[doctest\] Status' | tail -n 40
-line=$(echo "$out" | grep '^\[doctest\] test cases:')
-if [[ $line =~ ([0-9]+)\ passed.*\|\ +([0-9]+)\ failed.*\|\ +([0-9]+)\ skipped ]]; then
-  passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2])); skipped=$((skipped + BASH_REMATCH[3]))
-else
-  failed=$((failed + 1)); echo "unit tests: no summary (crashed? exit $rc)"
-fi
-[[ $rc -ne 0 && ${BASH_REMATCH[2]:-0} -eq 0 ]] && { failed=$((failed + 1)); echo "unit tests exited $rc"; }
+# A doctest binary: each test case counts once, from its summary line.
+doctest_suite() {
+  local title=$1 out rc line; shift
+  echo "== $title"
+  out=$("$@" 2>&1); rc=$?
+  echo "$out" | grep -v '^\[doctest\] Status' | tail -n 40
+  line=$(echo "$out" | grep '^\[doctest\] test cases:')
+  if [[ $line =~ ([0-9]+)\ passed.*\|\ +([0-9]+)\ failed.*\|\ +([0-9]+)\ skipped ]]; then
+    passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2])); skipped=$((skipped + BASH_REMATCH[3]))
+  else
+    failed=$((failed + 1)); echo "$title: no summary (crashed? exit $rc)"
+  fi
+  [[ $rc -ne 0 && ${BASH_REMATCH[2]:-0} -eq 0 ]] && { failed=$((failed + 1)); echo "$title exited $rc"; }
+}
+doctest_suite "unit tests" ./build/tests/unit_tests --no-version
 
 # A suite that prints one PASS, FAIL or SKIP line per case.
 line_suite() {
@@ -63,6 +69,7 @@ line_suite "README examples" tests/readme_examples.sh
 [[ -x build/cpu-only/moetrain ]] &&
   MOETRAIN=build/cpu-only/moetrain line_suite "README examples, CPU-only build" tests/readme_examples.sh
 line_suite "GPU check stand-in" tests/gpu_check_tests.sh
+doctest_suite "AddressSanitizer and UBSan: the readers' unit tests" bash tests/asan_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

@@ -15,6 +15,7 @@
 
 #include "config/config.hpp"
 #include "io/shards.hpp"
+#include "fuzz_cases.hpp"
 #include "test_helpers.hpp"
 #include "train/batches.hpp"
 
@@ -230,7 +231,7 @@ TEST_CASE("fuzz: mutated experiment files and --set overrides load or give a Use
   REQUIRE_NOTHROW(mt::parse_config(kValidExperiment, "fuzz.toml", {}));
   const std::vector<std::string> keys = experiment_keys();
   REQUIRE(keys.size() > 60);
-  const int cases = 30000;
+  const int cases = fuzz_cases(30000);
   int loaded = 0, refused = 0;
   for (int i = 0; i < cases; ++i) {
     INFO("experiment case " << i);
@@ -306,7 +307,7 @@ TEST_CASE("fuzz: mutated token shards load or give a UserError") {
   const int vocab = 300;
   std::vector<uint16_t> tokens(96);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = uint16_t((i * 37) % vocab);
-  const int cases = 20000;
+  const int cases = fuzz_cases(20000);
   int loaded = 0, refused = 0, outside_vocab = 0;
   std::vector<int> inputs, targets;
   for (int i = 0; i < cases; ++i) {

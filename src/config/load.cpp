@@ -1,6 +1,7 @@
 // Experiment file -> Config: parse, apply --set overrides, reject unknown keys, read every
 // field with its range check, then the rules that tie fields together.
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -54,11 +55,45 @@ std::string toml_quoted(const std::string& s) {
   return out + "\"";
 }
 
+// toml++ recurses once per part of a dotted key, and so do its tables' destructors and
+// collect_leaves: a key of 100,000 parts overflows the stack. moetrain's keys have three at most.
+constexpr size_t kMaxKeyParts = 64;
+
+// The parts of the key a line of TOML starts with ("[a.b]" or "a.b = ..."); dots between digits
+// are a number's.
+size_t key_parts(std::string_view line) {
+  const size_t start = line.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return 0;
+  const size_t end = line.find(line[start] == '[' ? ']' : '=', start);
+  if (line[start] != '[' && end == std::string_view::npos) return 0;
+  const std::string_view key = line.substr(start, end - start);
+  size_t parts = 1;
+  for (size_t i = 0; i < key.size(); ++i)
+    parts += key[i] == '.' && !(i > 0 && i + 1 < key.size() && std::isdigit((unsigned char)key[i - 1]) &&
+                                std::isdigit((unsigned char)key[i + 1]));
+  return parts;
+}
+
+void check_key_parts(std::string_view text, const std::string& source_name) {
+  size_t line_no = 1;
+  for (size_t start = 0; start <= text.size(); ++line_no) {
+    const size_t nl = std::min(text.find('\n', start), text.size());
+    if (key_parts(text.substr(start, nl - start)) > kMaxKeyParts)
+      throw UserError(source_name + ":" + std::to_string(line_no) + ": a key of more than " +
+                      std::to_string(kMaxKeyParts) + " dotted parts; moetrain's keys have at most three " +
+                      "(e.g. model.attention.kind)");
+    start = nl + 1;
+  }
+}
+
 void apply_override(toml::table& root, const std::string& text) {
   const std::string origin = "--set " + text;
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UserError(origin + ": expected --set section.key=value (for example --set training.steps=100)");
+  if (key_parts(text) > kMaxKeyParts)
+    throw UserError(origin + ": a key of more than " + std::to_string(kMaxKeyParts) +
+                    " dotted parts; moetrain's keys have at most three (e.g. model.attention.kind)");
   const std::string key = text.substr(0, eq), rhs = text.substr(eq + 1);
   toml::table parsed;
   try {
@@ -103,6 +138,7 @@ void collect_leaves(const toml::table& t, const std::string& prefix, std::vector
 
 Config parse_config(const std::string& toml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides) {
+  check_key_parts(toml_text, source_name);
   toml::table root;
   try {
     root = toml::parse(std::string_view{toml_text}, std::string_view{source_name});

@@ -1,5 +1,6 @@
 #include "interop/hf.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "io/json.hpp"
 #include "io/run_lock.hpp"
 #include "io/safetensors.hpp"
+#include "model/flops.hpp"
 #include "parallel/groups.hpp"
 #include "model/rope_scaling.hpp"
 #include "parallel/layout.hpp"
@@ -305,11 +307,18 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, lon
   const std::string& table = hf_model.toml;
   const Config cfg = parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
   const ModelConfig& m = cfg.model;
+  std::map<std::string, Tensor> tensors = read_weights(hf_dir);
+  // Every parameter comes from the files, so a config.json larger than them is refused before the
+  // model is allocated (a vocab_size of 2e9 asked for 128 GB).
+  double held = 0;
+  for (const auto& [name, t] : tensors) held += double(t.values.size());
+  if (total_params(m) > held)
+    throw UserError(config_path + ": describes a model of " + std::to_string((long long)total_params(m)) +
+                    " parameters; its safetensors hold " + std::to_string((long long)held) + " values");
   Model model(m, uint64_t(seed), cpu_backend(), {}, 1);
   ParamStore& p = model.params;
   std::vector<float> values = p.host_values();
   const auto ids = p.ids_by_name(), buffers = p.buffer_ids_by_name();
-  std::map<std::string, Tensor> tensors = read_weights(hf_dir);
   for (const HfName& n : hf_model.deepseek ? deepseek_names(m, hf_model.rope_halves) : llama_names(m)) {
     auto it = tensors.find(n.hf);
     if (it == tensors.end()) throw UserError(hf_dir + ": no tensor " + n.hf + " in its safetensors");

@@ -8,6 +8,10 @@ namespace mt {
 
 namespace {
 
+// Objects and arrays nest at most this deep: the parser recurses once per level, and a header of a
+// million '[' would overflow the stack. Hugging Face's files nest three or four levels.
+constexpr int kMaxDepth = 512;
+
 class Parser {
  public:
   Parser(std::string_view text, const std::string& where) : s_(text), where_(where) {}
@@ -44,6 +48,8 @@ class Parser {
   Json value() {
     Json v;
     const char c = peek();
+    if ((c == '{' || c == '[') && depth_ == kMaxDepth)
+      fail("objects and arrays nest deeper than " + std::to_string(kMaxDepth) + " levels");
     if (c == '{') {
       v.kind = Json::Kind::object;
       ++at_;
@@ -52,7 +58,7 @@ class Parser {
         if (peek() != '"') fail("expected a key in quotes");
         std::string key = text();
         expect(':');
-        v.object[key] = value();
+        v.object[key] = nested();
         if (peek() == '}') return ++at_, v;
         expect(',');
       }
@@ -62,7 +68,7 @@ class Parser {
       ++at_;
       if (peek() == ']') return ++at_, v;
       for (;;) {
-        v.array.push_back(value());
+        v.array.push_back(nested());
         if (peek() == ']') return ++at_, v;
         expect(',');
       }
@@ -84,6 +90,13 @@ class Parser {
     if (end == rest.c_str()) fail("expected a value");
     v.kind = Json::Kind::number;
     at_ += size_t(end - rest.c_str());
+    return v;
+  }
+
+  Json nested() {
+    ++depth_;
+    Json v = value();
+    --depth_;
     return v;
   }
 
@@ -147,6 +160,7 @@ class Parser {
   std::string_view s_;
   const std::string& where_;
   size_t at_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
