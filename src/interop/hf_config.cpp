@@ -69,7 +69,7 @@ class Keys {
     }
     if (v->kind != Json::Kind::number || v->number != std::floor(v->number) || v->number < double(least) ||
         v->number > 2147483647.0)
-      refuse(key, "expected a whole number >= " + std::to_string(least));
+      refuse(key, "expected a whole number from " + std::to_string(least) + " to 2147483647");
     return (long long)v->number;
   }
   double real(const std::string& key, double fallback) const {
