@@ -96,6 +96,10 @@ fi
 
 # --- a log cut short at several offsets, and a few dozen with random bits flipped (seeded)
 mkdir -p "$tmp/cut"
+head -c 48 "$run/log.h5" > "$tmp/cut/log.h5"
+expect "inspect: a log cut short, in a run without checkpoints" 2 \
+  "cut/log.h5: .*truncated file: eof = 48.*the run has no checkpoints .*mv .*cut/log.h5 .*from the start" -- \
+  $bin inspect "$tmp/cut"
 problems=""
 for at in 0 7 48 512 $((log_bytes / 3)) $((log_bytes / 2)) $((log_bytes - 100)) $((log_bytes - 1)); do
   head -c "$at" "$run/log.h5" > "$tmp/cut/log.h5"
