@@ -75,7 +75,7 @@ expect "train: with the damaged log moved aside the run resumes" 0 "done: 6 step
 
 # --- odd shapes a damaged or foreign log may hold: nothing per step to divide by
 if [[ -x $python ]] && $python -c "import h5py" 2>/dev/null; then
-  for odd in zero-experts zero-ranks empty-phases flat-load; do
+  for odd in zero-experts zero-ranks empty-phases flat-load no-rows; do
     mkdir -p "$tmp/odd-$odd" && $python tests/inputs/odd_log.py "$tmp/odd-$odd/log.h5" $odd
   done
   expect "inspect: a zero-length expert dimension" 2 "/moe/expert_load has shape \[4, 1, 0\]" -- \
@@ -88,6 +88,11 @@ if [[ -x $python ]] && $python -c "import h5py" 2>/dev/null; then
     $bin inspect "$tmp/odd-empty-phases"
   expect "plot: an empty phases attribute" 2 "attribute \"phases\" of /timing/rank_phases names 0 phases" -- \
     $bin plot "$tmp/odd-empty-phases" --out "$tmp/svg"
+  expect "inspect: a log without rows or run facts, a partial answer" 0 \
+    "params +0.001M total, \? active per token; \? MFLOP per token.*loss +no step logged yet" -- \
+    bash -c "set -o pipefail; $bin inspect '$tmp/odd-no-rows' | tr '\n' ' '"
+  expect "plot: a log without rows" 2 "nothing to plot: no step is logged yet" -- \
+    $bin plot "$tmp/odd-no-rows" --out "$tmp/svg"
   expect "inspect: expert load without a layer dimension" 2 "/moe/expert_load has shape \[4, 4\]" -- \
     $bin inspect "$tmp/odd-flat-load"
 else

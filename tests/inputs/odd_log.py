@@ -1,5 +1,5 @@
 """Writes a log.h5 shaped as `moetrain train` writes it, with one oddity a damaged or foreign file
-may have: `python odd_log.py OUT zero-experts|zero-ranks|empty-phases|flat-load`."""
+may have: `python odd_log.py OUT zero-experts|zero-ranks|empty-phases|flat-load|no-rows`."""
 import sys
 
 import h5py
@@ -11,7 +11,7 @@ SCALARS = ["loss", "aux_loss", "mtp_loss", "lr", "grad_norm", "tokens_per_s", "f
 
 def main():
     out, odd = sys.argv[1], sys.argv[2]
-    steps = 4
+    steps = 0 if odd == "no-rows" else 4
     experts = 0 if odd == "zero-experts" else 4
     ranks = 0 if odd == "zero-ranks" else 1
     phases = "" if odd == "empty-phases" else "compute,tp_comm,ep_comm,pipeline_wait,grad_sync,optimizer,step"
