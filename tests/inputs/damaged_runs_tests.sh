@@ -130,21 +130,23 @@ done
 [[ -z $problems ]] && echo "PASS inspect, plot: $variants logs with random bits flipped" ||
   echo "FAIL inspect, plot: $variants logs with random bits flipped: $problems"
 
-# --- a run being written: inspect, plot and sample read it while train runs
+# --- a run being written: inspect, plot, sample and export read it while train runs (MLA: export
+# writes transformers' DeepseekV3, whose MoE blocks run MLA)
 $bin train "$tmp/exp.toml" --set run.name='"live"' --set training.steps=100000 --set checkpoint.every=5 \
-  > "$tmp/live.out" 2>&1 &
+  --set model.attention.kind='"mla"' > "$tmp/live.out" 2>&1 &
 live_pid=$!
 for _ in $(seq 1 200); do [[ -d $tmp/runs/live/ckpt/step_00000010 ]] && break; sleep 0.1; done
 problems=""
-for _ in 1 2 3; do
-  for cmd in "inspect $tmp/runs/live" "plot $tmp/runs/live --out $tmp/svg" "sample $tmp/runs/live --tokens 3"; do
+for i in 1 2 3; do
+  for cmd in "inspect $tmp/runs/live" "plot $tmp/runs/live --out $tmp/svg" "sample $tmp/runs/live --tokens 3" \
+    "export $tmp/runs/live --hf $tmp/hf-live-$i"; do
     timeout 20 $bin $cmd > "$tmp/during.out" 2>&1 || problems+="$cmd: exit $? ($(tail -c 200 "$tmp/during.out")) "
   done
 done
 grep -q "status      running" <(timeout 20 $bin inspect "$tmp/runs/live") || problems+="inspect does not say running "
 kill -0 "$live_pid" 2>/dev/null || problems+="the run ended before the reads were done "
-[[ -z $problems ]] && echo "PASS inspect, plot, sample during a live train" ||
-  echo "FAIL inspect, plot, sample during a live train: $problems"
+[[ -z $problems ]] && echo "PASS inspect, plot, sample, export during a live train" ||
+  echo "FAIL inspect, plot, sample, export during a live train: $problems"
 kill "$live_pid" && wait "$live_pid"
 live_pid=""
 
