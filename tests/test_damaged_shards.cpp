@@ -73,9 +73,13 @@ TEST_CASE("a shard cut short after the run opened it is named before a window pa
   CHECK(contains(e, "train_000001.bin: the shard is now 7024 bytes, but it held 11024 when the run opened it"));
   CHECK_THROWS_AS(batches.fill(999, 2, inputs, targets), mt::ShardChanged);  // window 999: tokens 7992-8000
   CHECK_THROWS_AS(batches.fill(1000, 1, inputs, targets), mt::ShardChanged);
-  // A shard replaced by another file (a rename) leaves the run the file it opened, still whole.
+  // A shard replaced by another file (a rename, as `moetrain prepare` writes) or deleted leaves the
+  // run the file it mapped, still whole.
   shard_with(dir, "new.bin", 10, 3, 0);
   std::filesystem::rename(dir + "/new.bin", first);
   CHECK_NOTHROW(stream.check_present(0, 5000));
   CHECK(stream[4999] == 4999 % 200);
+  std::filesystem::remove(first);
+  CHECK_NOTHROW(stream.check_present(0, 5000));
+  CHECK(stream[4998] == 4998 % 200);
 }

@@ -90,13 +90,17 @@ TokenStream::TokenStream(const std::string& pattern, const std::string& key, int
   for (const std::string& f : files_) {
     std::ifstream header(f, std::ios::binary);
     const size_t count = checked_count(header, f), bytes = 1024 + 2 * count;
-    std::unique_ptr<int, Close> fd(new int(::open(f.c_str(), O_RDONLY)));
-    if (*fd < 0) throw UserError(f + ": cannot open the token shard");
-    void* base = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, *fd, 0);
+    // The descriptor is closed once mapped: a run over thousands of shards would run out of them.
+    const int fd = ::open(f.c_str(), O_RDONLY);
+    if (fd < 0) throw UserError(f + ": cannot open the token shard");
+    struct stat st {};
+    ::fstat(fd, &st);
+    void* base = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
     if (base == MAP_FAILED) throw UserError(f + ": cannot map the token shard into memory");
     Mapped& m = shards_.emplace_back(Mapped{std::unique_ptr<void, Unmap>(base, Unmap{bytes}),
                                             reinterpret_cast<const uint16_t*>(static_cast<const char*>(base) + 1024),
-                                            size_, count, std::move(fd)});
+                                            size_, count, uint64_t(st.st_dev), uint64_t(st.st_ino)});
     check_present(m.first, m.first + m.count);  // the file may have shrunk since its header was read
     // One pass over the shard: every id within the vocabulary, and the frequencies.
     ::madvise(base, bytes, MADV_SEQUENTIAL);
@@ -112,11 +116,6 @@ TokenStream::TokenStream(const std::string& pattern, const std::string& key, int
   }
   for (size_t c : counts)
     if (c) entropy_ -= double(c) / double(size_) * std::log(double(c) / double(size_));
-}
-
-void TokenStream::Close::operator()(int* fd) const {
-  if (*fd >= 0) ::close(*fd);
-  delete fd;
 }
 
 // The shard holding token i: the last whose first token is at or before it.
@@ -138,8 +137,11 @@ void TokenStream::check_present(size_t begin, size_t end) const {
   for (size_t s = shard_of(begin); s < shards_.size() && shards_[s].first < end; ++s) {
     const Mapped& m = shards_[s];
     struct stat st {};
+    // A shard deleted or replaced under its name leaves the run the file it mapped, whole.
+    if (::stat(files_[s].c_str(), &st) != 0 || uint64_t(st.st_dev) != m.device || uint64_t(st.st_ino) != m.inode)
+      continue;
     const size_t needed = 1024 + 2 * std::min(m.count, end - m.first);
-    if (::fstat(*m.fd, &st) != 0 || size_t(st.st_size) < needed)
+    if (size_t(st.st_size) < needed)
       throw ShardChanged(files_[s] + ": the shard is now " + std::to_string(st.st_size) + " bytes, but it held " +
                          std::to_string(1024 + 2 * m.count) + " when the run opened it (truncated or rewritten "
                          "while the run read it?); put back the complete shard, or make it again with the same "

@@ -38,8 +38,8 @@ class TokenStream {
   size_t size() const { return size_; }
   uint16_t operator[](size_t i) const;
   // Throws ShardChanged naming the shard when a shard holding tokens [begin, end) is now shorter
-  // than when it was opened: reading its mapping past the file's end would kill the process
-  // (SIGBUS). Call before reading a window.
+  // than when it was opened (truncated in place): reading its mapping past the file's end would
+  // kill the process (SIGBUS). Call before reading a window.
   void check_present(size_t begin, size_t end) const;
   const std::vector<std::string>& files() const { return files_; }
   double unigram_entropy() const { return entropy_; }
@@ -49,14 +49,11 @@ class TokenStream {
     size_t bytes;
     void operator()(void* p) const { ::munmap(p, bytes); }
   };
-  struct Close {
-    void operator()(int* fd) const;
-  };
   struct Mapped {
     std::unique_ptr<void, Unmap> file;  // the whole file, mapped
     const uint16_t* tokens = nullptr;
     size_t first = 0, count = 0;  // position of its first token in the stream; tokens
-    std::unique_ptr<int, Close> fd;  // kept open to see the size of the file that is mapped
+    uint64_t device = 0, inode = 0;  // the file mapped: a file renamed over it later leaves the mapping whole
   };
   size_t shard_of(size_t i) const;
   std::vector<std::string> files_;
