@@ -61,7 +61,8 @@ std::string run_text(const RunSummary& s) {
     return s.numbers.count(key) ? format(fmt, s.numbers.at(key) / 1e6) : std::string("?");
   };
   out += line("params", millions("total_params", "%.3fM") + " total, " + millions("active_params", "%.3fM") +
-                            " active per token; " + millions("flops_per_token", "%.2f") + " MFLOP per token (training)");
+                            " active per token; " + millions("flops_per_token", "%.2f") +
+                            " MFLOP per token (training)");
   for (size_t i = 1; i < highlights.size(); ++i) out += line(highlights[i].first, highlights[i].second);
   out += line("layout", s.texts.count("layout") ? s.texts.at("layout") : "?");
   out += line("device", s.texts.count("device") ? s.texts.at("device") : "?");

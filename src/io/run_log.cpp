@@ -70,8 +70,8 @@ std::string damaged_log_advice(const std::string& run_dir) {
     return "the log is damaged, and the run has no checkpoints (" + run_dir + "/ckpt): put back a copy of the log "
            "if you keep one, or move it aside " + aside + " and train again from the start";
   return "the log is damaged; the checkpoints in " + run_dir + "/ckpt are separate files and not affected (`moetrain "
-         "sample " + run_dir + "` reads them). To resume, put back a copy of the log if you keep one, or move it aside " +
-         aside + " and train again: the run resumes from its newest checkpoint and starts a new log there";
+         "sample " + run_dir + "` reads them). To resume, put back a copy of the log if you keep one, or move it " +
+         "aside " + aside + " and train again: the run resumes from its newest checkpoint and starts a new log there";
 }
 
 std::vector<std::string> log_scalar_names() {
