@@ -58,15 +58,15 @@ expect "sample: a checkpoint without rank files" 2 "rank_00000.h5: cannot read t
 expect "export: a checkpoint without rank files" 2 "rank_00000.h5: cannot read the run's configuration" -- \
   $bin export "$tmp/norank" --hf "$tmp/hf"
 
-# --- one damaged byte: the superblock's checksum (bytes 44-47 of a version 2/3 superblock)
+# --- one damaged byte: the superblock's checksum (bytes 44-47 of a version 2/3 superblock); "at once": 5 s
 cp -r "$run" "$tmp/sb"
 python3 -c "import sys; f = open(sys.argv[1], 'r+b'); b = f.read(45); f.seek(44); f.write(bytes([b[44] ^ 255]))" \
   "$tmp/sb/log.h5"
 advice="the log is damaged; the checkpoints in .*sb/ckpt are separate files and not affected.*mv .*sb/log.h5 "
 expect "inspect: a damaged superblock checksum, at once" 2 "metadata checksum.*$advice" -- \
-  timeout 20 $bin inspect "$tmp/sb"
+  timeout 5 $bin inspect "$tmp/sb"
 expect "plot: a damaged superblock checksum, at once" 2 "metadata checksum.*$advice" -- \
-  timeout 20 $bin plot "$tmp/sb" --out "$tmp/svg"
+  timeout 5 $bin plot "$tmp/sb" --out "$tmp/svg"
 expect "train: resuming beside a damaged log says to move it aside" 2 \
   "cannot read the log to keep its rows up to step 4: .*metadata checksum.*move it aside.*mv .*sb/log.h5 " -- \
   timeout 20 $bin train "$tmp/exp.toml" --set run.out_dir=\""$tmp"\" --set run.name='"sb"' --set training.steps=6
