@@ -12,6 +12,8 @@
 #   oracle: tests/oracle/run_oracle.sh (one optimizer step against PyTorch autograd and AdamW)
 #   mpi:    tests/mpi/run_mpi_tests.sh (Comm under mpirun; every layout against one rank), and its layout
 #           matrix again on the strict CPU backend (staged payloads, emulated streams)
+#   damaged: tests/inputs/damaged_runs_tests.sh (inspect, plot, sample, export on missing, damaged or live runs;
+#           a shard truncated during a run)
 #   faults: tests/faults/run_fault_tests.sh (kill -9, a full disk, damaged checkpoints, a busy run directory, ...)
 #   gpu:    build/tests/gpu_parity (CUDA kernels against the CPU reference) and build/tests/nccl_test (every
 #           NcclComm call on one rank); each skipped without a GPU
@@ -70,6 +72,7 @@ line_suite "README examples" tests/readme_examples.sh
   MOETRAIN=build/cpu-only/moetrain line_suite "README examples, CPU-only build" tests/readme_examples.sh
 line_suite "GPU check stand-in" tests/gpu_check_tests.sh
 doctest_suite "AddressSanitizer and UBSan: the readers' unit tests" bash tests/asan_tests.sh
+line_suite "damaged, missing and live runs, logs and shards" tests/inputs/damaged_runs_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

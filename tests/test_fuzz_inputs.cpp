@@ -333,6 +333,6 @@ TEST_CASE("fuzz: mutated token shards load or give a UserError") {
   }
   CHECK(outside_vocab == 0);
   MESSAGE("shard fuzz: " << cases << " cases, " << loaded << " loaded, " << refused << " refused with a UserError");
-  CHECK(loaded > cases / 20);
+  CHECK(loaded > cases / 25);  // fewer load since a byte flipped among the header's zero ints 3-255 is refused
   CHECK(refused > cases / 2);
 }

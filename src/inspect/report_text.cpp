@@ -56,10 +56,13 @@ std::string run_text(const RunSummary& s) {
   out += line("status", s.status_text());
   const auto highlights = config_highlights(s.config);
   out += line(highlights.front().first, highlights.front().second);
-  auto number = [&](const std::string& key) { return s.numbers.count(key) ? s.numbers.at(key) : NAN; };
-  out += line("params", format("%.3fM total, %.3fM active per token; %.2f MFLOP per token (training)",
-                               number("total_params") / 1e6, number("active_params") / 1e6,
-                               number("flops_per_token") / 1e6));
+  // In millions; "?" for a fact the log lacks (a damaged or foreign file).
+  auto millions = [&](const std::string& key, const char* fmt) {
+    return s.numbers.count(key) ? format(fmt, s.numbers.at(key) / 1e6) : std::string("?");
+  };
+  out += line("params", millions("total_params", "%.3fM") + " total, " + millions("active_params", "%.3fM") +
+                            " active per token; " + millions("flops_per_token", "%.2f") +
+                            " MFLOP per token (training)");
   for (size_t i = 1; i < highlights.size(); ++i) out += line(highlights[i].first, highlights[i].second);
   out += line("layout", s.texts.count("layout") ? s.texts.at("layout") : "?");
   out += line("device", s.texts.count("device") ? s.texts.at("device") : "?");
@@ -76,7 +79,7 @@ std::string run_text(const RunSummary& s) {
                                     s.best_last_step));
     if (s.numbers.count("unigram_entropy"))
       out += line("", format("(unigram entropy of the data %.4f: the loss of a model that ignores context)",
-                             number("unigram_entropy")));
+                             s.numbers.at("unigram_entropy")));
   }
   out += line("val loss", s.has_eval ? format("last %.4f at step %lld; best %.4f at step %lld", s.val_last,
                                               s.val_last_step, s.val_best, s.val_best_step)

@@ -64,6 +64,16 @@ OldRows read_old(const std::string& path, size_t moe_floats) {
 }
 }  // namespace
 
+std::string damaged_log_advice(const std::string& run_dir) {
+  const std::string log = run_dir + "/log.h5", aside = "(mv " + log + " " + log + ".damaged)";
+  if (!std::filesystem::is_directory(run_dir + "/ckpt"))
+    return "the log is damaged, and the run has no checkpoints (" + run_dir + "/ckpt): put back a copy of the log "
+           "if you keep one, or move it aside " + aside + " and train again from the start";
+  return "the log is damaged; the checkpoints in " + run_dir + "/ckpt are separate files and not affected (`moetrain "
+         "sample " + run_dir + "` reads them). To resume, put back a copy of the log if you keep one, or move it " +
+         "aside " + aside + " and train again: the run resumes from its newest checkpoint and starts a new log there";
+}
+
 std::vector<std::string> log_scalar_names() {
   std::vector<std::string> names;
   for (auto& [name, member] : kScalars) names.push_back(name);
@@ -81,7 +91,8 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
       old = read_old(path, size_t(row_floats_));
     } catch (const UserError& e) {
       throw UserError(path + ": cannot read the log to keep its rows up to step " + std::to_string(resume_step) + ": " +
-                      e.what() + "; move it aside to start a new log at step " + std::to_string(resume_step + 1));
+                      e.what() + "; move it aside to start a new log at step " + std::to_string(resume_step + 1) +
+                      " (mv " + path + " " + path + ".damaged; the checkpoints are not affected)");
     }
   }
   // Build the new log beside the old one and swap it in, so the old rows survive a crash here.

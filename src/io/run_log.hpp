@@ -29,6 +29,9 @@ struct StepRecord {
 inline constexpr int kPhases = 7;
 inline constexpr const char* kPhaseNames = "compute,tp_comm,ep_comm,pipeline_wait,grad_sync,optimizer,step";
 
+// What to do about a damaged <run_dir>/log.h5: the checkpoints are separate files and intact.
+std::string damaged_log_advice(const std::string& run_dir);
+
 // The per-step scalar series of the log, by dataset name ("loss", "time/step", ...).
 std::vector<std::string> log_scalar_names();
 

@@ -16,6 +16,7 @@ void Batches::fill(long long first, int count, std::vector<int>& inputs, std::ve
   targets.resize(size_t(count) * seq_len_);
   for (int j = 0; j < count; ++j) {
     const size_t start = size_t((first + j) % windows_) * seq_len_;
+    stream_.check_present(start, start + seq_len_ + 1);
     for (int t = 0; t < seq_len_; ++t) {
       inputs[size_t(j) * seq_len_ + t] = stream_[start + t];
       targets[size_t(j) * seq_len_ + t] = stream_[start + t + 1];

@@ -356,7 +356,14 @@ TrainSummary Trainer::run() {
     for (CommTimers& t : comm_timers_) t.tp->take_seconds(), t.ep->take_seconds();
     StepRecord rec;
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
-      batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+      try {
+        batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+      } catch (const ShardChanged& e) {
+        throw UserError(std::string(e.what()) + "; step " + std::to_string(state.step + 1) + " stopped before " +
+                        "its update, and " + (last_checkpoint.empty() ? "no checkpoint was written before it"
+                                                                      : "the newest checkpoint is " + last_checkpoint) +
+                        ": with the shard restored, the same command resumes there");
+      }
     };
     const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill, *transfers_)
                                         : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp, groups_.tp);
