@@ -33,6 +33,7 @@
 #include "model/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
+#include "util/cli_checks.hpp"
 #include "util/read_file.hpp"
 
 namespace {
@@ -221,6 +222,7 @@ int cmd_plan(const PlanOptions& o) {
     rows.push_back(estimate_step(cfg.model, batch, c, l));
   } else {
     found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp);
+    if (found.ranked.empty()) throw mt::UserError("plan: " + no_layout_reason(cfg.model, batch, c, gpus, fp8, found));
     for (const Estimate& e : found.ranked) {
       if (!best) best = &e;
       if (!flat && e.layout.pp == 1) flat = &e;
@@ -291,7 +293,7 @@ int main(int argc, char** argv) {
   train->add_flag("--dry-run", dry_run, "validate the experiment and print the resolved config, then stop");
   train->add_option("--stop-after", stop_after,
                     "stop with a checkpoint once N steps are done in total; the same command resumes")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1'000'000'000));
   train->add_option("--cluster", train_cluster,
                     "with --dry-run: print the planner's step time and memory per rank for this layout on a cluster "
                     "profile, e.g. configs/clusters/h800-deepseek.toml");
@@ -361,16 +363,17 @@ int main(int argc, char** argv) {
       "Predict step time, MFU and memory of parallel layouts on a cluster, and search for the best");
   plan_cmd->add_option("experiment", plan.experiment, "experiment file (its model and global batch)")->required();
   plan_cmd->add_option("--cluster", plan.cluster, "cluster profile, e.g. configs/clusters/h800-deepseek.toml")->required();
-  plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)");
+  plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)")
+      ->check(mt::whole_in(1, 1 << 24));
   plan_cmd->add_option("--layout", plan.layout,
                        "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on");
   plan_cmd->add_flag("--fp8", plan.fp8,
                      "search FP8 layouts: short for --set precision.matmul=fp8 (default: the experiment's precision)");
-  plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)");
+  plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)")->check(mt::whole_in(1, 1'000'000));
   plan_cmd->add_option("--max-cp", plan.max_cp,
                        "also search context parallelism up to this many ranks per sequence (powers of two; "
                        "planned only: train does not run cp > 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1 << 16));
   plan_cmd->add_flag("--explain", plan.explain, "compare the best layout with the best one without pipeline parallelism");
   plan_cmd->add_flag("--json", plan.json, "print the layouts as JSON");
   plan_cmd->add_option("--set", plan.sets, "override an experiment key (repeatable)")->allow_extra_args(false);
@@ -390,19 +393,20 @@ int main(int argc, char** argv) {
   CLI::Option* inspect_json = inspect->add_flag("--json", inspect_opt.json, "print a JSON array, one object per run");
   inspect->add_flag("--csv", inspect_opt.csv, "print CSV with a header row, one row per run")->excludes(inspect_json);
   inspect->add_option("--window", inspect_opt.window, "steps the smoothed training loss averages over (default 20)")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1'000'000'000));
 
   mt::SampleOptions sample_opt;
   CLI::App* sample = app.add_subcommand("sample", "Continue a prompt with a trained run's newest checkpoint, one token at a time (key/value cache)");
   sample->add_option("run", sample_opt.run_dir, "run directory holding ckpt/, e.g. runs/tiny")->required();
   sample->add_option("--prompt", sample_opt.prompt, "text to continue (default: none, a new document)");
   sample->add_option("--tokens", sample_opt.tokens, "new tokens at most (default 200; the model's seq_len bounds prompt + sample)")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1 << 20));
   sample->add_option("--temperature", sample_opt.temperature, "0 picks the likeliest token; above 1 flattens (default 0.8)")
-      ->check(CLI::NonNegativeNumber);
-  sample->add_option("--top-k", sample_opt.top_k, "draw among the k likeliest tokens, 0 = all (default 40)")
-      ->check(CLI::NonNegativeNumber);
-  sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)");
+      ->check(mt::finite_at_least(0));
+  sample->add_option("--top-k", sample_opt.top_k,
+                     "draw among the k likeliest tokens, 0 = all (default 40; at most model.vocab_size)")
+      ->check(mt::whole_in(0, 1 << 24));
+  sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)")->check(mt::unsigned_64());
   sample->add_option("--device", sample_opt.device, "auto, cpu, cuda or cpu-strict (default: the run's precision.device)");
 
   std::string export_run, export_out;
