@@ -123,8 +123,8 @@ class GridReader {
         // Different values, one name: a run directory would hold two runs.
         throw UserError(v.where + ": [grid] " + l.key + " values " + seen.toml + " (at " + seen.where + ") and " +
                         v.toml + " give runs the same name part '" + a.label + "=" + v.text +
-                        "' (run names keep letters, digits and . _ + -, other characters become '_'): make the "
-                        "values differ in those characters");
+                        "' (run names keep letters, digits and . _ + -, other characters become '_'; 1 and 1.0 "
+                        "both read 1): list one of them, or values whose names differ");
       }
       a.values.push_back(std::move(v));
     }
