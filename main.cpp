@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -168,7 +169,12 @@ int cmd_schedule(const ScheduleOptions& o) {
   using namespace mt::pipeline;
   const Costs& c = o.costs;
   for (double v : {c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency})
-    if (!(v >= 0)) throw mt::UserError("schedule: costs and latency must be non-negative numbers");
+    if (!(v >= 0) || std::isinf(v)) throw mt::UserError("schedule: costs and latency must be finite non-negative numbers");
+  // The timeline holds a pass per stage chunk and micro-batch: beyond this it would take minutes.
+  const long long passes = (long long)o.pp * o.vpp * o.microbatches;
+  if (passes > (1 << 18))
+    throw mt::UserError("schedule: --pp * --vpp * --microbatches = " + std::to_string(passes) +
+                        " chunk passes is out of range (at most 262144)");
   Schedule s = make_schedule({parse_kind(o.kind), o.pp, o.microbatches, o.vpp});
   if (auto problems = check_schedule(s); !problems.empty()) {
     std::fprintf(stderr, "moetrain internal error: the generated %s schedule fails its check (a bug in moetrain):\n",
@@ -296,7 +302,8 @@ int main(int argc, char** argv) {
       ->check(mt::whole_in(1, 1'000'000'000));
   train->add_option("--cluster", train_cluster,
                     "with --dry-run: print the planner's step time and memory per rank for this layout on a cluster "
-                    "profile, e.g. configs/clusters/h800-deepseek.toml");
+                    "profile, e.g. configs/clusters/h800-deepseek.toml")
+      ->check(mt::not_empty("a cluster profile"));
   train->add_flag("--profile", profile,
                   "time every op kind on the device and print where a step's time goes (mean over the steps after "
                   "the first)");
@@ -331,7 +338,8 @@ int main(int argc, char** argv) {
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
   std::string dump_from;
-  dump->add_option("--from", dump_from, "a checkpoint directory of the same model: its parameters instead of the initial ones");
+  dump->add_option("--from", dump_from, "a checkpoint directory of the same model: its parameters instead of the initial ones")
+      ->check(mt::not_empty("a checkpoint directory"));
 
   std::string grid_path;
   CLI::App* sweep = app.add_subcommand("sweep",
@@ -345,10 +353,12 @@ int main(int argc, char** argv) {
   CLI::App* schedule = app.add_subcommand("schedule",
       "Generate a pipeline schedule, check it, simulate its timeline and print (or draw) it");
   schedule->add_option("--kind", sched.kind, "gpipe, 1f1b, interleaved, zb-h1, dualpipe or dualpipev")->required();
-  schedule->add_option("--pp", sched.pp, "pipeline ranks")->required();
+  schedule->add_option("--pp", sched.pp, "pipeline ranks")->required()->check(mt::whole_in(1, 1024));
   schedule->add_option("--microbatches", sched.microbatches,
-                       "micro-batches per step (DualPipe: both directions together)")->required();
-  schedule->add_option("--vpp", sched.vpp, "chunks per rank, interleaved only");
+                       "micro-batches per step (DualPipe: both directions together)")
+      ->required()
+      ->check(mt::whole_in(1, 1 << 16));
+  schedule->add_option("--vpp", sched.vpp, "chunks per rank, interleaved only")->check(mt::whole_in(1, 1024));
   schedule->add_flag("--json", sched.json, "print {kind, pp, microbatches, ranks, ...} as JSON");
   schedule->add_option("--svg", sched.svg, "draw the simulated timeline to this SVG file");
   schedule->add_option("--cost-f", sched.costs.forward, "time of a forward chunk (default 1)");
@@ -366,7 +376,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)")
       ->check(mt::whole_in(1, 1 << 24));
   plan_cmd->add_option("--layout", plan.layout,
-                       "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on");
+                       "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on")
+      ->check(mt::not_empty("a layout such as tp=1,pp=16"));
   plan_cmd->add_flag("--fp8", plan.fp8,
                      "search FP8 layouts: short for --set precision.matmul=fp8 (default: the experiment's precision)");
   plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)")->check(mt::whole_in(1, 1'000'000));
@@ -407,7 +418,8 @@ int main(int argc, char** argv) {
                      "draw among the k likeliest tokens, 0 = all (default 40; at most model.vocab_size)")
       ->check(mt::whole_in(0, 1 << 24));
   sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)")->check(mt::unsigned_64());
-  sample->add_option("--device", sample_opt.device, "auto, cpu, cuda or cpu-strict (default: the run's precision.device)");
+  sample->add_option("--device", sample_opt.device, "auto, cpu, cuda or cpu-strict (default: the run's precision.device)")
+      ->check(mt::not_empty("auto, cpu, cuda or cpu-strict"));
 
   std::string export_run, export_out;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a run's newest checkpoint as a Hugging Face model (transformers' DeepseekV3ForCausalLM)");

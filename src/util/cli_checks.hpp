@@ -61,4 +61,11 @@ inline CLI::Validator finite_at_least(double lo) {
       "FLOAT >= " + CLI::detail::to_string(lo));
 }
 
+// Any text but an empty one, which the option would otherwise read as not given.
+inline CLI::Validator not_empty(const std::string& expected) {
+  return CLI::Validator(
+      [expected](std::string& text) -> std::string { return text.empty() ? "empty; expected " + expected : ""; },
+      "TEXT");
+}
+
 }  // namespace mt

@@ -120,3 +120,17 @@ expect "sweep: values that give the same run name" 2 \
 expect "sweep: strings that give the same run name" 2 \
   "collide.toml:3:[0-9]+: \[grid\] data.val values \"data/a b\" \(at .*collide.toml:3:[0-9]+\) and \"data/a_b\" give runs the same name part 'val=data_a_b' \(run names keep letters, digits and . _ \+ -" -- \
   $bin sweep "$tmp/collide.toml"
+
+# Empty texts are not the option left out, and schedule's sizes are bounded before it simulates.
+expect "sample: --device ''" 105 "^--device: empty; expected auto, cpu, cuda or cpu-strict$" -- $bin sample "$run" --device ''
+expect "plan: --layout ''" 105 "^--layout: empty; expected a layout" -- \
+  $bin plan "$tmp/exp.toml" --cluster $cluster --layout ''
+expect "train: --cluster ''" 105 "^--cluster: empty; expected a cluster profile$" -- \
+  $bin train "$tmp/exp.toml" --dry-run --cluster ''
+expect "schedule: --pp past its limit" 105 "^--pp: 99999999 is out of range \(at most 1024\)$" -- \
+  timeout -k 5 20 $bin schedule --kind 1f1b --pp 99999999 --microbatches 4
+expect "schedule: too many chunk passes to simulate" 2 \
+  "schedule: --pp \* --vpp \* --microbatches = 2097152 chunk passes is out of range \(at most 262144\)" -- \
+  timeout -k 5 20 $bin schedule --kind 1f1b --pp 512 --microbatches 4096
+expect "schedule: an infinite cost" 2 "schedule: costs and latency must be finite non-negative numbers" -- \
+  $bin schedule --kind 1f1b --pp 4 --microbatches 8 --cost-f inf
