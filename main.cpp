@@ -169,7 +169,7 @@ int cmd_schedule(const ScheduleOptions& o) {
   using namespace mt::pipeline;
   const Costs& c = o.costs;
   for (double v : {c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency})
-    if (!(v >= 0) || std::isinf(v)) throw mt::UserError("schedule: costs and latency must be finite non-negative numbers");
+    if (!(v >= 0) || std::isinf(v)) throw mt::UserError("schedule: costs and latency must be non-negative finite numbers");
   // The timeline holds a pass per stage chunk and micro-batch: beyond this it would take minutes.
   const long long passes = (long long)o.pp * o.vpp * o.microbatches;
   if (passes > (1 << 18))

@@ -132,5 +132,5 @@ expect "schedule: --pp past its limit" 105 "^--pp: 99999999 is out of range \(at
 expect "schedule: too many chunk passes to simulate" 2 \
   "schedule: --pp \* --vpp \* --microbatches = 2097152 chunk passes is out of range \(at most 262144\)" -- \
   timeout -k 5 20 $bin schedule --kind 1f1b --pp 512 --microbatches 4096
-expect "schedule: an infinite cost" 2 "schedule: costs and latency must be finite non-negative numbers" -- \
+expect "schedule: an infinite cost" 2 "schedule: costs and latency must be non-negative finite numbers" -- \
   $bin schedule --kind 1f1b --pp 4 --microbatches 8 --cost-f inf
