@@ -169,7 +169,8 @@ int cmd_schedule(const ScheduleOptions& o) {
   using namespace mt::pipeline;
   const Costs& c = o.costs;
   for (double v : {c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency})
-    if (!(v >= 0) || std::isinf(v)) throw mt::UserError("schedule: costs and latency must be non-negative finite numbers");
+    if (!(v >= 0) || std::isinf(v))
+      throw mt::UserError("schedule: costs and latency must be non-negative finite numbers");
   // The timeline holds a pass per stage chunk and micro-batch: beyond this it would take minutes.
   const long long passes = (long long)o.pp * o.vpp * o.microbatches;
   if (passes > (1 << 18))
@@ -338,7 +339,8 @@ int main(int argc, char** argv) {
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
   std::string dump_from;
-  dump->add_option("--from", dump_from, "a checkpoint directory of the same model: its parameters instead of the initial ones")
+  dump->add_option("--from", dump_from,
+                   "a checkpoint directory of the same model: its parameters instead of the initial ones")
       ->check(mt::not_empty("a checkpoint directory"));
 
   std::string grid_path;
@@ -418,7 +420,8 @@ int main(int argc, char** argv) {
                      "draw among the k likeliest tokens, 0 = all (default 40; at most model.vocab_size)")
       ->check(mt::whole_in(0, 1 << 24));
   sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)")->check(mt::unsigned_64());
-  sample->add_option("--device", sample_opt.device, "auto, cpu, cuda or cpu-strict (default: the run's precision.device)")
+  sample->add_option("--device", sample_opt.device,
+                     "auto, cpu, cuda or cpu-strict (default: the run's precision.device)")
       ->check(mt::not_empty("auto, cpu, cuda or cpu-strict"));
 
   std::string export_run, export_out;

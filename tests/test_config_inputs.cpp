@@ -49,7 +49,8 @@ TEST_CASE("config inputs: expert counts near 2^31 are refused with the limit") {
                  "model.moe.n_shared_experts = 2147483647 is out of range (at most 1024)"));
   std::string file = kSmall;
   file.replace(file.find("expert_hidden = 16"), 18, "n_shared_experts = 2000000000");
-  CHECK(contains(error_of(file), "exp.toml:12:20: model.moe.n_shared_experts = 2000000000 is out of range (at most 1024)"));
+  CHECK(contains(error_of(file),
+                 "exp.toml:12:20: model.moe.n_shared_experts = 2000000000 is out of range (at most 1024)"));
   CHECK(error_of(kSmall, {"model.moe.n_routed_experts=65536", "model.moe.n_shared_experts=1024"}).empty());
 }
 

@@ -175,7 +175,8 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("model.vocab_size", m.vocab_size, 2, kVocab, "vocabulary size (shards hold token ids below 65536)");
   b.integer("model.d_model", m.d_model, 1, kCount, "hidden size");
   b.integer("model.n_layers", m.n_layers, 1, kSmall, "transformer blocks");
-  b.integer("model.n_dense_layers", m.n_dense_layers, 0, kSmall, "first blocks with a dense SwiGLU FFN; the rest are MoE");
+  b.integer("model.n_dense_layers", m.n_dense_layers, 0, kSmall,
+            "first blocks with a dense SwiGLU FFN; the rest are MoE");
   b.integer("model.n_heads", m.n_heads, 1, kHeads, "attention heads");
   b.integer("model.head_dim", m.head_dim, 2, kHeads, "mha: features per head (even: RoPE rotates pairs)");
   b.integer("model.ffn_hidden", m.ffn_hidden, 1, kWidth, "hidden size of the dense SwiGLU FFN");
@@ -206,8 +207,10 @@ std::vector<Field> schema_fields(Config& c) {
             "mha: key/value heads, grouped-query attention (0 = n_heads)");
   b.integer("model.attention.q_lora_rank", a.q_lora_rank, 0, kWidth, "mla: query compression rank (0 = none)");
   b.integer("model.attention.kv_lora_rank", a.kv_lora_rank, 1, kWidth, "mla: key-value compression rank");
-  b.integer("model.attention.qk_nope_head_dim", a.qk_nope_head_dim, 1, kHeads, "mla: query/key features per head without RoPE");
-  b.integer("model.attention.qk_rope_head_dim", a.qk_rope_head_dim, 2, kHeads, "mla: decoupled RoPE features per head (even)");
+  b.integer("model.attention.qk_nope_head_dim", a.qk_nope_head_dim, 1, kHeads,
+            "mla: query/key features per head without RoPE");
+  b.integer("model.attention.qk_rope_head_dim", a.qk_rope_head_dim, 2, kHeads,
+            "mla: decoupled RoPE features per head (even)");
   b.integer("model.attention.v_head_dim", a.v_head_dim, 1, kHeads, "mla: value features per head");
 
   auto& e = m.moe;

@@ -56,7 +56,7 @@ void sample_text(const SampleOptions& o) {
 
   const std::string tokenizer_path = run_tokenizer(o.run_dir, cfg.data.train);
   const Bpe tokenizer = tokenizer_path.empty() ? Bpe::byte_level() : Bpe::load(tokenizer_path);
-  // Byte-level runs have no tokenizer file: name the run's config instead of an empty path.
+  // Byte-level runs have no tokenizer file: name the checkpoint instead of an empty path.
   const std::string tokenizer_name = tokenizer_path.empty() ? step_dir + ": the byte-level tokenizer (no tokenizer.bpe "
                                                               "beside the run or its training shards)"
                                                             : tokenizer_path;

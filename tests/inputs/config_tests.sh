@@ -18,10 +18,12 @@ cluster=configs/clusters/h800-deepseek.toml
 # Counts near 2^31 once overflowed the memory estimate and the parameter store (a negative
 # estimate let the allocation through): the limit is named before anything is allocated.
 # The address-space limit keeps a regression from taking the machine's memory.
+shared="--set model.moe.n_shared_experts=2147483647"
 expect "train: shared experts near 2^31" 2 \
-  "--set model.moe.n_shared_experts=2147483647: model.moe.n_shared_experts = 2147483647 is out of range \(at most 1024\)" -- \
-  timeout -k 5 60 bash -c "ulimit -v 4000000; $bin train $tmp/exp.toml --set model.moe.n_shared_experts=2147483647 --set model.moe.top_k=1"
-expect "train: routed experts near 2^31" 2 "model.moe.n_routed_experts = 2147483640 is out of range \(at most 65536\)" -- \
+  "$shared: model.moe.n_shared_experts = 2147483647 is out of range \(at most 1024\)" -- \
+  timeout -k 5 60 bash -c "ulimit -v 4000000; $bin train $tmp/exp.toml $shared --set model.moe.top_k=1"
+expect "train: routed experts near 2^31" 2 \
+  "model.moe.n_routed_experts = 2147483640 is out of range \(at most 65536\)" -- \
   timeout -k 5 60 bash -c "ulimit -v 4000000; $bin train $tmp/exp.toml --set model.moe.n_routed_experts=2147483640"
 expect "train: a global batch that would never end a step" 2 \
   "training.global_batch = 2147483640 is out of range \(at most 1048576\)" -- \
@@ -32,7 +34,8 @@ expect "train: steps past 2^63 are out of range, not a string" 2 \
 expect "keys: the limits are listed" 0 "\| \`training.global_batch\` \| integer \| in \[1, 1048576\] \|" -- $bin keys
 
 # A directory opens as an empty file: every command that reads a TOML file refuses it.
-expect "train: a directory as the experiment" 2 "$tmp/data: is a directory, not a file" -- timeout -k 5 60 $bin train "$tmp/data"
+expect "train: a directory as the experiment" 2 "$tmp/data: is a directory, not a file" -- \
+  timeout -k 5 60 $bin train "$tmp/data"
 expect "train --dry-run: a directory as the experiment" 2 "$tmp/data: is a directory, not a file" -- \
   $bin train "$tmp/data" --dry-run
 expect "dump-step: a directory as the experiment" 2 "$tmp/data: is a directory, not a file" -- \
@@ -59,7 +62,8 @@ expect "sample: --temperature nan" 105 "^--temperature: 'nan' is not a finite nu
 expect "sample: --temperature -1" 105 "^--temperature: '-1' is not a finite number >= 0$" -- \
   $bin sample "$run" --temperature -1
 expect "sample: --top-k -1" 105 "^--top-k: -1 is out of range \(at least 0\)$" -- $bin sample "$run" --top-k -1
-expect "sample: --top-k above the vocabulary" 2 "--top-k 100000 is more than the model's 257 tokens \(model.vocab_size\)" -- \
+expect "sample: --top-k above the vocabulary" 2 \
+  "--top-k 100000 is more than the model's 257 tokens \(model.vocab_size\)" -- \
   $bin sample "$run" --top-k 100000
 expect "sample: --seed -1 does not wrap" 105 "^--seed: '-1' is not a whole number in \[0, 18446744073709551615\]$" -- \
   $bin sample "$run" --seed -1
@@ -83,7 +87,8 @@ python3 tests/tiny_experiment.py "$tmp" run.name='"v100"' model.vocab_size=100 d
   data.val="\"$tmp/small/val_*.bin\"" > "$tmp/v100.toml"
 $bin train "$tmp/v100.toml" > /dev/null 2>&1
 expect "sample: a byte-level vocabulary larger than the model's" 2 \
-  "runs/v100/ckpt/step_00000004: the byte-level tokenizer \(no tokenizer.bpe beside the run or its training shards\) has a vocabulary of 257 tokens, more than the checkpoint's model.vocab_size = 100" -- \
+  "runs/v100/ckpt/step_00000004: the byte-level tokenizer \(no tokenizer.bpe beside the run or its training shards\)\
+ has a vocabulary of 257 tokens, more than the checkpoint's model.vocab_size = 100" -- \
   $bin sample "$tmp/runs/v100"
 
 # plan's options at their edges.
@@ -91,11 +96,13 @@ expect "plan: --gpus 0" 105 "^--gpus: 0 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus 0
 expect "plan: --gpus -8" 105 "^--gpus: -8 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus -8
-expect "plan: --top 0" 105 "^--top: 0 is out of range \(at least 1\)$" -- $bin plan "$tmp/exp.toml" --cluster $cluster --top 0
+expect "plan: --top 0" 105 "^--top: 0 is out of range \(at least 1\)$" -- \
+  $bin plan "$tmp/exp.toml" --cluster $cluster --top 0
 expect "plan: --max-cp 0" 105 "^--max-cp: 0 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --max-cp 0
 expect "plan: no layout fits the job, and why" 2 \
-  "plan: no layout of 3 accelerators of .* can run this experiment: all data-parallel \(dp = 3\), dp\*mbs = 3 does not divide the global batch of 4 sequences" -- \
+  "plan: no layout of 3 accelerators of .* can run this experiment: all data-parallel \(dp = 3\),\
+ dp\*mbs = 3 does not divide the global batch of 4 sequences" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus 3
 expect "plan --json: no layout fits the job" 2 "no layout of 3 accelerators" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus 3 --json
@@ -115,14 +122,17 @@ experiment = "$tmp/exp.toml"
 "optimizer.lr" = [1, 1.0]
 EOF
 expect "sweep: values that give the same run name" 2 \
-  "collide2.toml:4:22: \[grid\] optimizer.lr values 1 \(at .*collide2.toml:4:19\) and 1.0 give runs the same name part 'lr=1'" -- \
+  "collide2.toml:4:22: \[grid\] optimizer.lr values 1 \(at .*collide2.toml:4:19\) and 1.0 give runs the same\
+ name part 'lr=1'" -- \
   $bin sweep "$tmp/collide2.toml"
 expect "sweep: strings that give the same run name" 2 \
-  "collide.toml:3:[0-9]+: \[grid\] data.val values \"data/a b\" \(at .*collide.toml:3:[0-9]+\) and \"data/a_b\" give runs the same name part 'val=data_a_b' \(run names keep letters, digits and . _ \+ -" -- \
+  "collide.toml:3:[0-9]+: \[grid\] data.val values \"data/a b\" \(at .*collide.toml:3:[0-9]+\) and \"data/a_b\"\
+ give runs the same name part 'val=data_a_b' \(run names keep letters, digits and . _ \+ -" -- \
   $bin sweep "$tmp/collide.toml"
 
 # Empty texts are not the option left out, and schedule's sizes are bounded before it simulates.
-expect "sample: --device ''" 105 "^--device: empty; expected auto, cpu, cuda or cpu-strict$" -- $bin sample "$run" --device ''
+expect "sample: --device ''" 105 "^--device: empty; expected auto, cpu, cuda or cpu-strict$" -- \
+  $bin sample "$run" --device ''
 expect "plan: --layout ''" 105 "^--layout: empty; expected a layout" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --layout ''
 expect "train: --cluster ''" 105 "^--cluster: empty; expected a cluster profile$" -- \
