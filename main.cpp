@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -33,6 +34,7 @@
 #include "model/flops.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
+#include "util/cli_checks.hpp"
 #include "util/read_file.hpp"
 
 namespace {
@@ -167,7 +169,13 @@ int cmd_schedule(const ScheduleOptions& o) {
   using namespace mt::pipeline;
   const Costs& c = o.costs;
   for (double v : {c.forward, c.backward, c.input_grad, c.weight_grad, c.overlapped, c.latency})
-    if (!(v >= 0)) throw mt::UserError("schedule: costs and latency must be non-negative numbers");
+    if (!(v >= 0) || std::isinf(v))
+      throw mt::UserError("schedule: costs and latency must be non-negative finite numbers");
+  // The timeline holds a pass per stage chunk and micro-batch: beyond this it would take minutes.
+  const long long passes = (long long)o.pp * o.vpp * o.microbatches;
+  if (passes > (1 << 18))
+    throw mt::UserError("schedule: --pp * --vpp * --microbatches = " + std::to_string(passes) +
+                        " chunk passes is out of range (at most 262144)");
   Schedule s = make_schedule({parse_kind(o.kind), o.pp, o.microbatches, o.vpp});
   if (auto problems = check_schedule(s); !problems.empty()) {
     std::fprintf(stderr, "moetrain internal error: the generated %s schedule fails its check (a bug in moetrain):\n",
@@ -221,6 +229,7 @@ int cmd_plan(const PlanOptions& o) {
     rows.push_back(estimate_step(cfg.model, batch, c, l));
   } else {
     found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp);
+    if (found.ranked.empty()) throw mt::UserError("plan: " + no_layout_reason(cfg.model, batch, c, gpus, fp8, found));
     for (const Estimate& e : found.ranked) {
       if (!best) best = &e;
       if (!flat && e.layout.pp == 1) flat = &e;
@@ -291,10 +300,11 @@ int main(int argc, char** argv) {
   train->add_flag("--dry-run", dry_run, "validate the experiment and print the resolved config, then stop");
   train->add_option("--stop-after", stop_after,
                     "stop with a checkpoint once N steps are done in total; the same command resumes")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1'000'000'000));
   train->add_option("--cluster", train_cluster,
                     "with --dry-run: print the planner's step time and memory per rank for this layout on a cluster "
-                    "profile, e.g. configs/clusters/h800-deepseek.toml");
+                    "profile, e.g. configs/clusters/h800-deepseek.toml")
+      ->check(mt::not_empty("a cluster profile"));
   train->add_flag("--profile", profile,
                   "time every op kind on the device and print where a step's time goes (mean over the steps after "
                   "the first)");
@@ -329,7 +339,9 @@ int main(int argc, char** argv) {
   dump->add_option("--set", dump_sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
   dump->add_flag("--start-only", dump_start_only, "write only the config, the initial state and the batch");
   std::string dump_from;
-  dump->add_option("--from", dump_from, "a checkpoint directory of the same model: its parameters instead of the initial ones");
+  dump->add_option("--from", dump_from,
+                   "a checkpoint directory of the same model: its parameters instead of the initial ones")
+      ->check(mt::not_empty("a checkpoint directory"));
 
   std::string grid_path;
   CLI::App* sweep = app.add_subcommand("sweep",
@@ -343,10 +355,12 @@ int main(int argc, char** argv) {
   CLI::App* schedule = app.add_subcommand("schedule",
       "Generate a pipeline schedule, check it, simulate its timeline and print (or draw) it");
   schedule->add_option("--kind", sched.kind, "gpipe, 1f1b, interleaved, zb-h1, dualpipe or dualpipev")->required();
-  schedule->add_option("--pp", sched.pp, "pipeline ranks")->required();
+  schedule->add_option("--pp", sched.pp, "pipeline ranks")->required()->check(mt::whole_in(1, 1024));
   schedule->add_option("--microbatches", sched.microbatches,
-                       "micro-batches per step (DualPipe: both directions together)")->required();
-  schedule->add_option("--vpp", sched.vpp, "chunks per rank, interleaved only");
+                       "micro-batches per step (DualPipe: both directions together)")
+      ->required()
+      ->check(mt::whole_in(1, 1 << 16));
+  schedule->add_option("--vpp", sched.vpp, "chunks per rank, interleaved only")->check(mt::whole_in(1, 1024));
   schedule->add_flag("--json", sched.json, "print {kind, pp, microbatches, ranks, ...} as JSON");
   schedule->add_option("--svg", sched.svg, "draw the simulated timeline to this SVG file");
   schedule->add_option("--cost-f", sched.costs.forward, "time of a forward chunk (default 1)");
@@ -361,16 +375,18 @@ int main(int argc, char** argv) {
       "Predict step time, MFU and memory of parallel layouts on a cluster, and search for the best");
   plan_cmd->add_option("experiment", plan.experiment, "experiment file (its model and global batch)")->required();
   plan_cmd->add_option("--cluster", plan.cluster, "cluster profile, e.g. configs/clusters/h800-deepseek.toml")->required();
-  plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)");
+  plan_cmd->add_option("--gpus", plan.gpus, "accelerators to use (default: the whole cluster)")
+      ->check(mt::whole_in(1, 1 << 24));
   plan_cmd->add_option("--layout", plan.layout,
-                       "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on");
+                       "evaluate one layout: tp=1,pp=16,ep=64,schedule=dualpipe,zero=1,mbs=1,recompute=none,fp8=on")
+      ->check(mt::not_empty("a layout such as tp=1,pp=16"));
   plan_cmd->add_flag("--fp8", plan.fp8,
                      "search FP8 layouts: short for --set precision.matmul=fp8 (default: the experiment's precision)");
-  plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)");
+  plan_cmd->add_option("--top", plan.top, "layouts to print (default 10)")->check(mt::whole_in(1, 1'000'000));
   plan_cmd->add_option("--max-cp", plan.max_cp,
                        "also search context parallelism up to this many ranks per sequence (powers of two; "
                        "planned only: train does not run cp > 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1 << 16));
   plan_cmd->add_flag("--explain", plan.explain, "compare the best layout with the best one without pipeline parallelism");
   plan_cmd->add_flag("--json", plan.json, "print the layouts as JSON");
   plan_cmd->add_option("--set", plan.sets, "override an experiment key (repeatable)")->allow_extra_args(false);
@@ -390,20 +406,23 @@ int main(int argc, char** argv) {
   CLI::Option* inspect_json = inspect->add_flag("--json", inspect_opt.json, "print a JSON array, one object per run");
   inspect->add_flag("--csv", inspect_opt.csv, "print CSV with a header row, one row per run")->excludes(inspect_json);
   inspect->add_option("--window", inspect_opt.window, "steps the smoothed training loss averages over (default 20)")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1'000'000'000));
 
   mt::SampleOptions sample_opt;
   CLI::App* sample = app.add_subcommand("sample", "Continue a prompt with a trained run's newest checkpoint, one token at a time (key/value cache)");
   sample->add_option("run", sample_opt.run_dir, "run directory holding ckpt/, e.g. runs/tiny")->required();
   sample->add_option("--prompt", sample_opt.prompt, "text to continue (default: none, a new document)");
   sample->add_option("--tokens", sample_opt.tokens, "new tokens at most (default 200; the model's seq_len bounds prompt + sample)")
-      ->check(CLI::PositiveNumber);
+      ->check(mt::whole_in(1, 1 << 20));
   sample->add_option("--temperature", sample_opt.temperature, "0 picks the likeliest token; above 1 flattens (default 0.8)")
-      ->check(CLI::NonNegativeNumber);
-  sample->add_option("--top-k", sample_opt.top_k, "draw among the k likeliest tokens, 0 = all (default 40)")
-      ->check(CLI::NonNegativeNumber);
-  sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)");
-  sample->add_option("--device", sample_opt.device, "auto, cpu, cuda or cpu-strict (default: the run's precision.device)");
+      ->check(mt::finite_at_least(0));
+  sample->add_option("--top-k", sample_opt.top_k,
+                     "draw among the k likeliest tokens, 0 = all (default 40; at most model.vocab_size)")
+      ->check(mt::whole_in(0, 1 << 24));
+  sample->add_option("--seed", sample_opt.seed, "random seed of the draws (default 0)")->check(mt::unsigned_64());
+  sample->add_option("--device", sample_opt.device,
+                     "auto, cpu, cuda or cpu-strict (default: the run's precision.device)")
+      ->check(mt::not_empty("auto, cpu, cuda or cpu-strict"));
 
   std::string export_run, export_out;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a run's newest checkpoint as a Hugging Face model (transformers' DeepseekV3ForCausalLM)");

@@ -22,6 +22,9 @@ def check(experiment, cluster, gpus):
     name = f"{os.path.basename(experiment)} on {gpus or 'all'} of {os.path.basename(cluster)}"
     planned = run(["plan", experiment, "--cluster", cluster, "--top", str(top), "--json"] +
                   (["--gpus", str(gpus)] if gpus else []))
+    # A job size no layout fits: plan refuses it, saying why, and there is nothing to train.
+    if planned.returncode == 2 and "can run this experiment" in planned.stderr:
+        return f"PASS plan->train {name}: no layout, refused with the reason"
     if planned.returncode != 0:
         return f"FAIL plan->train {name}: plan exited {planned.returncode}: {planned.stderr.strip()}"
     layouts = json.loads(planned.stdout)["layouts"]

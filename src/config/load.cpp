@@ -119,6 +119,16 @@ void apply_override(toml::table& root, const std::string& text) {
   t->insert_or_assign(rest, std::move(*parsed.get("v")));
 }
 
+// "key = value" as written on a line of the file (1-based), for a value TOML cannot read.
+std::string key_on_line(const std::string& text, size_t line) {
+  std::istringstream in(text);
+  std::string l;
+  for (size_t i = 0; i < line && std::getline(in, l); ++i) {}
+  const size_t first = l.find_first_not_of(" \t"), hash = l.find('#');
+  l = first == std::string::npos ? "" : l.substr(first, hash == std::string::npos ? std::string::npos : hash - first);
+  return "'" + l.substr(0, l.find_last_not_of(" \t") + 1) + "'";
+}
+
 struct Leaf {
   std::string key;                  // dotted
   const toml::source_region* name;  // where the key is written
@@ -143,6 +153,10 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
   try {
     root = toml::parse(std::string_view{toml_text}, std::string_view{source_name});
   } catch (const toml::parse_error& e) {
+    if (std::string(e.description()).find("not representable in 64 bits") != std::string::npos)
+      throw UserError(where(e.source(), source_name) + ": " + key_on_line(toml_text, e.source().begin.line) +
+                      " is out of range: TOML integers are at most 9223372036854775807, and `moetrain keys` "
+                      "gives each key's limit");
     throw UserError(where(e.source(), source_name) + ": TOML syntax error: " + std::string(e.description()));
   }
   for (auto& o : overrides) apply_override(root, o);
@@ -168,9 +182,13 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
     const std::string at = where(node->source(), source_name);
     if (it == fields.end()) {
-      const std::string key_at = name->path ? where(*name, source_name) : at;  // --set keys have no place
+      // --set keys have no place, and a --set that replaced a section keeps the file's key.
+      const bool from_set = at.rfind("--set", 0) == 0;
+      const std::string key_at = name->path && !from_set ? where(*name, source_name) : at;
       if (section_names.count(key))
-        throw UserError(key_at + ": '" + key + "' is a section; write it as [" + key + "] with keys inside");
+        throw UserError(key_at + ": '" + key + "' is a section; " +
+                        (from_set ? "set a key inside it, such as --set " + key + ".<key>=value"
+                                  : "write it as [" + key + "] with keys inside"));
       throw UserError(key_at + ": unknown key '" + key + "'" + suggestion(key, fields) +
                       " (the README's config reference lists every key)");
     }

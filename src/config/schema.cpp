@@ -1,6 +1,8 @@
 #include "config/schema.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -20,6 +22,35 @@ std::string type_name(const toml::node& n) {
   }
 }
 
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Limits of the integer keys: far above what published runs use, and low enough that the
+// products the trainer forms (rows x features, experts x hidden units) stay exact.
+constexpr int64_t kWidth = int64_t(1) << 20;     // a hidden size, a sequence length
+constexpr int64_t kCount = int64_t(1) << 16;     // experts, ranks of one kind, sequences per pass, d_model
+constexpr int64_t kHeads = 4096;                 // heads, features per head
+constexpr int64_t kSmall = 1024;                 // layers, shared experts, pipeline chunks
+constexpr int64_t kSteps = 1'000'000'000;        // steps and intervals counted in steps
+constexpr int64_t kVocab = int64_t(1) << 24;
+
+// Digits with an optional sign and TOML's underscores: an integer too large for TOML, which
+// --set then hands over as text.
+bool looks_integer(const std::string& s) {
+  size_t i = s.size() > 1 && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(s[i])) && s[i] != '_') return false;
+  return true;
+}
+
+// A decimal number (1e999) that does not fit a double, which --set hands over as text.
+bool looks_real(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  return !s.empty() && end == s.c_str() + s.size() && std::isinf(v) && s.find_first_of("iI") == std::string::npos;
+}
+
 std::string fmt(double v) {
   std::ostringstream s;
   s << v;
@@ -32,13 +63,20 @@ class Binder {
 
   template <class Int>
   void integer(const std::string& key, Int& target, int64_t lo, int64_t hi, const std::string& doc) {
-    std::string valid = hi >= std::numeric_limits<int>::max() ? ">= " + std::to_string(lo)
-                        : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    const std::string valid = hi == kMax ? ">= " + std::to_string(lo)
+                                         : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    const std::string too_big = hi == kMax ? "out of range (at most " + std::to_string(kMax) + ", TOML's largest)"
+                                           : "out of range (at most " + std::to_string(hi) + ")";
     out_.push_back(Field{key, "integer", valid, doc,
-        [&target, lo, hi, valid](const toml::node& n) -> std::string {
+        [&target, lo, hi, valid, too_big](const toml::node& n) -> std::string {
+          // --set reads a number TOML cannot hold as a string; say what it is.
+          if (n.is_string() && looks_integer(n.as_string()->get()))
+            return "= " + n.as_string()->get() + " is " +
+                   (n.as_string()->get()[0] == '-' ? "out of range (at least " + std::to_string(lo) + ")" : too_big);
           if (!n.is_integer()) return "must be an integer " + valid + ", got " + type_name(n);
           int64_t v = n.as_integer()->get();
-          if (v < lo || v > hi) return "must be " + valid + ", got " + std::to_string(v);
+          if (v > hi) return "= " + std::to_string(v) + " is " + too_big;
+          if (v < lo) return "must be " + valid + ", got " + std::to_string(v);
           target = Int(v);
           return "";
         },
@@ -63,6 +101,8 @@ class Binder {
     else valid = std::string(lo_open ? "(" : "[") + fmt(lo) + ", " + fmt(hi) + (hi_open ? ")" : "]");
     out_.push_back(Field{key, "float", valid, doc,
         [&target, lo, hi, lo_open, hi_open, valid](const toml::node& n) -> std::string {
+          if (n.is_string() && looks_real(n.as_string()->get()))
+            return "= " + n.as_string()->get() + " is out of range (a float must be finite, at most about 1.8e308)";
           std::optional<double> v = n.value<double>();
           if (!v || !(n.is_floating_point() || n.is_integer()))
             return "must be a number " + valid + ", got " + type_name(n);
@@ -121,9 +161,6 @@ class Binder {
   std::vector<Field>& out_;
 };
 
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kInt = std::numeric_limits<int>::max();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -135,14 +172,15 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("run.seed", c.run.seed, 0, kMax, "seed of the initial weights");
 
   auto& m = c.model;
-  b.integer("model.vocab_size", m.vocab_size, 2, kInt, "vocabulary size (shards hold token ids below 65536)");
-  b.integer("model.d_model", m.d_model, 1, kInt, "hidden size");
-  b.integer("model.n_layers", m.n_layers, 1, kInt, "transformer blocks");
-  b.integer("model.n_dense_layers", m.n_dense_layers, 0, kInt, "first blocks with a dense SwiGLU FFN; the rest are MoE");
-  b.integer("model.n_heads", m.n_heads, 1, kInt, "attention heads");
-  b.integer("model.head_dim", m.head_dim, 2, kInt, "mha: features per head (even: RoPE rotates pairs)");
-  b.integer("model.ffn_hidden", m.ffn_hidden, 1, kInt, "hidden size of the dense SwiGLU FFN");
-  b.integer("model.seq_len", m.seq_len, 1, kInt, "tokens per training sequence");
+  b.integer("model.vocab_size", m.vocab_size, 2, kVocab, "vocabulary size (shards hold token ids below 65536)");
+  b.integer("model.d_model", m.d_model, 1, kCount, "hidden size");
+  b.integer("model.n_layers", m.n_layers, 1, kSmall, "transformer blocks");
+  b.integer("model.n_dense_layers", m.n_dense_layers, 0, kSmall,
+            "first blocks with a dense SwiGLU FFN; the rest are MoE");
+  b.integer("model.n_heads", m.n_heads, 1, kHeads, "attention heads");
+  b.integer("model.head_dim", m.head_dim, 2, kHeads, "mha: features per head (even: RoPE rotates pairs)");
+  b.integer("model.ffn_hidden", m.ffn_hidden, 1, kWidth, "hidden size of the dense SwiGLU FFN");
+  b.integer("model.seq_len", m.seq_len, 1, kWidth, "tokens per training sequence");
   b.real("model.rope_theta", m.rope_theta, 0, kInf, true, false, "RoPE base");
   b.real("model.norm_eps", m.norm_eps, 0, 1, true, true, "RMSNorm epsilon");
   b.real("model.init_std", m.init_std, 0, kInf, true, false, "std of the normal initial weights");
@@ -151,7 +189,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.choice("model.rope_scaling.kind", y.kind, {"none", "yarn"},
            "RoPE scaling for long context: none, or yarn (DeepSeek-V3's context extension)");
   b.real("model.rope_scaling.factor", y.factor, 1, kInf, false, false, "yarn: context extension factor s");
-  b.integer("model.rope_scaling.original_seq_len", y.original_seq_len, 1, kInt,
+  b.integer("model.rope_scaling.original_seq_len", y.original_seq_len, 1, kWidth,
             "yarn: the context RoPE was trained at (Hugging Face: original_max_position_embeddings)");
   b.real("model.rope_scaling.beta_fast", y.beta_fast, 0, kInf, true, false,
          "yarn: pairs turning more often than this over the original context keep their frequency");
@@ -165,41 +203,43 @@ std::vector<Field> schema_fields(Config& c) {
   auto& a = m.attention;
   b.choice("model.attention.kind", a.kind, {"mha", "mla"},
            "multi-head attention, or DeepSeek's multi-head latent attention");
-  b.integer("model.attention.n_kv_heads", a.n_kv_heads, 0, kInt,
+  b.integer("model.attention.n_kv_heads", a.n_kv_heads, 0, kHeads,
             "mha: key/value heads, grouped-query attention (0 = n_heads)");
-  b.integer("model.attention.q_lora_rank", a.q_lora_rank, 0, kInt, "mla: query compression rank (0 = none)");
-  b.integer("model.attention.kv_lora_rank", a.kv_lora_rank, 1, kInt, "mla: key-value compression rank");
-  b.integer("model.attention.qk_nope_head_dim", a.qk_nope_head_dim, 1, kInt, "mla: query/key features per head without RoPE");
-  b.integer("model.attention.qk_rope_head_dim", a.qk_rope_head_dim, 2, kInt, "mla: decoupled RoPE features per head (even)");
-  b.integer("model.attention.v_head_dim", a.v_head_dim, 1, kInt, "mla: value features per head");
+  b.integer("model.attention.q_lora_rank", a.q_lora_rank, 0, kWidth, "mla: query compression rank (0 = none)");
+  b.integer("model.attention.kv_lora_rank", a.kv_lora_rank, 1, kWidth, "mla: key-value compression rank");
+  b.integer("model.attention.qk_nope_head_dim", a.qk_nope_head_dim, 1, kHeads,
+            "mla: query/key features per head without RoPE");
+  b.integer("model.attention.qk_rope_head_dim", a.qk_rope_head_dim, 2, kHeads,
+            "mla: decoupled RoPE features per head (even)");
+  b.integer("model.attention.v_head_dim", a.v_head_dim, 1, kHeads, "mla: value features per head");
 
   auto& e = m.moe;
-  b.integer("model.moe.n_routed_experts", e.n_routed_experts, 1, kInt, "routed experts per MoE layer");
-  b.integer("model.moe.n_shared_experts", e.n_shared_experts, 0, kInt, "shared experts per MoE layer (every token)");
-  b.integer("model.moe.top_k", e.top_k, 1, kInt, "routed experts chosen per token");
-  b.integer("model.moe.expert_hidden", e.expert_hidden, 1, kInt, "hidden size of each expert's SwiGLU");
+  b.integer("model.moe.n_routed_experts", e.n_routed_experts, 1, kCount, "routed experts per MoE layer");
+  b.integer("model.moe.n_shared_experts", e.n_shared_experts, 0, kSmall, "shared experts per MoE layer (every token)");
+  b.integer("model.moe.top_k", e.top_k, 1, kCount, "routed experts chosen per token");
+  b.integer("model.moe.expert_hidden", e.expert_hidden, 1, kWidth, "hidden size of each expert's SwiGLU");
   b.real("model.moe.route_scale", e.route_scale, 0, kInf, true, false, "factor on the normalised gates");
-  b.integer("model.moe.n_groups", e.n_groups, 1, kInt, "expert groups for group-limited routing (1 = off)");
-  b.integer("model.moe.topk_groups", e.topk_groups, 1, kInt, "groups a token may route into");
+  b.integer("model.moe.n_groups", e.n_groups, 1, kCount, "expert groups for group-limited routing (1 = off)");
+  b.integer("model.moe.topk_groups", e.topk_groups, 1, kCount, "groups a token may route into");
   b.real("model.moe.bias_update_speed", e.bias_update_speed, 0, kInf, false, false,
          "gamma: step of the auxiliary-loss-free bias after every optimizer step (0 = off)");
   b.choice("model.moe.aux_loss", e.aux_loss,
            "balance loss alpha sum_i f_i P_i, computed per sequence, per micro-batch or over the global batch");
   b.real("model.moe.aux_alpha", e.aux_alpha, 0, kInf, true, false, "alpha: weight of the balance loss");
 
-  b.integer("model.mtp.depth", m.mtp.depth, 0, kInt, "multi-token prediction depth D (0 = off)");
+  b.integer("model.mtp.depth", m.mtp.depth, 0, kSmall, "multi-token prediction depth D (0 = off)");
   b.real("model.mtp.weight", m.mtp.weight, 0, kInf, false, false, "lambda: weight of the MTP loss");
 
   b.text("data.train", c.data.train, "training shards: a path or a glob (llm.c format)");
   b.text("data.val", c.data.val, "validation shards: a path or a glob");
 
   auto& t = c.training;
-  b.integer("training.steps", t.steps, 1, kInt, "optimizer steps");
-  b.integer("training.global_batch", t.global_batch, 1, kInt, "sequences per optimizer step");
-  b.integer("training.micro_batch", t.micro_batch, 1, kInt, "sequences per forward/backward pass");
+  b.integer("training.steps", t.steps, 1, kSteps, "optimizer steps");
+  b.integer("training.global_batch", t.global_batch, 1, kWidth, "sequences per optimizer step");
+  b.integer("training.micro_batch", t.micro_batch, 1, kCount, "sequences per forward/backward pass");
   b.real("training.grad_clip", t.grad_clip, 0, kInf, false, false, "max global gradient norm (0 = off)");
-  b.integer("training.eval_every", t.eval_every, 0, kInt, "steps between validation passes (0 = off)");
-  b.integer("training.eval_batches", t.eval_batches, 1, kInt, "micro-batches per validation pass");
+  b.integer("training.eval_every", t.eval_every, 0, kSteps, "steps between validation passes (0 = off)");
+  b.integer("training.eval_batches", t.eval_batches, 1, kWidth, "micro-batches per validation pass");
   b.choice("training.recompute", t.recompute,
            "activation recomputation, the same gradients bit for bit: selective = RMSNorm outputs, SwiGLU "
            "products and MLA's per-head q/k/v are computed again before the backward; full = blocks keep "
@@ -215,15 +255,15 @@ std::vector<Field> schema_fields(Config& c) {
 
   auto& l = c.lr_schedule;
   b.choice("lr_schedule.kind", l.kind, {"cosine", "constant"}, "decay after warmup");
-  b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kInt, "linear warmup steps");
+  b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kSteps, "linear warmup steps");
   b.real("lr_schedule.min_lr_ratio", l.min_lr_ratio, 0, 1, false, false, "final lr as a fraction of the peak");
 
   auto& p = c.parallel;
-  b.integer("parallel.dp", p.dp, 1, kInt, "data-parallel ranks");
-  b.integer("parallel.tp", p.tp, 1, kInt, "tensor-parallel ranks");
-  b.integer("parallel.pp", p.pp, 1, kInt, "pipeline-parallel ranks");
-  b.integer("parallel.ep", p.ep, 1, kInt, "expert-parallel ranks (among the dp*tp ranks of a stage)");
-  b.integer("parallel.vpp", p.vpp, 1, kInt, "model chunks per pipeline rank (interleaved schedule)");
+  b.integer("parallel.dp", p.dp, 1, kCount, "data-parallel ranks");
+  b.integer("parallel.tp", p.tp, 1, kCount, "tensor-parallel ranks");
+  b.integer("parallel.pp", p.pp, 1, kCount, "pipeline-parallel ranks");
+  b.integer("parallel.ep", p.ep, 1, kCount, "expert-parallel ranks (among the dp*tp ranks of a stage)");
+  b.integer("parallel.vpp", p.vpp, 1, kSmall, "model chunks per pipeline rank (interleaved schedule)");
   b.choice("parallel.schedule", p.schedule, "pipeline schedule");
   b.integer("parallel.zero", p.zero, 0, 3,
             "ZeRO stage: 0 = AdamW moments on every data-parallel rank, 1 = sharded over them, 2 = gradients "
@@ -252,27 +292,27 @@ std::vector<Field> schema_fields(Config& c) {
 
   auto& f8 = c.fp8;
   b.choice("fp8.formats", f8.formats, "FP8 formats: E4M3 everywhere, or E4M3 forward and E5M2 gradients");
-  b.integer("fp8.tile", f8.tile, 1, kInt, "activation and gradient pieces: 1 x tile along the product's K");
-  b.integer("fp8.block", f8.block, 1, kInt, "weight pieces: block x block");
+  b.integer("fp8.tile", f8.tile, 1, kCount, "activation and gradient pieces: 1 x tile along the product's K");
+  b.integer("fp8.block", f8.block, 1, kCount, "weight pieces: block x block");
   b.choice("fp8.scaling", f8.scaling, "tile: per piece (DeepSeek-V3); tensor: one scale per operand (ablation)");
   b.choice("fp8.scale", f8.scale, "pow2: power-of-two scales (exact division); fp32: amax / max");
   b.integer("fp8.accumulator_bits", f8.accumulator_bits, 0, 23,
             "CPU emulation of the tensor cores' sum: 0 = fp32; else fraction bits kept (Hopper: about 14)");
-  b.integer("fp8.promote_every", f8.promote_every, 0, kInt,
+  b.integer("fp8.promote_every", f8.promote_every, 0, kWidth,
             "with accumulator_bits: products summed before adding into fp32 (0 = never)");
   b.flag("fp8.head", f8.head, "the output head in FP8 too (DeepSeek-V3 keeps it in BF16)");
   b.flag("fp8.router", f8.router, "the MoE router in FP8 too (DeepSeek-V3 keeps it in BF16)");
 
-  b.integer("checkpoint.every", c.checkpoint.every, 0, kInt, "steps between checkpoints (0 = only the final one)");
+  b.integer("checkpoint.every", c.checkpoint.every, 0, kSteps, "steps between checkpoints (0 = only the final one)");
   b.flag("checkpoint.final", c.checkpoint.final,
          "a checkpoint at the last step and when a signal stops the run; false: only checkpoint.every's and "
          "--stop-after's (benchmarks)");
-  b.integer("checkpoint.keep", c.checkpoint.keep, 1, kInt, "newest checkpoints kept");
+  b.integer("checkpoint.keep", c.checkpoint.keep, 1, kCount, "newest checkpoints kept");
   b.text("checkpoint.resume", c.checkpoint.resume,
          "\"auto\" (newest complete checkpoint of this run; a damaged one falls back to the one before, with a "
          "warning), \"never\", or a checkpoint directory (a damaged one stops the run)");
 
-  b.integer("log.every", c.log.every, 1, kInt, "steps between printed step lines");
+  b.integer("log.every", c.log.every, 1, kSteps, "steps between printed step lines");
   b.choice("log.progress", c.log.progress,
            "line: one step line redrawn in place, with ETA; plain: a line per report (files, mpirun); "
            "auto: line when stdout is a terminal outside mpirun");

@@ -156,6 +156,17 @@ void validate_config(const Config& c) {
               s(allowed) + ")");
   require(m.mtp.depth < m.seq_len, c, "model.mtp.depth",
           "= " + s(m.mtp.depth) + " must be < model.seq_len = " + s(m.seq_len) + " (depth k predicts k+1 tokens ahead)");
+  // Token counts are 32-bit inside a step: the rows of a step, and of a micro-batch's routed copies.
+  constexpr long long kRows = 2147483647;
+  const long long step_tokens = (long long)t.global_batch * m.seq_len;
+  require(step_tokens <= kRows, c, "training.global_batch",
+          "= " + s(t.global_batch) + " times model.seq_len = " + s(m.seq_len) + " is " + s(step_tokens) +
+              " tokens per step, out of range (at most " + s(kRows) + ": token counts are 32-bit)");
+  const long long routed_rows = (long long)t.micro_batch * m.seq_len * e.top_k;
+  require(routed_rows <= kRows, c, "training.micro_batch",
+          "= " + s(t.micro_batch) + " times model.seq_len = " + s(m.seq_len) + " times model.moe.top_k = " +
+              s(e.top_k) + " is " + s(routed_rows) + " routed token copies per micro-batch, out of range (at most " +
+              s(kRows) + ": row counts are 32-bit)");
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
   validate_layout(c);

@@ -56,9 +56,17 @@ void sample_text(const SampleOptions& o) {
 
   const std::string tokenizer_path = run_tokenizer(o.run_dir, cfg.data.train);
   const Bpe tokenizer = tokenizer_path.empty() ? Bpe::byte_level() : Bpe::load(tokenizer_path);
+  // Byte-level runs have no tokenizer file: name the checkpoint instead of an empty path.
+  const std::string tokenizer_name = tokenizer_path.empty() ? step_dir + ": the byte-level tokenizer (no tokenizer.bpe "
+                                                              "beside the run or its training shards)"
+                                                            : tokenizer_path;
   if (tokenizer.vocab() > m.vocab_size)
-    throw UserError(tokenizer_path + ": a vocabulary of " + std::to_string(tokenizer.vocab()) +
-                    " tokens, more than the model's model.vocab_size = " + std::to_string(m.vocab_size));
+    throw UserError(tokenizer_name + " has a vocabulary of " + std::to_string(tokenizer.vocab()) +
+                    " tokens, more than the checkpoint's model.vocab_size = " + std::to_string(m.vocab_size) +
+                    ": the model cannot read every token it would be given");
+  if (o.top_k > m.vocab_size)
+    throw UserError("--top-k " + std::to_string(o.top_k) + " is more than the model's " + std::to_string(m.vocab_size) +
+                    " tokens (model.vocab_size): use at most that, or 0 to draw among all");
   std::vector<uint16_t> prompt{uint16_t(Bpe::kDocumentStart)};
   tokenizer.encode(o.prompt, prompt);
   if (int(prompt.size()) >= m.seq_len)

@@ -20,13 +20,14 @@ double v_dim(const ModelConfig& m) { return m.attention.kind == "mla" ? m.attent
 double ffn_active(const ModelConfig& m, bool moe) {
   const auto& e = m.moe;
   if (!moe) return swiglu_params(m, m.ffn_hidden);
-  return double(m.d_model) * e.n_routed_experts + swiglu_params(m, double(e.n_shared_experts + e.top_k) * e.expert_hidden);
+  return double(m.d_model) * e.n_routed_experts +
+         swiglu_params(m, (double(e.n_shared_experts) + e.top_k) * e.expert_hidden);
 }
 double ffn_total(const ModelConfig& m, bool moe) {
   const auto& e = m.moe;
   if (!moe) return swiglu_params(m, m.ffn_hidden);
   return double(m.d_model) * e.n_routed_experts +
-         swiglu_params(m, double(e.n_shared_experts + e.n_routed_experts) * e.expert_hidden);
+         swiglu_params(m, (double(e.n_shared_experts) + e.n_routed_experts) * e.expert_hidden);
 }
 // RMSNorm weights of a block: attention and FFN norms, plus MLA's latent norms.
 double block_norms(const ModelConfig& m) {

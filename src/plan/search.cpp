@@ -50,4 +50,19 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
   return out;
 }
 
+std::string no_layout_reason(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8,
+                             const SearchResult& r) {
+  const std::string none = "no layout of " + std::to_string(gpus) + " accelerators of " + c.name +
+                           " can run this experiment: ";
+  if (r.considered > 0)
+    return none + "all " + std::to_string(r.considered) +
+           " that divide the work need more memory than an accelerator has; use more --gpus, --fp8, or a smaller model";
+  Layout plain;
+  plain.dp = gpus;
+  plain.fp8 = fp8;
+  const std::string why = layout_problem(m, global_batch, c, plain);
+  return none + (why.empty() ? std::string() : "all data-parallel (dp = " + std::to_string(gpus) + "), " + why + "; ") +
+         "use fewer --gpus or a larger training.global_batch";
+}
+
 }  // namespace mt::plan

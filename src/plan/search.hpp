@@ -16,6 +16,11 @@ struct SearchResult {
 // fp8: search FP8 layouts only (true) or BF16 only (false): precision is the experiment's choice.
 // max_cp: the most context-parallel ranks a layout may use (powers of two; 1, the default, keeps
 // to layouts `moetrain train` runs).
+// Why a search found no layout to print: every candidate was refused (the reason the plainest
+// one, all data-parallel, gives), or none fit in memory.
+std::string no_layout_reason(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8,
+                             const SearchResult& r);
+
 SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8, int max_cp = 1);
 
 }  // namespace mt::plan

@@ -115,10 +115,17 @@ class GridReader {
       if (v.toml.empty())
         throw UserError(at(n) + ": [grid] " + l.key + ": the values must be numbers, strings or booleans, not " +
                         kind_of(n));
-      for (const GridValue& seen : a.values)
-        if (seen.text == v.text)
+      for (const GridValue& seen : a.values) {
+        if (seen.text != v.text) continue;
+        if (seen.toml == v.toml)
           throw UserError(v.where + ": [grid] " + l.key + " lists " + v.text + " twice (also at " + seen.where +
                           "); each value is one run, so list it once");
+        // Different values, one name: a run directory would hold two runs.
+        throw UserError(v.where + ": [grid] " + l.key + " values " + seen.toml + " (at " + seen.where + ") and " +
+                        v.toml + " give runs the same name part '" + a.label + "=" + v.text +
+                        "' (run names keep letters, digits and . _ + -, other characters become '_'; 1 and 1.0 "
+                        "both read 1): list one of them, or values whose names differ");
+      }
       a.values.push_back(std::move(v));
     }
     return a;

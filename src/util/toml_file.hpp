@@ -3,6 +3,7 @@
 // positions that name the file, the line and the column.
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <string>
 
 #include "util/error.hpp"
@@ -17,6 +18,9 @@ inline std::string toml_position(const std::string& path, const toml::node& n) {
 
 // The whole file; `what` names it in the error when it cannot be opened ("the cluster profile").
 inline toml::table parse_toml_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError(path + ": is a directory, not " + what + ": name the TOML file itself");
   try {
     return toml::parse_file(path);
   } catch (const toml::parse_error& e) {
