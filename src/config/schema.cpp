@@ -167,7 +167,7 @@ class Binder {
 std::vector<Field> schema_fields(Config& c) {
   std::vector<Field> f;
   Binder b(f);
-  b.text("run.name", c.run.name, "run name; outputs go to <out_dir>/<name>/");
+  b.text("run.name", c.run.name, "run name, one folder name (no /); outputs go to <out_dir>/<name>/");
   b.text("run.out_dir", c.run.out_dir, "directory holding run directories");
   b.integer("run.seed", c.run.seed, 0, kMax, "seed of the initial weights");
 

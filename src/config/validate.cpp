@@ -124,6 +124,11 @@ void validate_config(const Config& c) {
   const auto& e = m.moe;
   const auto& t = c.training;
   const auto& a = m.attention;
+  // The name is one folder under run.out_dir: a path in it would write elsewhere or nest runs.
+  const std::string& name = c.run.name;
+  require(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos, c, "run.name",
+          "= \"" + name + "\" must name one folder under run.out_dir: not empty, \".\" or \"..\", and without \"/\" " +
+              "(put the folder part in run.out_dir)");
   if (a.kind == "mha") {
     require(m.head_dim % 2 == 0, c, "model.head_dim", "= " + s(m.head_dim) + " must be even (RoPE rotates pairs)");
     require(m.d_model % m.n_heads == 0, c, "model.n_heads",

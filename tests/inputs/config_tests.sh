@@ -144,3 +144,9 @@ expect "schedule: too many chunk passes to simulate" 2 \
   timeout -k 5 20 $bin schedule --kind 1f1b --pp 512 --microbatches 4096
 expect "schedule: an infinite cost" 2 "schedule: costs and latency must be non-negative finite numbers" -- \
   $bin schedule --kind 1f1b --pp 4 --microbatches 8 --cost-f inf
+
+# A run name with a path in it wrote its run outside run.out_dir (or nested inside another run).
+for name in "../escaped" "a/b" ".."; do
+  expect "train: run.name = \"$name\" is refused" 2 "run.name = \"$name\" must name one folder under run.out_dir" -- \
+    $bin train "$tmp/exp.toml" --set run.name="$name" --dry-run
+done
