@@ -63,6 +63,7 @@ line_suite "README examples" tests/readme_examples.sh
 [[ -x build/cpu-only/moetrain ]] &&
   MOETRAIN=build/cpu-only/moetrain line_suite "README examples, CPU-only build" tests/readme_examples.sh
 line_suite "GPU check stand-in" tests/gpu_check_tests.sh
+line_suite "resume tests" tests/inputs/resume_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

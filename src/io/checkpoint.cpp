@@ -1,6 +1,7 @@
 #include "io/checkpoint.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -27,8 +28,6 @@ std::string rank_file(int rank) {
   return buf;
 }
 
-bool is_step_dir(const std::string& name) { return name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos; }
-
 // The manifest goes first, so a removal cut short leaves an incomplete directory, never a
 // complete-looking one with files missing.
 void remove_checkpoint(const fs::path& dir) {
@@ -41,7 +40,7 @@ void remove_unfinished(const fs::path& ckpt_dir) {
   std::error_code ec;
   for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp")
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".tmp" && checkpoint_name_step(name.substr(0, name.size() - 4)))
       fs::remove_all(e.path());
   }
 }
@@ -187,18 +186,34 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
   return s;
 }
 
+std::optional<long long> checkpoint_name_step(const std::string& name) {
+  const std::string digits = name.rfind("step_", 0) == 0 ? name.substr(5) : "";
+  if (digits.size() < 8 || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+    return std::nullopt;
+  const long long step = std::stoll(digits);
+  // step_000000001 (nine digits) is not what checkpoint_dir writes for step 1.
+  if (fs::path(checkpoint_dir("", step)).filename().string() != name) return std::nullopt;
+  return step;
+}
+
 std::vector<std::string> complete_checkpoints(const std::string& run_dir) {
-  std::vector<std::string> out;
+  std::vector<std::pair<long long, std::string>> found;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(fs::path(run_dir) / "ckpt", ec))
-    if (is_step_dir(e.path().filename().string()) && fs::exists(e.path() / "manifest.toml"))
-      out.push_back(e.path().string());
-  std::sort(out.rbegin(), out.rend());
+    if (const auto step = checkpoint_name_step(e.path().filename().string()))
+      if (e.is_directory(ec) && fs::exists(e.path() / "manifest.toml")) found.push_back({*step, e.path().string()});
+  // By number: step_100000000 is newer than step_99999999.
+  std::sort(found.rbegin(), found.rend());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(f.second);
   return out;
 }
 
 long long checkpoint_step(const std::string& step_dir) {
-  return std::stoll(fs::path(step_dir).filename().string().substr(std::string("step_").size()));
+  const std::string name = fs::path(step_dir).filename().string();
+  const auto step = checkpoint_name_step(name);
+  if (!step) throw UserError(step_dir + ": not a checkpoint directory (moetrain names them step_<N>, N in eight digits)");
+  return *step;
 }
 
 }  // namespace mt
