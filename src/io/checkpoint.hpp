@@ -50,6 +50,8 @@ struct CheckpointDamaged : UserError {
 // step_*.tmp/ directories that killed runs left behind.
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
                      const CheckpointFacts& facts, const ParallelGroups& groups);
+// UserError unless step_dir holds a manifest.toml (a write that completed).
+void require_complete(const std::string& step_dir);
 // Fills this rank's slices (whole shapes must match) and returns the saved state.
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
 // <run_dir>/ckpt/step_<N>, N in eight digits.

@@ -3,20 +3,45 @@
 #include <cstdio>
 
 #include "comm/comm.hpp"
+#include "io/h5util.hpp"
 
 namespace mt {
 
+namespace {
+
+// The checkpoint's own account of the run: its config (compared with this run's) and layout.
+// Unreadable attributes are damage; a changed model is a plain UserError.
+Resumed check_and_load(const std::string& dir, const ModelState& model, const ResumingConfig& run) {
+  h5::silence_errors();
+  require_complete(dir);
+  const std::string first = dir + "/rank_00000.h5";
+  std::string saved_toml, layout;
+  try {
+    const h5::Handle f = h5::open_file(first, false);
+    saved_toml = h5::read_string_attr(f, "config_toml");
+    layout = h5::read_string_attr(f, "layout");
+  } catch (const h5::Failure& e) {
+    throw CheckpointDamaged(first + ": cannot be read: " + e.what());
+  }
+  Resumed r{dir, {}, config_changes(saved_toml, first + " (attribute config_toml)", run.resolved_toml), layout};
+  refuse_model_changes(r.changes, dir, run.origin);
+  r.state = load_checkpoint(dir, model);
+  return r;
+}
+
+}  // namespace
+
 std::optional<Resumed> resume_checkpoint(const std::string& run_dir, const std::string& setting,
-                                         const ModelState& model, Comm& world) {
+                                         const ModelState& model, const ResumingConfig& run, Comm& world) {
   if (setting == "never") return std::nullopt;
-  if (setting != "auto") return Resumed{setting, load_checkpoint(setting, model)};
+  if (setting != "auto") return check_and_load(setting, model, run);
   const std::vector<std::string> candidates = complete_checkpoints(run_dir);
   std::string newest_problem;
   for (size_t i = 0; i < candidates.size(); ++i) {
     std::string problem;
-    Resumed r{candidates[i], {}};
+    Resumed r;
     try {
-      r.state = load_checkpoint(candidates[i], model);
+      r = check_and_load(candidates[i], model, run);
     } catch (const CheckpointDamaged& e) {
       problem = e.what();
     }
