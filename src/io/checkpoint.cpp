@@ -77,6 +77,12 @@ void write_rank_file(const fs::path& path, const ModelState& model, const TrainS
   h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing");
 }
 
+void require_complete(const std::string& step_dir) {
+  if (!fs::exists(fs::path(step_dir) / "manifest.toml"))
+    throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
+                    "step_N.tmp/ behind, which is never resumed from)");
+}
+
 // What manifest.toml says: the rank files (each checked to exist) and the facts the rank files
 // must repeat.
 struct Manifest {
@@ -164,10 +170,16 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
   world.barrier();
 }
 
-void require_complete(const std::string& step_dir) {
-  if (!fs::exists(fs::path(step_dir) / "manifest.toml"))
-    throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
-                    "step_N.tmp/ behind, which is never resumed from)");
+CheckpointRecord read_checkpoint_record(const std::string& step_dir) {
+  h5::silence_errors();
+  require_complete(step_dir);
+  const std::string first = read_manifest(step_dir).files[0];
+  try {
+    const h5::Handle f = h5::open_file(first, false);
+    return {h5::read_string_attr(f, "config_toml"), h5::read_string_attr(f, "layout")};
+  } catch (const UserError& e) {
+    throw CheckpointDamaged(first + ": cannot be read: " + e.what());
+  }
 }
 
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model) {

@@ -50,8 +50,13 @@ struct CheckpointDamaged : UserError {
 // step_*.tmp/ directories that killed runs left behind.
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
                      const CheckpointFacts& facts, const ParallelGroups& groups);
-// UserError unless step_dir holds a manifest.toml (a write that completed).
-void require_complete(const std::string& step_dir);
+// What a checkpoint says about the run that wrote it: its resolved config and layout, from the
+// first rank file its manifest lists. CheckpointDamaged when that cannot be read; UserError when
+// step_dir holds no manifest.toml (a write that did not complete).
+struct CheckpointRecord {
+  std::string config_toml, layout;
+};
+CheckpointRecord read_checkpoint_record(const std::string& step_dir);
 // Fills this rank's slices (whole shapes must match) and returns the saved state.
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
 // <run_dir>/ckpt/step_<N>, N in eight digits.

@@ -3,27 +3,16 @@
 #include <cstdio>
 
 #include "comm/comm.hpp"
-#include "io/h5util.hpp"
 
 namespace mt {
 
 namespace {
 
-// The checkpoint's own account of the run: its config (compared with this run's) and layout.
-// Unreadable attributes are damage; a changed model is a plain UserError.
+// The checkpoint's config is compared with this run's before anything is loaded: a changed model
+// is a plain UserError, never damage to pass over.
 Resumed check_and_load(const std::string& dir, const ModelState& model, const ResumingConfig& run) {
-  h5::silence_errors();
-  require_complete(dir);
-  const std::string first = dir + "/rank_00000.h5";
-  std::string saved_toml, layout;
-  try {
-    const h5::Handle f = h5::open_file(first, false);
-    saved_toml = h5::read_string_attr(f, "config_toml");
-    layout = h5::read_string_attr(f, "layout");
-  } catch (const h5::Failure& e) {
-    throw CheckpointDamaged(first + ": cannot be read: " + e.what());
-  }
-  Resumed r{dir, {}, config_changes(saved_toml, first + " (attribute config_toml)", run.resolved_toml), layout};
+  const CheckpointRecord saved = read_checkpoint_record(dir);
+  Resumed r{dir, {}, config_changes(saved.config_toml, dir + " (config_toml)", run.resolved_toml), saved.layout};
   refuse_model_changes(r.changes, dir, run.origin);
   r.state = load_checkpoint(dir, model);
   return r;
