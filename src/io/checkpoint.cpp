@@ -173,10 +173,11 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
 CheckpointRecord read_checkpoint_record(const std::string& step_dir) {
   h5::silence_errors();
   require_complete(step_dir);
-  const std::string first = read_manifest(step_dir).files[0];
+  const Manifest manifest = read_manifest(step_dir);
+  const std::string& first = manifest.files[0];
   try {
     const h5::Handle f = h5::open_file(first, false);
-    return {h5::read_string_attr(f, "config_toml"), h5::read_string_attr(f, "layout")};
+    return {h5::read_string_attr(f, "config_toml"), h5::read_string_attr(f, "layout"), manifest.step};
   } catch (const UserError& e) {
     throw CheckpointDamaged(first + ": cannot be read: " + e.what());
   }

@@ -51,10 +51,11 @@ struct CheckpointDamaged : UserError {
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
                      const CheckpointFacts& facts, const ParallelGroups& groups);
 // What a checkpoint says about the run that wrote it: its resolved config and layout, from the
-// first rank file its manifest lists. CheckpointDamaged when that cannot be read; UserError when
+// first rank file its manifest lists, and its step. CheckpointDamaged when that cannot be read; UserError when
 // step_dir holds no manifest.toml (a write that did not complete).
 struct CheckpointRecord {
   std::string config_toml, layout;
+  long long step = 0;  // manifest.toml's
 };
 CheckpointRecord read_checkpoint_record(const std::string& step_dir);
 // Fills this rank's slices (whole shapes must match) and returns the saved state.

@@ -13,7 +13,7 @@ namespace {
 Resumed check_and_load(const std::string& dir, const ModelState& model, const ResumingConfig& run) {
   const CheckpointRecord saved = read_checkpoint_record(dir);
   Resumed r{dir, {}, config_changes(saved.config_toml, dir + " (config_toml)", run.resolved_toml), saved.layout};
-  refuse_model_changes(r.changes, dir, run.origin);
+  refuse_model_changes(r.changes, dir, saved.step, run.origin);
   r.state = load_checkpoint(dir, model);
   return r;
 }

@@ -20,7 +20,8 @@ const char* const kMayChange[] = {
 
 }  // namespace
 
-bool may_change_on_resume(const std::string& key) {
+bool may_change_on_resume(const std::string& key, long long step) {
+  if (step == 0) return key.rfind("model.", 0) != 0;
   return std::any_of(std::begin(kMayChange), std::end(kMayChange), [&](const std::string& k) {
     return k.back() == '.' ? key.rfind(k, 0) == 0 : key == k;
   });
@@ -39,12 +40,12 @@ std::vector<ConfigChange> config_changes(const std::string& saved_toml, const st
   return out;
 }
 
-void refuse_model_changes(const std::vector<ConfigChange>& changes, const std::string& checkpoint,
+void refuse_model_changes(const std::vector<ConfigChange>& changes, const std::string& checkpoint, long long step,
                           const std::map<std::string, std::string>& origin) {
   std::string list;
   int refused = 0;
   for (const ConfigChange& c : changes) {
-    if (may_change_on_resume(c.key)) continue;
+    if (may_change_on_resume(c.key, step)) continue;
     const auto where = origin.find(c.key);
     list += std::string(refused++ ? "; " : "") + c.key + " = " + c.after + " (" +
             (where != origin.end() ? where->second : "this run") + "), the checkpoint's is " + c.before;

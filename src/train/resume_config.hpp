@@ -14,8 +14,9 @@ struct ConfigChange {
   std::string key, before, after;  // values as TOML writes them; before: the checkpoint's
 };
 
-// Whether `key` may differ between a checkpoint and the run that resumes from it.
-bool may_change_on_resume(const std::string& key);
+// Whether `key` may differ between a checkpoint of `step` and the run that resumes from it. A
+// checkpoint of step 0 (`moetrain import`'s) has computed nothing yet: only its model must match.
+bool may_change_on_resume(const std::string& key, long long step);
 
 // The keys whose values differ, in key order; a key the checkpoint's config lacks (an older
 // moetrain) is not compared. UserError naming `saved_source` when saved_toml is not TOML.
@@ -24,7 +25,7 @@ std::vector<ConfigChange> config_changes(const std::string& saved_toml, const st
 
 // UserError naming each change that may_change_on_resume refuses, with both values, where this
 // run sets it (`origin`: key -> "file:line:col", "--set k=v" or "default") and what to do.
-void refuse_model_changes(const std::vector<ConfigChange>& changes, const std::string& checkpoint,
+void refuse_model_changes(const std::vector<ConfigChange>& changes, const std::string& checkpoint, long long step,
                           const std::map<std::string, std::string>& origin);
 
 // "step 40: optimizer.lr 0.003 -> 0.001, training.steps 40 -> 80" (empty without changes).

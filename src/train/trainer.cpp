@@ -354,8 +354,8 @@ TrainSummary Trainer::run() {
   if (!opt_.quiet) {
     print_header();
     if (resume_from) {
-      std::printf("  resume   from %s (step %lld%s)\n", resume_from->c_str(), state.step,
-                  resume_layout == layout_ ? "" : (", written under " + resume_layout).c_str());
+      std::printf("  resume   from %s (step %lld)%s\n", resume_from->c_str(), state.step,
+                  resume_layout == layout_ ? "" : ("; written under " + resume_layout).c_str());
       if (!resume_changes.empty()) std::printf("  changed  %s (recorded in log.h5: config_changes)\n", resume_changes.c_str());
     }
     // A log without a checkpoint: an earlier run under checkpoint.final = false, or one stopped

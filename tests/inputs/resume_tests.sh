@@ -77,7 +77,7 @@ print(h5py.File('$tmp/runs/chg/log.h5', 'r').attrs['config_changes'].decode().re
 mpi=(mpirun --oversubscribe --allow-run-as-root -np 2)
 "${mpi[@]}" $bin train "$e" --set training.steps=10 --set optimizer.lr=0.001 --set parallel.dp=2 > "$tmp/dp2.out" 2>&1
 expect "a checkpoint of one rank resumes under two ranks (dp=2)" 0 \
-  "resume +from .*step_00000008 \(step 8, written under dp=1 " -- cat "$tmp/dp2.out"
+  "resume +from .*step_00000008 \(step 8\); written under dp=1 " -- cat "$tmp/dp2.out"
 expect "the new layout is recorded as a change" 0 "changed  step 8: parallel.dp 1 -> 2, training.steps 8 -> 10" -- \
   cat "$tmp/dp2.out"
 expect "the run under two ranks trains to its end" 0 "^summary: run=chg steps=10 .*status=complete" -- cat "$tmp/dp2.out"
@@ -113,6 +113,16 @@ n = f.create_dataset('params/embedding', data=v.astype(np.float64)); [n.attrs.__
 expect "parameters stored as 64-bit floats are refused by name" 2 "params/embedding holds 64-bit floats; moetrain stores and reads 32-bit floats" -- resume_from "$d"
 d=$(damage manifest_step "pass"); sed -i 's/^step = 8$/step = "8"/' "$d/manifest.toml"
 expect "a manifest step that is not an integer is named" 2 "manifest.toml: damaged \(step must be an integer >= 0\)" -- resume_from "$d"
+# A checkpoint of step 0 (as moetrain import writes) has computed nothing: only the model must match.
+zero=$tmp/zero/ckpt/step_00000000
+mkdir -p "$(dirname "$zero")" && cp -r "$good" "$zero"
+sed -i 's/^step = 8$/step = 0/; s/^samples_seen = .*/samples_seen = 0/' "$zero/manifest.toml"
+$python -c "import h5py, numpy as np, sys
+f = h5py.File(sys.argv[1] + '/rank_00000.h5', 'r+'); f.attrs['step'] = np.int64(0); f.attrs['samples_seen'] = np.int64(0)" "$zero"
+expect "a step-0 checkpoint resumes with another optimizer beta" 0 "resume +from .*step_00000000 \(step 0\)" -- \
+  $bin train "$e" --set run.name='"from_zero"' --set training.steps=2 --set optimizer.beta2=0.99 --set checkpoint.resume="\"$zero\""
+expect "a step-0 checkpoint of another model is still refused" 2 "step_00000000: cannot resume .*model.moe.top_k = 3" -- \
+  $bin train "$e" --set run.name='"from_zero2"' --set training.steps=2 --set model.moe.top_k=3 --set checkpoint.resume="\"$zero\""
 mkdir -p "$tmp/bad/renamed/ckpt" && cp -r "$good" "$tmp/bad/renamed/ckpt/step_00000006"
 expect "a checkpoint under another step's name is named" 2 "step_00000006: holds step 8 .*not the step its name says" -- \
   resume_from "$tmp/bad/renamed/ckpt/step_00000006"
