@@ -21,7 +21,7 @@ const char* const kMayChange[] = {
 }  // namespace
 
 bool may_change_on_resume(const std::string& key, long long step) {
-  if (step == 0) return key.rfind("model.", 0) != 0;
+  if (step == 0) return true;
   return std::any_of(std::begin(kMayChange), std::end(kMayChange), [&](const std::string& k) {
     return k.back() == '.' ? key.rfind(k, 0) == 0 : key == k;
   });

@@ -15,7 +15,8 @@ struct ConfigChange {
 };
 
 // Whether `key` may differ between a checkpoint of `step` and the run that resumes from it. A
-// checkpoint of step 0 (`moetrain import`'s) has computed nothing yet: only its model must match.
+// checkpoint of step 0 (`moetrain import`'s) has computed nothing yet: any key may change (a
+// fine-tune's seq_len, balance loss, optimizer), and loading still refuses other shapes.
 bool may_change_on_resume(const std::string& key, long long step);
 
 // The keys whose values differ, in key order; a key the checkpoint's config lacks (an older

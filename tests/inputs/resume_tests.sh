@@ -113,16 +113,18 @@ n = f.create_dataset('params/embedding', data=v.astype(np.float64)); [n.attrs.__
 expect "parameters stored as 64-bit floats are refused by name" 2 "params/embedding holds 64-bit floats; moetrain stores and reads 32-bit floats" -- resume_from "$d"
 d=$(damage manifest_step "pass"); sed -i 's/^step = 8$/step = "8"/' "$d/manifest.toml"
 expect "a manifest step that is not an integer is named" 2 "manifest.toml: damaged \(step must be an integer >= 0\)" -- resume_from "$d"
-# A checkpoint of step 0 (as moetrain import writes) has computed nothing: only the model must match.
+# A checkpoint of step 0 (as moetrain import writes) has computed nothing: any key may change, and
+# loading refuses another shape.
 zero=$tmp/zero/ckpt/step_00000000
 mkdir -p "$(dirname "$zero")" && cp -r "$good" "$zero"
 sed -i 's/^step = 8$/step = 0/; s/^samples_seen = .*/samples_seen = 0/' "$zero/manifest.toml"
 $python -c "import h5py, numpy as np, sys
 f = h5py.File(sys.argv[1] + '/rank_00000.h5', 'r+'); f.attrs['step'] = np.int64(0); f.attrs['samples_seen'] = np.int64(0)" "$zero"
-expect "a step-0 checkpoint resumes with another optimizer beta" 0 "resume +from .*step_00000000 \(step 0\)" -- \
-  $bin train "$e" --set run.name='"from_zero"' --set training.steps=2 --set optimizer.beta2=0.99 --set checkpoint.resume="\"$zero\""
-expect "a step-0 checkpoint of another model is still refused" 2 "step_00000000: cannot resume .*model.moe.top_k = 3" -- \
-  $bin train "$e" --set run.name='"from_zero2"' --set training.steps=2 --set model.moe.top_k=3 --set checkpoint.resume="\"$zero\""
+expect "a step-0 checkpoint resumes with another seq_len and optimizer beta" 0 "resume +from .*step_00000000 \(step 0\)" -- \
+  $bin train "$e" --set run.name='"from_zero"' --set training.steps=2 --set optimizer.beta2=0.99 --set model.seq_len=16 \
+  --set checkpoint.resume="\"$zero\""
+expect "a step-0 checkpoint of another shape is refused" 2 "step_00000000: does not fit this model .*has shape" -- \
+  $bin train "$e" --set run.name='"from_zero2"' --set training.steps=2 --set model.d_model=32 --set checkpoint.resume="\"$zero\""
 mkdir -p "$tmp/bad/renamed/ckpt" && cp -r "$good" "$tmp/bad/renamed/ckpt/step_00000006"
 expect "a checkpoint under another step's name is named" 2 "step_00000006: holds step 8 .*not the step its name says" -- \
   resume_from "$tmp/bad/renamed/ckpt/step_00000006"
