@@ -40,7 +40,8 @@ void remove_unfinished(const fs::path& ckpt_dir) {
   std::error_code ec;
   for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.size() > 4 && name.substr(name.size() - 4) == ".tmp" && checkpoint_name_step(name.substr(0, name.size() - 4)))
+    const bool tmp = name.size() > 4 && name.substr(name.size() - 4) == ".tmp";
+    if (tmp && checkpoint_name_step(name.substr(0, name.size() - 4)))
       fs::remove_all(e.path());
   }
 }
@@ -119,7 +120,8 @@ Manifest read_manifest(const fs::path& dir) {
 }
 
 // Damage unless `file`'s attribute `name` holds `want` (what `source` says).
-void require_same(const std::string& file, const char* name, long long have, long long want, const std::string& source) {
+void require_same(const std::string& file, const char* name, long long have, long long want,
+                  const std::string& source) {
   if (have != want)
     throw CheckpointDamaged(file + ": attribute " + name + " = " + std::to_string(have) + ", but " + source + " says " +
                             std::to_string(want) + " (files of different checkpoints mixed?)");
@@ -274,7 +276,8 @@ std::vector<std::string> complete_checkpoints(const std::string& run_dir) {
 long long checkpoint_step(const std::string& step_dir) {
   const std::string name = fs::path(step_dir).filename().string();
   const auto step = checkpoint_name_step(name);
-  if (!step) throw UserError(step_dir + ": not a checkpoint directory (moetrain names them step_<N>, N in eight digits)");
+  if (!step)
+    throw UserError(step_dir + ": not a checkpoint directory (moetrain names them step_<N>, N in eight digits)");
   return *step;
 }
 

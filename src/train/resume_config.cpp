@@ -54,7 +54,8 @@ void refuse_model_changes(const std::vector<ConfigChange>& changes, const std::s
   throw UserError(checkpoint + ": cannot resume with a changed model or computation: " + list +
                   ". Set " + (refused > 1 ? "these keys" : "it") +
                   " back to the checkpoint's value to continue this run, or give the changed run a new run.name "
-                  "(or checkpoint.resume = \"never\") to train it from the start (docs/resume.md lists what may change)");
+                  "(or checkpoint.resume = \"never\") to train it from the start (docs/resume.md lists what may "
+                  "change)");
 }
 
 std::string changes_line(long long step, const std::vector<ConfigChange>& changes) {

@@ -333,8 +333,9 @@ TrainSummary Trainer::run() {
   std::string resume_changes, resume_layout;
   {
     std::vector<float> values, exp_avg, exp_avg_sq;
-    if (std::optional<Resumed> r = resume_checkpoint(run_dir_, cfg_.checkpoint.resume, {params, values, exp_avg, exp_avg_sq},
-                                                     {cfg_.resolved_toml, cfg_.origin}, *opt_.world)) {
+    if (std::optional<Resumed> r =
+            resume_checkpoint(run_dir_, cfg_.checkpoint.resume, {params, values, exp_avg, exp_avg_sq},
+                              {cfg_.resolved_toml, cfg_.origin}, *opt_.world)) {
       resume_from = r->dir;
       state = r->state;
       resume_changes = changes_line(state.step, r->changes);
@@ -356,7 +357,8 @@ TrainSummary Trainer::run() {
     if (resume_from) {
       std::printf("  resume   from %s (step %lld)%s\n", resume_from->c_str(), state.step,
                   resume_layout == layout_ ? "" : ("; written under " + resume_layout).c_str());
-      if (!resume_changes.empty()) std::printf("  changed  %s (recorded in log.h5: config_changes)\n", resume_changes.c_str());
+      if (!resume_changes.empty())
+        std::printf("  changed  %s (recorded in log.h5: config_changes)\n", resume_changes.c_str());
     }
     // A log without a checkpoint: an earlier run under checkpoint.final = false, or one stopped
     // before its first checkpoint. Say that this one starts over rather than continuing it.
