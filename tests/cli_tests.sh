@@ -75,7 +75,7 @@ else echo "FAIL memory per rank: none gave '${w0:-} ${g0:-} ${o0:-} ${a0:-}', fu
 expect "a finished run resumes to nothing left" 0 "nothing to train" -- $bin train "$tmp/exp.toml"
 expect "--set extends the run, resuming" 0 "resume +from .*step_00000004" -- $bin train "$tmp/exp.toml" --set training.steps=6
 sed 's/^steps = 4$/stepz = 4/' "$tmp/exp.toml" > "$tmp/typo.toml"
-expect "resuming with another seed is refused" 2 "run.seed = 7 but .*step_00000006 was trained with seed 1234" -- $bin train "$tmp/exp.toml" --set training.steps=8 --set run.seed=7
+expect "resuming with another seed is refused" 2 "step_00000006: cannot resume .*run.seed = 7 .*the checkpoint's is 1234" -- $bin train "$tmp/exp.toml" --set training.steps=8 --set run.seed=7
 expect "unknown key in the file" 2 "typo.toml:18:1: unknown key 'training.stepz'; did you mean 'training.steps'" -- $bin train "$tmp/typo.toml"
 expect "unknown key in --set" 2 "--set training.stepz=3: unknown key" -- $bin train "$tmp/exp.toml" --set training.stepz=3
 expect "wrong type" 2 "model.d_model must be an integer" -- $bin train "$tmp/exp.toml" --set 'model.d_model="wide"'

@@ -1,9 +1,9 @@
 #include "inspect/checkpoint_summary.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 
+#include "io/checkpoint.hpp"
 #include "io/h5util.hpp"
 #include "util/error.hpp"
 
@@ -12,14 +12,6 @@ namespace fs = std::filesystem;
 namespace mt {
 
 namespace {
-
-// The N of "step_N", if the name is exactly that.
-bool step_of(const std::string& name, long long& step) {
-  if (name.rfind("step_", 0) != 0) return false;
-  const char* end = name.data() + name.size();
-  const auto r = std::from_chars(name.data() + 5, end, step);
-  return r.ec == std::errc() && r.ptr == end;
-}
 
 // Counts every dataset of a rank file under its top-level group ("params", "optim", "buffers").
 herr_t count_dataset(hid_t root, const char* name, const H5L_info_t*, void* out) {
@@ -46,9 +38,12 @@ CheckpointList list_checkpoints(const std::string& run_dir) {
   if (!fs::is_directory(dir, ec)) return out;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || !e.is_directory()) continue;
-    long long step = 0;
-    if (step_of(name, step) && fs::exists(e.path() / "manifest.toml")) out.complete.push_back(step);
+    if (!e.is_directory()) continue;
+    // Other names (step_backup/, a user's copy) are not checkpoints: neither listed nor counted.
+    const bool tmp = name.size() > 4 && name.substr(name.size() - 4) == ".tmp";
+    const auto step = checkpoint_name_step(tmp ? name.substr(0, name.size() - 4) : name);
+    if (!step) continue;
+    if (!tmp && fs::exists(e.path() / "manifest.toml")) out.complete.push_back(*step);
     else out.incomplete.push_back(name);
   }
   std::sort(out.complete.begin(), out.complete.end());

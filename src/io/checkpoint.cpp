@@ -1,6 +1,7 @@
 #include "io/checkpoint.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -27,8 +28,6 @@ std::string rank_file(int rank) {
   return buf;
 }
 
-bool is_step_dir(const std::string& name) { return name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos; }
-
 // The manifest goes first, so a removal cut short leaves an incomplete directory, never a
 // complete-looking one with files missing.
 void remove_checkpoint(const fs::path& dir) {
@@ -41,7 +40,8 @@ void remove_unfinished(const fs::path& ckpt_dir) {
   std::error_code ec;
   for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".tmp")
+    const bool tmp = name.size() > 4 && name.substr(name.size() - 4) == ".tmp";
+    if (tmp && checkpoint_name_step(name.substr(0, name.size() - 4)))
       fs::remove_all(e.path());
   }
 }
@@ -78,8 +78,20 @@ void write_rank_file(const fs::path& path, const ModelState& model, const TrainS
   h5::check(H5Fflush(f, H5F_SCOPE_GLOBAL), "flushing");
 }
 
-// The rank files a complete checkpoint's manifest lists, each checked to exist.
-std::vector<std::string> listed_files(const fs::path& dir) {
+void require_complete(const std::string& step_dir) {
+  if (!fs::exists(fs::path(step_dir) / "manifest.toml"))
+    throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
+                    "step_N.tmp/ behind, which is never resumed from)");
+}
+
+// What manifest.toml says: the rank files (each checked to exist) and the facts the rank files
+// must repeat.
+struct Manifest {
+  std::vector<std::string> files;
+  long long step = 0, samples_seen = 0, world_size = 0, format_version = 0;
+};
+
+Manifest read_manifest(const fs::path& dir) {
   const fs::path manifest = dir / "manifest.toml";
   toml::table t;
   try {
@@ -87,17 +99,32 @@ std::vector<std::string> listed_files(const fs::path& dir) {
   } catch (const toml::parse_error& e) {
     throw CheckpointDamaged(manifest.string() + ": damaged (" + std::string(e.description()) + ")");
   }
+  Manifest m;
+  for (auto [key, out] : {std::pair{"step", &m.step}, {"samples_seen", &m.samples_seen}, {"world_size", &m.world_size},
+                          {"format_version", &m.format_version}}) {
+    const auto value = t[key].value_exact<int64_t>();
+    if (!value || *value < 0)
+      throw CheckpointDamaged(manifest.string() + ": damaged (" + key + " must be an integer >= 0)");
+    *out = *value;
+  }
   const toml::array* files = t["files"].as_array();
   if (!files || files->empty()) throw CheckpointDamaged(manifest.string() + ": damaged (no list of files)");
-  std::vector<std::string> out;
   for (const toml::node& n : *files) {
     const auto* name = n.as_string();
     if (!name || name->get().find('/') != std::string::npos)
       throw CheckpointDamaged(manifest.string() + ": damaged (files must be names of rank files)");
-    out.push_back((dir / name->get()).string());
-    if (!fs::exists(out.back())) throw CheckpointDamaged(out.back() + ": missing (manifest.toml lists it)");
+    m.files.push_back((dir / name->get()).string());
+    if (!fs::exists(m.files.back())) throw CheckpointDamaged(m.files.back() + ": missing (manifest.toml lists it)");
   }
-  return out;
+  return m;
+}
+
+// Damage unless `file`'s attribute `name` holds `want` (what `source` says).
+void require_same(const std::string& file, const char* name, long long have, long long want,
+                  const std::string& source) {
+  if (have != want)
+    throw CheckpointDamaged(file + ": attribute " + name + " = " + std::to_string(have) + ", but " + source + " says " +
+                            std::to_string(want) + " (files of different checkpoints mixed?)");
 }
 
 }  // namespace
@@ -145,30 +172,66 @@ void save_checkpoint(const std::string& run_dir, const ModelState& model, const 
   world.barrier();
 }
 
+CheckpointRecord read_checkpoint_record(const std::string& step_dir) {
+  h5::silence_errors();
+  require_complete(step_dir);
+  const Manifest manifest = read_manifest(step_dir);
+  const std::string& first = manifest.files[0];
+  try {
+    const h5::Handle f = h5::open_file(first, false);
+    return {h5::read_string_attr(f, "config_toml"), h5::read_string_attr(f, "layout"), manifest.step};
+  } catch (const UserError& e) {
+    throw CheckpointDamaged(first + ": cannot be read: " + e.what());
+  }
+}
+
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model) {
   h5::silence_errors();
   const fs::path dir(step_dir);
-  if (!fs::exists(dir / "manifest.toml"))
-    throw UserError(step_dir + ": not a complete checkpoint (no manifest.toml; an interrupted write leaves "
-                    "step_N.tmp/ behind, which is never resumed from)");
-  const std::vector<std::string> files = listed_files(dir);
+  require_complete(step_dir);
+  const Manifest manifest = read_manifest(dir);
+  const std::vector<std::string>& files = manifest.files;
+  const std::string listed = (dir / "manifest.toml").string();
+  if (manifest.world_size != (long long)files.size())
+    throw CheckpointDamaged(listed + ": damaged (world_size = " + std::to_string(manifest.world_size) + ", but " +
+                            std::to_string(files.size()) + " files listed)");
   TrainState s;
-  try {
-    h5::Handle f = h5::open_file(files[0], false);
-    const long long format = h5::read_int_attr(f, "format_version");
+  // Every attribute is read from every rank file and must agree with the manifest: a file of
+  // another checkpoint copied in is damage, not a resume from a mixture.
+  for (size_t r = 0; r < files.size(); ++r) {
+    h5::Handle f;
+    long long format = 0;
+    try {
+      f = h5::open_file(files[r], false);
+      format = h5::read_int_attr(f, "format_version");
+    } catch (const UserError& e) {
+      throw CheckpointDamaged(files[r] + ": cannot be read: " + e.what());
+    }
     if (format != kFormatVersion)
-      throw UserError(files[0] + ": checkpoint format " + std::to_string(format) + ", this moetrain reads format " +
+      throw UserError(files[r] + ": checkpoint format " + std::to_string(format) + ", this moetrain reads format " +
                       std::to_string(kFormatVersion));
-    s.step = h5::read_int_attr(f, "step");
-    s.samples_seen = h5::read_int_attr(f, "samples_seen");
-    s.seed = h5::read_int_attr(f, "rng_seed");
-    const long long ranks = h5::read_int_attr(f, "world_size");
-    if (ranks != (long long)files.size())
-      throw CheckpointDamaged(files[0] + ": written by " + std::to_string(ranks) + " ranks, but manifest.toml lists " +
-                              std::to_string(files.size()) + " files");
-  } catch (const h5::Failure& e) {
-    throw CheckpointDamaged(files[0] + ": cannot be read: " + e.what());
+    try {
+      require_same(files[r], "format_version", format, manifest.format_version, listed);
+      require_same(files[r], "step", h5::read_int_attr(f, "step"), manifest.step, listed);
+      require_same(files[r], "samples_seen", h5::read_int_attr(f, "samples_seen"), manifest.samples_seen, listed);
+      require_same(files[r], "world_size", h5::read_int_attr(f, "world_size"), (long long)files.size(),
+                   listed + " (its list of " + std::to_string(files.size()) + " files)");
+      require_same(files[r], "rank", h5::read_int_attr(f, "rank"), (long long)r, listed + " (its place in files)");
+      const long long seed = h5::read_int_attr(f, "rng_seed");
+      if (r == 0) s = {manifest.step, manifest.samples_seen, seed};
+      require_same(files[r], "rng_seed", seed, s.seed, files[0]);
+      h5::read_string_attr(f, "layout");
+      h5::read_string_attr(f, "config_toml");
+    } catch (const CheckpointDamaged&) {
+      throw;
+    } catch (const UserError& e) {  // an attribute missing, unreadable or of another type
+      throw CheckpointDamaged(files[r] + ": cannot be read: " + e.what());
+    }
   }
+  if (const auto named = checkpoint_name_step(dir.filename().string()); named && *named != s.step)
+    throw CheckpointDamaged(step_dir + ": holds step " + std::to_string(s.step) + " (manifest.toml and rank files), "
+                            "not the step its name says; rename it step_" + std::to_string(s.step) +
+                            " in eight digits, or move it out of ckpt/");
   try {
     const ParamSlices slices(files);
     model.exp_avg.assign(model.params.total(), 0.0f);
@@ -187,18 +250,35 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
   return s;
 }
 
+std::optional<long long> checkpoint_name_step(const std::string& name) {
+  const std::string digits = name.rfind("step_", 0) == 0 ? name.substr(5) : "";
+  if (digits.size() < 8 || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+    return std::nullopt;
+  const long long step = std::stoll(digits);
+  // step_000000001 (nine digits) is not what checkpoint_dir writes for step 1.
+  if (fs::path(checkpoint_dir("", step)).filename().string() != name) return std::nullopt;
+  return step;
+}
+
 std::vector<std::string> complete_checkpoints(const std::string& run_dir) {
-  std::vector<std::string> out;
+  std::vector<std::pair<long long, std::string>> found;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(fs::path(run_dir) / "ckpt", ec))
-    if (is_step_dir(e.path().filename().string()) && fs::exists(e.path() / "manifest.toml"))
-      out.push_back(e.path().string());
-  std::sort(out.rbegin(), out.rend());
+    if (const auto step = checkpoint_name_step(e.path().filename().string()))
+      if (e.is_directory(ec) && fs::exists(e.path() / "manifest.toml")) found.push_back({*step, e.path().string()});
+  // By number: step_100000000 is newer than step_99999999.
+  std::sort(found.rbegin(), found.rend());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(f.second);
   return out;
 }
 
 long long checkpoint_step(const std::string& step_dir) {
-  return std::stoll(fs::path(step_dir).filename().string().substr(std::string("step_").size()));
+  const std::string name = fs::path(step_dir).filename().string();
+  const auto step = checkpoint_name_step(name);
+  if (!step)
+    throw UserError(step_dir + ": not a checkpoint directory (moetrain names them step_<N>, N in eight digits)");
+  return *step;
 }
 
 }  // namespace mt

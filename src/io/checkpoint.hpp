@@ -50,13 +50,27 @@ struct CheckpointDamaged : UserError {
 // step_*.tmp/ directories that killed runs left behind.
 void save_checkpoint(const std::string& run_dir, const ModelState& model, const TrainState& state,
                      const CheckpointFacts& facts, const ParallelGroups& groups);
+// What a checkpoint says about the run that wrote it: its resolved config and layout, from the
+// first rank file its manifest lists, and its step. CheckpointDamaged when that cannot be read; UserError when
+// step_dir holds no manifest.toml (a write that did not complete).
+struct CheckpointRecord {
+  std::string config_toml, layout;
+  long long step = 0;  // manifest.toml's
+};
+CheckpointRecord read_checkpoint_record(const std::string& step_dir);
 // Fills this rank's slices (whole shapes must match) and returns the saved state.
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model);
 // <run_dir>/ckpt/step_<N>, N in eight digits.
 std::string checkpoint_dir(const std::string& run_dir, long long step);
-// Complete checkpoint directories of a run (those with a manifest), newest first.
+// The N of a directory name exactly as checkpoint_dir writes it (step_ and at least eight digits,
+// no sign, no leading zeros beyond the eight); nullopt for any other name (step_backup/, step_5/,
+// step_N.tmp/), which is never taken for a checkpoint.
+std::optional<long long> checkpoint_name_step(const std::string& name);
+// Complete checkpoint directories of a run (named by checkpoint_name_step, with a manifest),
+// newest (highest step) first.
 std::vector<std::string> complete_checkpoints(const std::string& run_dir);
-// The step a complete checkpoint directory holds, read from its name (step_<N>).
+// The step a checkpoint directory holds, read from its name; UserError for a name that is not
+// a checkpoint's.
 long long checkpoint_step(const std::string& step_dir);
 
 }  // namespace mt

@@ -46,6 +46,24 @@ static size_t elements(const std::vector<hsize_t>& dims) {
   return n;
 }
 
+// Values of another kind are refused by name, never converted: a float where an integer belongs,
+// or parameters stored at another precision (a 64-bit or 16-bit float, an integer).
+static void require_integer(hid_t attr, const std::string& name) {
+  Handle type(check(H5Aget_type(attr), "reading attribute " + name), H5Tclose);
+  if (H5Tget_class(type) != H5T_INTEGER) throw UserError("HDF5: attribute " + name + " is not an integer");
+}
+
+static void require_float32(hid_t dataset, const std::string& path) {
+  Handle type(check(H5Dget_type(dataset), "opening " + path), H5Tclose);
+  const H5T_class_t kind = H5Tget_class(type);
+  const size_t bits = H5Tget_size(type) * 8;
+  if (kind == H5T_FLOAT && bits == 32) return;
+  const std::string what = kind == H5T_FLOAT     ? std::to_string(bits) + "-bit floats"
+                           : kind == H5T_INTEGER ? std::to_string(bits) + "-bit integers"
+                                                 : "values that are not numbers";
+  throw UserError("HDF5: dataset " + path + " holds " + what + "; moetrain stores and reads 32-bit floats");
+}
+
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 void no_cleanup_at_exit() { H5dont_atexit(); }
@@ -107,6 +125,7 @@ void write_ints_attr(hid_t obj, const std::string& name, const std::vector<long 
 
 std::vector<long long> read_ints_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "reading attribute " + name), H5Aclose);
+  require_integer(a, name);
   Handle space(H5Aget_space(a), H5Sclose);
   std::vector<long long> v(elements(extent(space, "reading attribute " + name)));
   check(H5Aread(a, H5T_NATIVE_LLONG, v.data()), "reading attribute " + name);
@@ -125,6 +144,10 @@ std::string read_string_attr(hid_t obj, const std::string& name) {
 
 long long read_int_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "reading attribute " + name), H5Aclose);
+  require_integer(a, name);
+  Handle space(H5Aget_space(a), H5Sclose);
+  if (const size_t n = elements(extent(space, "reading attribute " + name)); n != 1)
+    throw UserError("HDF5: attribute " + name + " holds " + std::to_string(n) + " values, not one integer");
   long long v = 0;
   check(H5Aread(a, H5T_NATIVE_LLONG, &v), "reading attribute " + name);
   return v;
@@ -183,6 +206,7 @@ bool exists(hid_t file, const std::string& path) {
 std::vector<float> read_floats(hid_t file, const std::string& path, size_t expected) {
   if (!exists(file, path)) throw UserError("HDF5: dataset " + path + " is missing");
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+  require_float32(d, path);
   Handle space(H5Dget_space(d), H5Sclose);
   const size_t n = elements(extent(space, "opening " + path));
   if (n != expected)
@@ -194,6 +218,7 @@ std::vector<float> read_floats(hid_t file, const std::string& path, size_t expec
 
 std::vector<float> read_floats_along(hid_t file, const std::string& path, int dim, hsize_t begin, hsize_t count) {
   Handle d(check(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
+  require_float32(d, path);
   Handle space(H5Dget_space(d), H5Sclose);
   std::vector<hsize_t> dims = extent(space, "opening " + path), start(dims.size(), 0);
   const int rank = int(dims.size());

@@ -67,6 +67,10 @@ size_t ParamSlices::read_piece(size_t fi, const std::string& path, const ParamIn
   for (int k = 0; k < dim; ++k) outer *= size_t(g[k]);
   for (size_t k = dim + 1; k < g.size(); ++k) inner *= size_t(g[k]);
   const int64_t piece_len = piece_dim >= 0 ? extent_along(d, dim) : g[dim];
+  if (piece_dim >= 0 && (piece_start < 0 || piece_start + piece_len > g[dim]))
+    throw UserError(paths_[fi] + ": " + path + " says its " + std::to_string(piece_len) + " rows along dimension " +
+                    std::to_string(dim) + " start at split_start " + std::to_string(piece_start) + ", outside [0, " +
+                    std::to_string(g[dim]) + ")");
   const int64_t my_len = info.shape[dim], my_start = info.split_dim >= 0 ? info.split_start : 0;
   const int64_t lo = std::max(piece_start, my_start), hi = std::min(piece_start + piece_len, my_start + my_len);
   if (lo >= hi) return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "util/error.hpp"
@@ -34,7 +35,21 @@ struct OldRows {
   std::vector<double> eval_loss;
   size_t rows = 0, eval_rows = 0;  // complete rows: every dataset has them
   size_t phase_floats = 0;         // ranks x phases of the run that wrote the timings
+  std::string config_changes;      // its attribute config_changes ("" without one)
 };
+
+// The lines "step N: ..." of `history` with N <= step, and `line` after them.
+std::string changes_up_to(const std::string& history, long long step, const std::string& line) {
+  std::string out;
+  size_t from = 0;
+  while (from < history.size()) {
+    const size_t end = std::min(history.find('\n', from), history.size());
+    const std::string l = history.substr(from, end - from);
+    if (l.rfind("step ", 0) == 0 && std::strtoll(l.c_str() + 5, nullptr, 10) <= step) out += l + "\n";
+    from = end + 1;
+  }
+  return line.empty() ? out : out + line + "\n";
+}
 
 OldRows read_old(const std::string& path, size_t moe_floats) {
   OldRows o;
@@ -60,6 +75,7 @@ OldRows read_old(const std::string& path, size_t moe_floats) {
   o.eval_steps = h5::read_all<long long>(f, "/eval/step", H5T_NATIVE_LLONG);
   o.eval_loss = h5::read_all<double>(f, "/eval/loss", H5T_NATIVE_DOUBLE);
   o.eval_rows = std::min(o.eval_steps.size(), o.eval_loss.size());
+  if (H5Aexists(f, "config_changes") > 0) o.config_changes = h5::read_string_attr(f, "config_changes");
   return o;
 }
 }  // namespace
@@ -98,7 +114,10 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
   // Build the new log beside the old one and swap it in, so the old rows survive a crash here.
   const std::string tmp = path + ".tmp";
   try {
-    create(tmp, facts);
+    RunFacts with_changes = facts;
+    const std::string changes = changes_up_to(old.config_changes, resume_step, facts.config_change);
+    if (!changes.empty()) with_changes.texts["config_changes"] = changes;
+    create(tmp, with_changes);
     for (size_t i = 0; i < old.rows && old.steps[i] <= resume_step; ++i) {
       StepRecord r;
       r.step = old.steps[i];

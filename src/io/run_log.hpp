@@ -41,6 +41,9 @@ struct RunFacts {
   std::map<std::string, std::string> texts;  // e.g. device
   int moe_layers = 0, experts = 0;
   int ranks = 1;
+  // A resume's allowed config changes ("step 40: optimizer.lr 0.003 -> 0.001"), added to the
+  // attribute config_changes, one line per resume, after the kept lines of steps <= the resumed one.
+  std::string config_change;
 };
 
 class RunLog {

@@ -6,17 +6,31 @@
 
 namespace mt {
 
+namespace {
+
+// The checkpoint's config is compared with this run's before anything is loaded: a changed model
+// is a plain UserError, never damage to pass over.
+Resumed check_and_load(const std::string& dir, const ModelState& model, const ResumingConfig& run) {
+  const CheckpointRecord saved = read_checkpoint_record(dir);
+  Resumed r{dir, {}, config_changes(saved.config_toml, dir + " (config_toml)", run.resolved_toml), saved.layout};
+  refuse_model_changes(r.changes, dir, saved.step, run.origin);
+  r.state = load_checkpoint(dir, model);
+  return r;
+}
+
+}  // namespace
+
 std::optional<Resumed> resume_checkpoint(const std::string& run_dir, const std::string& setting,
-                                         const ModelState& model, Comm& world) {
+                                         const ModelState& model, const ResumingConfig& run, Comm& world) {
   if (setting == "never") return std::nullopt;
-  if (setting != "auto") return Resumed{setting, load_checkpoint(setting, model)};
+  if (setting != "auto") return check_and_load(setting, model, run);
   const std::vector<std::string> candidates = complete_checkpoints(run_dir);
   std::string newest_problem;
   for (size_t i = 0; i < candidates.size(); ++i) {
     std::string problem;
-    Resumed r{candidates[i], {}};
+    Resumed r;
     try {
-      r.state = load_checkpoint(candidates[i], model);
+      r = check_and_load(candidates[i], model, run);
     } catch (const CheckpointDamaged& e) {
       problem = e.what();
     }

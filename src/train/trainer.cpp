@@ -5,8 +5,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
+
+#include <unistd.h>
 
 #include "comm/comm.hpp"
 #include "comm/gather_text.hpp"
@@ -31,24 +35,56 @@ namespace mt {
 
 namespace {
 
-// Set by SIGINT/SIGTERM: the loop finishes the step, writes a checkpoint and stops. A signal
-// handler can only reach static storage, hence the one process-wide flag.
+// Set by SIGINT, SIGTERM or SIGUSR1: the loop finishes the step, writes a checkpoint and stops.
+// A signal handler can only reach static storage, hence the process-wide flag and the notice the
+// first rank writes at once (write(2) is all a handler may call), before the step ends.
 volatile std::sig_atomic_t g_stop_requested = 0;
-void request_stop(int) { g_stop_requested = 1; }
+char g_stop_notice[640];
+size_t g_stop_notice_size = 0;
+void request_stop(int) {
+  if (!g_stop_requested && g_stop_notice_size > 0) (void)!write(2, g_stop_notice, g_stop_notice_size);
+  g_stop_requested = 1;
+}
+
+// What the notice says: under mpirun, Ctrl-C reaches the ranks as SIGTERM and SIGKILL follows
+// odls_base_sigkill_timeout seconds later (docs/failures.md), while SIGUSR1 is passed on alone.
+void prepare_stop_notice(bool final_checkpoint) {
+  std::string text = std::string("moetrain: stop requested: finishing the step in progress") +
+                     (final_checkpoint ? ", then writing a checkpoint" : "") + "\n";
+  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+    text += "moetrain: under mpirun, Ctrl-C or SIGTERM is followed by SIGKILL odls_base_sigkill_timeout seconds later "
+            "(1 by default): when a step takes longer, stop with kill -USR1 <mpirun's pid>, or start mpirun with "
+            "--mca odls_base_sigkill_timeout 60\n";
+  g_stop_notice_size = std::min(text.size(), sizeof g_stop_notice);
+  std::memcpy(g_stop_notice, text.data(), g_stop_notice_size);
+}
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Why the run stops at `step`, what was kept, and what to change.
-std::string non_finite_message(long long step, double loss, double grad_norm, const std::string& last_checkpoint) {
+// Why the run stops at `step`, what was kept, and how to continue from before the divergence:
+// `kept` lists the complete checkpoints, newest first, each with its loss where this run logged it.
+std::string non_finite_message(long long step, double loss, double grad_norm,
+                               const std::vector<std::pair<std::string, std::string>>& kept) {
   char what[96];
   if (!std::isfinite(loss)) std::snprintf(what, sizeof what, "the loss is %g", loss);
   else std::snprintf(what, sizeof what, "the gradient norm is %g (loss %.4f)", grad_norm, loss);
-  const std::string kept = last_checkpoint.empty() ? "no checkpoint was written before it"
-                                                   : "the newest checkpoint, " + last_checkpoint + ", is from before it";
-  return "step " + std::to_string(step) + ": " + what + "; this step was not applied or saved, and " + kept +
-         ". Training is deterministic, so running the same command again stops here again: lower optimizer.lr or "
-         "set training.grad_clip (e.g. --set optimizer.lr=...) and run again to continue from that checkpoint";
+  std::string text = "step " + std::to_string(step) + ": " + what + "; this step was not applied or saved, and ";
+  if (kept.empty())
+    return text + "no checkpoint was written before it. Training is deterministic, so running the same command again "
+                  "stops here again: lower optimizer.lr or set training.grad_clip (e.g. --set optimizer.lr=...), and "
+                  "the run starts again from step 0";
+  text += "the newest checkpoint, " + kept[0].first + ", is from before it" + kept[0].second +
+          ". Training is deterministic, so running the same command again stops here again. With a lower optimizer.lr "
+          "or training.grad_clip (e.g. --set optimizer.lr=...) the run continues from that checkpoint; but a loss "
+          "often rises for many steps before it overflows, so it may already hold diverging weights";
+  if (kept.size() == 1) return text + ": then start afresh with checkpoint.resume = \"never\" or a new run.name";
+  std::string moves;
+  for (size_t i = 0; i + 1 < kept.size(); ++i)
+    moves += (i ? "; mv " : "mv ") + kept[i].first + " " + kept[i].first + ".diverged";
+  return text + ". To continue from the oldest kept, " + kept.back().first + kept.back().second +
+         ", move the newer ones out of the way (" + moves + ": only folders named step_<N> are resumed from) and run "
+         "again with the lower optimizer.lr";
 }
 
 }  // namespace
@@ -294,12 +330,16 @@ TrainSummary Trainer::run() {
     if (ec) throw UserError(run_dir_ + "/tokenizer.bpe: cannot copy " + tokenizer + " there: " + ec.message());
   }
   std::optional<std::string> resume_from;
+  std::string resume_changes, resume_layout;
   {
     std::vector<float> values, exp_avg, exp_avg_sq;
-    if (std::optional<Resumed> r = resume_checkpoint(run_dir_, cfg_.checkpoint.resume,
-                                                     {params, values, exp_avg, exp_avg_sq}, *opt_.world)) {
+    if (std::optional<Resumed> r =
+            resume_checkpoint(run_dir_, cfg_.checkpoint.resume, {params, values, exp_avg, exp_avg_sq},
+                              {cfg_.resolved_toml, cfg_.origin}, *opt_.world)) {
       resume_from = r->dir;
       state = r->state;
+      resume_changes = changes_line(state.step, r->changes);
+      resume_layout = r->layout;
       optimizer_->import_values(values);
       optimizer_->import_moments(exp_avg, exp_avg_sq);
     }
@@ -314,14 +354,19 @@ TrainSummary Trainer::run() {
 
   if (!opt_.quiet) {
     print_header();
-    if (resume_from) std::printf("  resume   from %s (step %lld)\n", resume_from->c_str(), state.step);
+    if (resume_from) {
+      std::printf("  resume   from %s (step %lld)%s\n", resume_from->c_str(), state.step,
+                  resume_layout == layout_ ? "" : ("; written under " + resume_layout).c_str());
+      if (!resume_changes.empty())
+        std::printf("  changed  %s (recorded in log.h5: config_changes)\n", resume_changes.c_str());
+    }
     // A log without a checkpoint: an earlier run under checkpoint.final = false, or one stopped
     // before its first checkpoint. Say that this one starts over rather than continuing it.
     else if (cfg_.checkpoint.resume == "auto" && std::filesystem::exists(run_dir_ + "/log.h5"))
       std::printf("  resume   none: %s has a log.h5 but no checkpoint; training starts at step 0 and log.h5 starts over\n",
                   run_dir_.c_str());
   }
-  // Named when a non-finite value stops the run.
+  // Named when a signal stops the run.
   std::string last_checkpoint = resume_from ? *resume_from : "";
   RunFacts facts;
   facts.config_toml = cfg_.resolved_toml;
@@ -332,6 +377,7 @@ TrainSummary Trainer::run() {
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
+  facts.config_change = resume_changes;
   std::optional<RunLog> log;
   if (lead_) log.emplace(run_dir_ + "/log.h5", facts, state.step);
   std::optional<Progress> progress;
@@ -343,8 +389,11 @@ TrainSummary Trainer::run() {
   const long long last = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
 
   g_stop_requested = 0;
+  g_stop_notice_size = 0;
+  if (lead_) prepare_stop_notice(cfg_.checkpoint.final);
   auto old_int = std::signal(SIGINT, request_stop);
   auto old_term = std::signal(SIGTERM, request_stop);
+  auto old_usr1 = std::signal(SIGUSR1, request_stop);
   summary.first_step = state.step;
   const auto run_start = Clock::now();
   double tokens_done = 0;
@@ -379,8 +428,17 @@ TrainSummary Trainer::run() {
     UpdateStats update;
     model_->settle_arenas();
     if (std::isfinite(rec.loss)) update = apply_update(*model_, *optimizer_, cfg_, state.step);
-    if (!std::isfinite(rec.loss) || !update.applied)
-      throw UserError(non_finite_message(state.step + 1, rec.loss, update.grad_norm, last_checkpoint));
+    if (!std::isfinite(rec.loss) || !update.applied) {
+      std::vector<std::pair<std::string, std::string>> kept;
+      for (const std::string& dir : complete_checkpoints(run_dir_)) {
+        const long long at = checkpoint_step(dir) - summary.first_step;  // its row in this run's losses
+        char loss_text[64] = "";
+        if (at >= 1 && at <= (long long)summary.losses.size())
+          std::snprintf(loss_text, sizeof loss_text, " (loss %.4f there)", summary.losses[size_t(at - 1)]);
+        kept.push_back({dir, loss_text});
+      }
+      throw UserError(non_finite_message(state.step + 1, rec.loss, update.grad_norm, kept));
+    }
     rec.grad_norm = update.grad_norm;
     rec.lr = update.lr;
     rec.expert_load = std::move(update.expert_load);
@@ -463,6 +521,7 @@ TrainSummary Trainer::run() {
   if (progress) progress->finish();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
+  std::signal(SIGUSR1, old_usr1);
   if (profile_ && lead_) {
     const bool first_only = profiled_steps_ <= 1;
     std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_, first_only ? 1 : profiled_steps_ - 1).c_str());
