@@ -124,10 +124,6 @@ resume = "auto"
 every = 10
 )";
 
-using Rng = std::mt19937_64;
-
-size_t below(Rng& rng, size_t n) { return n == 0 ? 0 : size_t(rng() % n); }
-
 // Values of every TOML type, the edges of the integer range, and small numbers that reach the
 // rules tying keys together (divisibility, products of ranks).
 std::string random_value(Rng& rng) {
@@ -162,21 +158,9 @@ std::string joined(const std::vector<std::string>& lines) {
 // One mutation of an experiment file's text.
 void mutate_text(std::string& text, Rng& rng) {
   static const std::string significant = "[]{}=\"'.,#\n\\ \t0123456789-+eE_:tfn";
-  switch (below(rng, 8)) {
-    case 0:  // flip a byte
-      if (!text.empty()) text[below(rng, text.size())] = char(rng());
-      break;
-    case 1:  // truncate
-      text.resize(below(rng, text.size() + 1));
-      break;
-    case 2:  // insert a character that means something to TOML
-      text.insert(below(rng, text.size() + 1), 1, significant[below(rng, significant.size())]);
-      break;
-    case 3: {  // delete a short range
-      const size_t at = below(rng, text.size() + 1);
-      text.erase(at, below(rng, 8) + 1);
-      break;
-    }
+  const int kind = int(below(rng, 8));
+  if (kind < 4) return mutate_bytes(text, rng, kind, significant);
+  switch (kind) {
     case 4: {  // swap two lines
       std::vector<std::string> lines = lines_of(text);
       std::swap(lines[below(rng, lines.size())], lines[below(rng, lines.size())]);

@@ -30,10 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Rng = std::mt19937_64;
-
-size_t below(Rng& rng, size_t n) { return n == 0 ? 0 : size_t(rng() % n); }
-
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
@@ -131,19 +127,9 @@ std::vector<std::pair<size_t, size_t>> members_of(const std::string& text) {
 void mutate_json(std::string& text, Rng& rng) {
   static const std::string significant = "{}[]\":,.\\ \n0123456789-+eEtfnu";
   const std::vector<std::pair<size_t, size_t>> members = members_of(text);
-  switch (below(rng, 9)) {
-    case 0:  // flip a byte
-      if (!text.empty()) text[below(rng, text.size())] = char(rng());
-      break;
-    case 1:  // truncate
-      text.resize(below(rng, text.size() + 1));
-      break;
-    case 2:  // insert a character that means something to JSON
-      text.insert(below(rng, text.size() + 1), 1, significant[below(rng, significant.size())]);
-      break;
-    case 3:  // delete a short range
-      text.erase(below(rng, text.size() + 1), below(rng, 8) + 1);
-      break;
+  const int kind = int(below(rng, 9));
+  if (kind < 4) return mutate_bytes(text, rng, kind, significant);
+  switch (kind) {
     case 4:  // repeat a member (a duplicated key)
       if (!members.empty()) {
         const auto [start, end] = members[below(rng, members.size())];
