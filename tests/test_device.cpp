@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "model/flops.hpp"
+#include "ops/ops.hpp"
 #include "test_helpers.hpp"
 #include "train/device.hpp"
 #include "train/gpu_choice.hpp"
@@ -78,4 +79,14 @@ TEST_CASE("the node place comes from OpenMPI's environment, alone on the node wi
   CHECK_THROWS_WITH_AS(mt::node_place_from_env(), doctest::Contains("OMPI_COMM_WORLD_LOCAL_RANK"), mt::UserError);
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+}
+
+TEST_CASE("a host allocation the machine cannot make is an error naming its size, not a null buffer") {
+  const mt::OpTable& cpu = mt::cpu_ops();
+  const size_t impossible = size_t(1) << 62;
+  const std::string size = std::to_string(impossible) + " bytes";
+  CHECK_THROWS_WITH_AS(cpu.alloc(nullptr, impossible), doctest::Contains(size.c_str()), std::runtime_error);
+  void* small = cpu.alloc(nullptr, 64);
+  CHECK(small != nullptr);
+  cpu.release(nullptr, small);
 }

@@ -1,13 +1,22 @@
 // The CPU op table. Host memory is the device memory, so the memory entries are plain copies.
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "ops/cpu/cpu_ops.hpp"
 
 namespace mt {
 
 namespace {
-void* host_alloc(DeviceState*, size_t bytes) { return std::malloc(bytes ? bytes : 1); }
+// A failed allocation is an error naming its size, not a null buffer that segfaults at first use.
+void* host_alloc(DeviceState*, size_t bytes) {
+  void* p = std::malloc(bytes ? bytes : 1);
+  if (!p)
+    throw std::runtime_error("out of memory: " + std::to_string(bytes) + " bytes of host memory could not be " +
+                             "allocated (a smaller model or training.micro_batch, or more tp/pp ranks)");
+  return p;
+}
 void host_release(DeviceState*, void* p) { std::free(p); }
 void host_copy(DeviceState*, void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void host_zero(DeviceState*, void* dst, size_t bytes) { std::memset(dst, 0, bytes); }
