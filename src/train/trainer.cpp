@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "comm/comm.hpp"
@@ -41,7 +42,16 @@ namespace {
 volatile std::sig_atomic_t g_stop_requested = 0;
 char g_stop_notice[640];
 size_t g_stop_notice_size = 0;
+bool g_under_mpirun = false;
 void request_stop(int) {
+  // mpirun stops reading the ranks' output once Ctrl-C has reached it, so a rank blocked in a
+  // write to a full pipe would never reach the stop vote: its output stops blocking (what it
+  // writes from here may be lost; the checkpoint is not).
+  if (g_under_mpirun)
+    for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      const int flags = fcntl(fd, F_GETFL);
+      if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    }
   if (!g_stop_requested && g_stop_notice_size > 0) (void)!write(2, g_stop_notice, g_stop_notice_size);
   g_stop_requested = 1;
 }
@@ -51,7 +61,8 @@ void request_stop(int) {
 void prepare_stop_notice(bool final_checkpoint) {
   std::string text = std::string("moetrain: stop requested: finishing the step in progress") +
                      (final_checkpoint ? ", then writing a checkpoint" : "") + "\n";
-  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+  g_under_mpirun = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  if (g_under_mpirun)
     text += "moetrain: under mpirun, Ctrl-C or SIGTERM is followed by SIGKILL odls_base_sigkill_timeout seconds later "
             "(1 by default): when a step takes longer, stop with kill -USR1 <mpirun's pid>, or start mpirun with "
             "--mca odls_base_sigkill_timeout 60\n";

@@ -148,22 +148,29 @@ expect "following the advice resumes from before the divergence and trains as we
     awk -v a=\$loss -v b=$healthy 'BEGIN { exit !(a <= b + 0.5) }' && echo ok || echo \"loss \$loss, healthy $healthy\""
 
 # --- A stop under mpirun -np 2: SIGINT (Ctrl-C) or SIGUSR1 to mpirun itself ends with a
-# checkpoint of the step reached and says so. The signal goes at the first step line.
-stop_mpirun() {  # NAME SIGNAL
-  local run=stop_$2 pid i
+# checkpoint of the step reached. The signal goes at the first step line. Ctrl-C reaches the
+# ranks as mpirun's SIGTERM one second later, and mpirun no longer reads their output by then:
+# the notice (stderr) still comes, the closing lines may not, and the checkpoint must be there
+# before mpirun's SIGKILL a second after that. SIGUSR1 leaves mpirun running: the closing line
+# names the checkpoint.
+stop_mpirun() {  # SIGNAL
+  local run=stop_$1 pid i
   e=$(exp "$run" training.steps=100000 checkpoint.every=0 log.every=1 parallel.dp=2)
   "${mpi[@]}" $bin train "$e" > "$tmp/$run.out" 2>&1 &
   pid=$!
   for i in $(seq 1 600); do grep -q "^step " "$tmp/$run.out" && break; sleep 0.1; done
-  kill -"$2" "$pid"
+  kill -"$1" "$pid"
   for i in $(seq 1 600); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2> /dev/null
   wait "$pid"
-  local step
-  step=$(grep -oE "stopped by signal after step [0-9]+" "$tmp/$run.out" | grep -oE "[0-9]+$")
-  expect "$1" 0 "^ok$" -- bash -c "grep -q 'moetrain: stop requested: finishing the step in progress, then writing a checkpoint' \
-    $tmp/$run.out && [[ -n '$step' && -f $tmp/runs/$run/ckpt/step_$(printf %08d "${step:-0}")/manifest.toml ]] \
-    && echo ok || tail -n 5 $tmp/$run.out"
 }
-stop_mpirun "Ctrl-C to mpirun -np 2 stops with a message and a checkpoint" INT
-stop_mpirun "SIGUSR1 to mpirun -np 2 stops with a message and a checkpoint" USR1
+stop_mpirun INT
+expect "Ctrl-C to mpirun -np 2 stops with the notice and a complete checkpoint" 0 "^ok$" -- bash -c \
+  "grep -q 'moetrain: stop requested: finishing the step in progress, then writing a checkpoint' $tmp/stop_INT.out \
+   && ls $tmp/runs/stop_INT/ckpt/step_*/manifest.toml > /dev/null && echo ok || tail -n 5 $tmp/stop_INT.out"
+stop_mpirun USR1
+step=$(grep -oE "stopped by signal after step [0-9]+" "$tmp/stop_USR1.out" | grep -oE "[0-9]+$")
+expect "SIGUSR1 to mpirun -np 2 stops with a message and a checkpoint" 0 "^ok$" -- bash -c \
+  "grep -q 'moetrain: stop requested: finishing the step in progress, then writing a checkpoint' $tmp/stop_USR1.out \
+   && [[ -n '$step' && -f $tmp/runs/stop_USR1/ckpt/step_$(printf %08d "${step:-0}")/manifest.toml ]] \
+   && echo ok || tail -n 5 $tmp/stop_USR1.out"
