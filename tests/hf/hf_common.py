@@ -9,6 +9,34 @@ import torch
 VOCAB, SEQ = 64, 16
 BOUND = 1e-5  # the largest logit difference, relative to the largest logit
 
+# A tiny MLA model with MoE blocks, as an experiment's [model] table; the fields are what the cases vary.
+MLA_TOML = f"""[model]
+vocab_size = {VOCAB}
+d_model = 32
+n_layers = 3
+n_dense_layers = {{dense}}
+n_heads = 4
+ffn_hidden = 48
+seq_len = {SEQ}
+init_std = 0.2
+[model.attention]
+kind = "mla"
+q_lora_rank = {{q_lora}}
+kv_lora_rank = 16
+qk_nope_head_dim = 8
+qk_rope_head_dim = 4
+v_head_dim = 8
+[model.moe]
+n_routed_experts = 8
+n_shared_experts = {{shared}}
+top_k = {{top_k}}
+expert_hidden = 16
+route_scale = {{route_scale}}
+n_groups = {{groups}}
+topk_groups = {{topk_groups}}
+bias_update_speed = 0.05
+"""
+
 
 class Harness:
     def __init__(self, moetrain, work):

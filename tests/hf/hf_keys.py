@@ -13,7 +13,7 @@ import sys
 import torch
 from transformers import DeepseekV3Config, DeepseekV3ForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from hf_common import BOUND, SEQ, VOCAB, Harness, relative_error, transformers_logits
+from hf_common import BOUND, MLA_TOML, SEQ, VOCAB, Harness, relative_error, transformers_logits
 
 h = Harness(sys.argv[1], sys.argv[2])
 work = h.work
@@ -104,32 +104,9 @@ def missing_key_case(tag, llama, key):
              rc == 2 and f'no "{key}"' in out, f"exit {rc}: {out.strip().splitlines()[-1][:200]}")
 
 
-MLA = f"""[model]
-vocab_size = {VOCAB}
-d_model = 32
-n_layers = 3
-n_dense_layers = {{dense}}
-n_heads = 4
-ffn_hidden = 48
-seq_len = {SEQ}
-init_std = 0.2
-[model.attention]
-kind = "mla"
-q_lora_rank = {{q_lora}}
-kv_lora_rank = 16
-qk_nope_head_dim = 8
-qk_rope_head_dim = 4
-v_head_dim = 8
-[model.moe]
-n_routed_experts = 8
-n_shared_experts = 2
-top_k = 3
-expert_hidden = 16
-route_scale = 1.0
-n_groups = 2
-topk_groups = 1
-bias_update_speed = 0.05
-"""
+# Route scale 1.0: a whole-number float that export once wrote as an integer.
+MLA = MLA_TOML.replace("{shared}", "2").replace("{top_k}", "3").replace("{route_scale}", "1.0") \
+    .replace("{groups}", "2").replace("{topk_groups}", "1")
 MHA = f"""[model]
 vocab_size = {VOCAB}
 d_model = 32

@@ -17,7 +17,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import DeepseekV3Config, DeepseekV3ForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from hf_common import BOUND, SEQ, VOCAB, Harness, relative_error, transformers_logits
+from hf_common import BOUND, MLA_TOML, SEQ, VOCAB, Harness, relative_error, transformers_logits
 
 h = Harness(sys.argv[1], sys.argv[2])
 moetrain, work, report, run = h.moetrain, h.work, h.report, h.run
@@ -84,31 +84,8 @@ def resume_case(exp, checkpoint, tag):
 
 def export_case(yarn):
     tag = "export" + ("-yarn" if yarn else "")
-    model_toml = f"""[model]
-vocab_size = {VOCAB}
-d_model = 32
-n_layers = 3
-n_dense_layers = 1
-n_heads = 4
-ffn_hidden = 48
-seq_len = {SEQ}
-init_std = 0.2
-[model.attention]
-kind = "mla"
-q_lora_rank = 12
-kv_lora_rank = 16
-qk_nope_head_dim = 8
-qk_rope_head_dim = 4
-v_head_dim = 8
-[model.moe]
-n_routed_experts = 8
-n_shared_experts = 1
-top_k = 2
-expert_hidden = 16
-route_scale = 2.5
-n_groups = 4
-topk_groups = 2
-bias_update_speed = 0.05
+    moe = dict(shared=1, top_k=2, route_scale=2.5, groups=4, topk_groups=2)
+    model_toml = MLA_TOML.format(dense=1, q_lora=12, **moe) + """\
 [model.mtp]
 depth = 1
 """ + (yarn_table(1.0) if yarn else "")
