@@ -108,10 +108,12 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
   return s.interrupted ? 130 : 0;
 }
 
-int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out, int vocab) {
-  const mt::PrepareStats st = mt::prepare_shards(inputs, out, vocab);
-  std::printf("prepare: %zu files, %zu documents -> %s/train_000000.bin (%zu tokens), %s/val_000000.bin (%zu tokens)\n",
-              st.files, st.documents, out.c_str(), st.train_tokens, out.c_str(), st.val_tokens);
+int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out, int vocab,
+                const mt::SplitOptions& split) {
+  const mt::PrepareStats st = mt::prepare_shards(inputs, out, vocab, split);
+  for (const mt::InputReport& r : st.inputs) std::printf("prepare: %s\n", mt::describe(r).c_str());
+  std::printf("prepare: %zu %s, %zu documents -> %s/train_000000.bin (%zu tokens), %s/val_000000.bin (%zu tokens)\n",
+              st.files, st.files == 1 ? "file" : "files", st.documents, out.c_str(), st.train_tokens, out.c_str(), st.val_tokens);
   const double tokens = double(st.train_tokens + st.val_tokens - st.documents);  // without the document starts
   if (vocab > 0) {
     std::printf("prepare: BPE vocabulary of %d tokens%s, learned in %.1f s -> %s/tokenizer.bpe, %s/tokenizer.json\n",
@@ -124,6 +126,10 @@ int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out, 
     std::printf("prepare: byte-level vocabulary of %d tokens\n", mt::kByteVocab);
   }
   std::printf("prepare: unigram entropy of the training tokens %.4f nats\n", st.unigram_entropy);
+  std::printf("prepare: train on them: moetrain train EXP.toml --set data.train='%s/train_*.bin' "
+              "--set data.val='%s/val_*.bin'%s\n",
+              out.c_str(), out.c_str(),
+              vocab > 0 ? (" --set model.vocab_size=" + std::to_string(st.vocab)).c_str() : "");
   return 0;
 }
 
@@ -319,6 +325,19 @@ int main(int argc, char** argv) {
                       "learn a byte-level BPE of this many tokens (257..65536) from the training documents and "
                       "encode with it (writes tokenizer.bpe and tokenizer.json beside the shards); 0 = bytes")
       ->check(CLI::Range(0, 65536));
+  std::string prepare_split, prepare_separator;
+  size_t prepare_piece_bytes = 0;
+  prepare->add_option("--split", prepare_split,
+                      "how each file is cut into documents: auto (the default: a file with lines holding only "
+                      "\"%\" at those lines, as fortune files are, any other at blank lines), paragraphs (at "
+                      "blank lines), separator (at lines holding only --separator), bytes (pieces of at most "
+                      "--piece-bytes, cut at a line break or a space), file (one document per file)");
+  CLI::Option* separator_opt = prepare->add_option(
+      "--separator", prepare_separator, "with --split separator: the line between documents (default \"%\")");
+  CLI::Option* piece_opt = prepare->add_option(
+      "--piece-bytes", prepare_piece_bytes,
+      "with --split bytes: the most bytes in a document (default " + std::to_string(mt::kDefaultPieceBytes) +
+          ", at least " + std::to_string(mt::kMinPieceBytes) + ")");
 
   std::string tokenizer_path;
   std::vector<std::string> tokenize_files;
@@ -446,7 +465,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, train_cluster, world.get());
-    if (*prepare) return cmd_prepare(inputs, out_dir, prepare_vocab);
+    if (*prepare)
+      return cmd_prepare(inputs, out_dir, prepare_vocab,
+                         mt::split_options(prepare_split, separator_opt->count() ? &prepare_separator : nullptr,
+                                           piece_opt->count() ? &prepare_piece_bytes : nullptr));
     if (*tokenize) return cmd_tokenize(tokenizer_path, tokenize_files, tokenize_round_trip);
     if (*sweep) {
       if (world) throw mt::UserError("sweep: start it without mpirun; it trains each run as a process of its own");

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include <unistd.h>
@@ -22,62 +21,84 @@ namespace mt {
 
 namespace {
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
-  std::vector<std::string> files;
-  for (auto& in : inputs) {
-    std::error_code ec;
-    if (fs::is_directory(in, ec)) {
-      std::vector<std::string> dir;
-      for (auto& e : fs::directory_iterator(in)) {
-        if (e.is_symlink() || !e.is_regular_file() || e.path().extension() == ".dat") continue;
-        dir.push_back(e.path().string());
-      }
-      std::sort(dir.begin(), dir.end());
-      if (dir.empty()) throw UserError(in + ": directory has no text files to tokenize");
-      files.insert(files.end(), dir.begin(), dir.end());
-    } else if (fs::is_regular_file(in, ec)) {
-      files.push_back(in);
-    } else {
-      throw UserError(in + ": no such file or directory (--input takes text files or directories; "
-                      "the demo corpus is /usr/share/games/fortunes from the 'fortunes' package)");
+// The files of one input, sorted when it is a directory.
+std::vector<std::string> files_of(const std::string& in) {
+  std::error_code ec;
+  if (fs::is_directory(in, ec)) {
+    std::vector<std::string> dir;
+    for (auto& e : fs::directory_iterator(in)) {
+      if (e.is_symlink() || !e.is_regular_file() || e.path().extension() == ".dat") continue;
+      dir.push_back(e.path().string());
     }
+    std::sort(dir.begin(), dir.end());
+    if (dir.empty()) throw UserError(in + ": directory has no text files to tokenize");
+    return dir;
   }
-  return files;
+  if (fs::is_regular_file(in, ec)) return {in};
+  throw UserError(in + ": no such file or directory (--input takes text files or directories; "
+                  "the demo corpus is /usr/share/games/fortunes from the 'fortunes' package)");
 }
 
-std::vector<std::string> split_documents(const std::string& text) {
-  std::vector<std::string> docs;
-  std::istringstream in(text);
-  std::string line, doc;
-  bool fortune_format = false;
-  while (std::getline(in, line)) {
-    if (line == "%") {
-      fortune_format = true;
-      if (!doc.empty()) docs.push_back(doc);
-      doc.clear();
-    } else {
-      doc += line + "\n";
-    }
-  }
-  if (!doc.empty()) docs.push_back(doc);
-  if (!fortune_format) return {text};
-  return docs;
+// Fewer than 20 documents: what each input gave, and a piece size that gives 20.
+std::string too_few(const PrepareStats& st, size_t text_bytes) {
+  std::string msg = "prepare: ";
+  for (size_t i = 0; i < st.inputs.size(); ++i) msg += (i ? "; " : "") + describe(st.inputs[i]);
+  if (st.inputs.size() > 1) msg += "; " + std::to_string(st.documents) + " documents in all";
+  msg += "; at least 20 are needed, as every 20th document goes to the validation shard: ";
+  const size_t piece = text_bytes / 20;
+  if (piece < kMinPieceBytes)
+    return msg + "the text holds " + std::to_string(text_bytes) + " bytes, too few for 20 documents of " +
+           std::to_string(kMinPieceBytes) + " bytes; give at least " + std::to_string(20 * kMinPieceBytes) +
+           " bytes of text";
+  return msg + "try --split bytes --piece-bytes " + std::to_string(piece) + " (pieces of at most 1/20 of the " +
+         std::to_string(text_bytes) + " bytes of text), or add text";
 }
 
 }  // namespace
 
-PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::string& out_dir, int vocab) {
+std::string describe(const InputReport& r) {
+  std::string s = r.path + ": ";
+  if (r.files != 1) s += std::to_string(r.files) + " files, ";
+  s += std::to_string(r.documents) + (r.documents == 1 ? " document (" : " documents (");
+  if (r.files == 1 && r.empty_files == 1) return s + "empty)";
+  bool first = true;
+  for (auto& [how, files] : r.splits) {
+    s += first ? "" : ", ";
+    s += r.splits.size() == 1 && r.empty_files == 0 ? how : std::to_string(files) + " " + how;
+    first = false;
+  }
+  if (r.empty_files) s += (first ? "" : ", ") + std::to_string(r.empty_files) + " empty";
+  if (r.crlf_files) s += r.files == 1 ? "; CRLF line ends read as LF" : "; CRLF line ends read as LF in " +
+                                                                            std::to_string(r.crlf_files);
+  return s + ")";
+}
+
+PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::string& out_dir, int vocab,
+                            const SplitOptions& split) {
   PrepareStats st;
   std::vector<std::string> docs;
-  for (auto& path : expand_inputs(inputs)) {
-    st.files++;
-    for (auto& doc : split_documents(read_file(path))) st.bytes += doc.size(), docs.push_back(std::move(doc));
+  size_t text_bytes = 0;
+  for (auto& in : inputs) {
+    InputReport r;
+    r.path = in;
+    for (auto& path : files_of(in)) {
+      const std::string text = read_file(path);
+      check_text(path, text);
+      FileDocuments f = split_documents(text, split);
+      r.files++;
+      text_bytes += f.bytes;
+      r.documents += f.docs.size();
+      r.crlf_files += f.crlf;
+      if (f.docs.empty()) r.empty_files++;
+      else r.splits[split_description(f.used, split)]++;
+      for (auto& doc : f.docs) st.bytes += doc.size(), docs.push_back(std::move(doc));
+    }
+    st.files += r.files;
+    st.inputs.push_back(std::move(r));
   }
   st.documents = docs.size();
   auto validation = [](size_t doc) { return doc % 20 == 19; };
-  if (docs.size() < 20)
-    throw UserError("prepare: the inputs hold " + std::to_string(docs.size()) +
-                    " documents; at least 20 are needed for a train and a validation shard");
+  if (docs.size() < 20) throw UserError(too_few(st, text_bytes));
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw UserError(out_dir + ": cannot create the output directory: " + ec.message());
