@@ -113,7 +113,8 @@ int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out, 
   const mt::PrepareStats st = mt::prepare_shards(inputs, out, vocab, split);
   for (const mt::InputReport& r : st.inputs) std::printf("prepare: %s\n", mt::describe(r).c_str());
   std::printf("prepare: %zu %s, %zu documents -> %s/train_000000.bin (%zu tokens), %s/val_000000.bin (%zu tokens)\n",
-              st.files, st.files == 1 ? "file" : "files", st.documents, out.c_str(), st.train_tokens, out.c_str(), st.val_tokens);
+              st.files, st.files == 1 ? "file" : "files", st.documents, out.c_str(), st.train_tokens, out.c_str(),
+              st.val_tokens);
   const double tokens = double(st.train_tokens + st.val_tokens - st.documents);  // without the document starts
   if (vocab > 0) {
     std::printf("prepare: BPE vocabulary of %d tokens%s, learned in %.1f s -> %s/tokenizer.bpe, %s/tokenizer.json\n",
@@ -126,10 +127,7 @@ int cmd_prepare(const std::vector<std::string>& inputs, const std::string& out, 
     std::printf("prepare: byte-level vocabulary of %d tokens\n", mt::kByteVocab);
   }
   std::printf("prepare: unigram entropy of the training tokens %.4f nats\n", st.unigram_entropy);
-  std::printf("prepare: train on them: moetrain train EXP.toml --set data.train='%s/train_*.bin' "
-              "--set data.val='%s/val_*.bin'%s\n",
-              out.c_str(), out.c_str(),
-              vocab > 0 ? (" --set model.vocab_size=" + std::to_string(st.vocab)).c_str() : "");
+  std::printf("prepare: train on them: %s\n", mt::train_command(out, vocab > 0 ? st.vocab : 0).c_str());
   return 0;
 }
 

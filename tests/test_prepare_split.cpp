@@ -210,3 +210,16 @@ TEST_CASE("prepare: a directory's files are described together; a binary file in
   write(dir + "/in/d.png", std::string("\x89PNG\r\n\x1a\n\0\0", 10));
   CHECK(contains(error_of([&] { mt::prepare_shards({dir + "/in"}, dir + "/out"); }), "d.png: byte 0 (line 1) is 0x89"));
 }
+
+TEST_CASE("prepare names the command that trains on its shards, the run named after their directory") {
+  CHECK(mt::train_command("data/my", 0) ==
+        "moetrain train EXP.toml --set run.name=my --set data.train='data/my/train_*.bin' "
+        "--set data.val='data/my/val_*.bin'");
+  CHECK(mt::train_command("data/my-notes/", 512) ==
+        "moetrain train EXP.toml --set run.name=my-notes --set data.train='data/my-notes/train_*.bin' "
+        "--set data.val='data/my-notes/val_*.bin' --set model.vocab_size=512");
+  CHECK(mt::train_command("my notes", 0) ==
+        "moetrain train EXP.toml --set data.train='my notes/train_*.bin' --set data.val='my notes/val_*.bin'");
+  CHECK(mt::train_command(".", 0) ==
+        "moetrain train EXP.toml --set data.train='./train_*.bin' --set data.val='./val_*.bin'");
+}

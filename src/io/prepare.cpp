@@ -73,6 +73,20 @@ std::string describe(const InputReport& r) {
   return s + ")";
 }
 
+std::string train_command(const std::string& out, int bpe_vocab) {
+  std::string out_dir = out;
+  while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
+  const std::string name = fs::path(out_dir).filename().string();
+  const bool plain = !name.empty() && name != "." && name != ".." &&
+                     name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                         std::string::npos;
+  std::string cmd = "moetrain train EXP.toml";
+  if (plain) cmd += " --set run.name=" + name;
+  cmd += " --set data.train='" + out_dir + "/train_*.bin' --set data.val='" + out_dir + "/val_*.bin'";
+  if (bpe_vocab > 0) cmd += " --set model.vocab_size=" + std::to_string(bpe_vocab);
+  return cmd;
+}
+
 PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::string& out_dir, int vocab,
                             const SplitOptions& split) {
   PrepareStats st;

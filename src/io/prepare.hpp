@@ -25,6 +25,11 @@ struct InputReport {
 // "my.txt: 412 documents (split at blank lines)", "fortunes: 43 files, 15217 documents (...)".
 std::string describe(const InputReport& r);
 
+// The command that trains an experiment on out_dir's shards: "moetrain train EXP.toml --set
+// run.name=NAME --set data.train='OUT/train_*.bin' ...", the run named after the directory when that
+// name needs no shell quoting, and with bpe_vocab > 0 the vocabulary size.
+std::string train_command(const std::string& out_dir, int bpe_vocab);
+
 struct PrepareStats {
   std::vector<InputReport> inputs;
   size_t files = 0, documents = 0, train_tokens = 0, val_tokens = 0;
@@ -36,8 +41,8 @@ struct PrepareStats {
 
 // At least 20 documents are needed; fewer are refused naming what each input gave and a piece
 // size that would give enough. Inputs may be files or directories (their regular files,
-// non-recursively, skipping the fortune index files *.dat and symbolic links). Writes DIR/train_000000.bin, DIR/val_000000.bin;
-// with vocab > 0 (BPE), also DIR/tokenizer.bpe and DIR/tokenizer.json (Hugging Face).
+// non-recursively, skipping the fortune index files *.dat and symbolic links). Writes
+// DIR/train_000000.bin, DIR/val_000000.bin; with vocab > 0 (BPE), also DIR/tokenizer.bpe and DIR/tokenizer.json (Hugging Face).
 PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::string& out_dir, int vocab = 0,
                             const SplitOptions& split = {});
 

@@ -97,7 +97,8 @@ SplitOptions split_options(const std::string& split, const std::string* separato
   SplitOptions opt;
   if (separator && piece_bytes)
     throw UserError("prepare: --separator and --piece-bytes belong to different splits (separator, bytes); give one");
-  if (split.empty()) opt.kind = separator ? DocumentSplit::Separator : piece_bytes ? DocumentSplit::Bytes : DocumentSplit::Auto;
+  if (split.empty())
+    opt.kind = separator ? DocumentSplit::Separator : piece_bytes ? DocumentSplit::Bytes : DocumentSplit::Auto;
   else if (split == "auto") opt.kind = DocumentSplit::Auto;
   else if (split == "paragraphs") opt.kind = DocumentSplit::Paragraphs;
   else if (split == "separator") opt.kind = DocumentSplit::Separator;
@@ -157,7 +158,8 @@ FileDocuments split_documents(std::string_view raw, const SplitOptions& opt) {
   out.used = opt.kind;
   if (opt.kind == DocumentSplit::Auto) {
     const auto lines = lines_of(text);
-    out.used = std::find(lines.begin(), lines.end(), "%") != lines.end() ? DocumentSplit::Separator : DocumentSplit::Paragraphs;
+    const bool fortune = std::find(lines.begin(), lines.end(), "%") != lines.end();
+    out.used = fortune ? DocumentSplit::Separator : DocumentSplit::Paragraphs;
   }
   switch (out.used) {
     case DocumentSplit::Paragraphs: out.docs = runs_between(text, blank); break;
@@ -177,7 +179,8 @@ std::string split_description(DocumentSplit used, const SplitOptions& opt) {
   switch (used) {
     case DocumentSplit::Paragraphs: return "split at blank lines";
     case DocumentSplit::Separator:
-      return "split at lines holding only \"" + (opt.kind == DocumentSplit::Auto ? std::string("%") : opt.separator) + "\"";
+      return "split at lines holding only \"" + (opt.kind == DocumentSplit::Auto ? std::string("%") : opt.separator) +
+             "\"";
     case DocumentSplit::Bytes: return "pieces of at most " + std::to_string(opt.piece_bytes) + " bytes";
     case DocumentSplit::File: return "one document per file";
     default: return "split automatically";
