@@ -42,7 +42,8 @@ struct PrepareStats {
 // At least 20 documents are needed; fewer are refused naming what each input gave and a piece
 // size that would give enough. Inputs may be files or directories (their regular files,
 // non-recursively, skipping the fortune index files *.dat and symbolic links). Writes
-// DIR/train_000000.bin, DIR/val_000000.bin; with vocab > 0 (BPE), also DIR/tokenizer.bpe and DIR/tokenizer.json (Hugging Face).
+// DIR/train_000000.bin, DIR/val_000000.bin; with vocab > 0 (BPE), also DIR/tokenizer.bpe and
+// DIR/tokenizer.json (Hugging Face).
 PrepareStats prepare_shards(const std::vector<std::string>& inputs, const std::string& out_dir, int vocab = 0,
                             const SplitOptions& split = {});
 
