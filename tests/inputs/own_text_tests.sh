@@ -37,7 +37,7 @@ check "sample continues a prompt from the run" \
 expect "export writes the run as transformers' DeepseekV3ForCausalLM" 0 "json \(DeepseekV3ForCausalLM\)" -- \
   $bin export "$tmp/runs/gpl" --hf "$tmp/hf/gpl"
 if ! "$python" -c "import transformers, h5py" 2>/dev/null; then
-  echo "skipped: no .venv (transformers): sh scripts/deps.sh"
+  echo "SKIP transformers loads the export and generates (skipped: no .venv with transformers; sh scripts/deps.sh)"
 else
   $bin dump-step "$tmp/mla.toml" --out "$tmp/step.h5" --from "$tmp/runs/gpl/ckpt/step_00000150" \
     --set data.train="$tmp/data/gpl/train_*.bin" --set data.val="$tmp/data/gpl/val_*.bin" > /dev/null
