@@ -4,7 +4,7 @@
 # prepare cuts files into documents and what it refuses. One PASS or FAIL line per case.
 set -u
 cd "$(dirname "$0")/../.."
-bin=./moetrain
+bin=${MOETRAIN:-./moetrain}  # another build to test, e.g. a CPU-only one
 python=${PYTHON:-.venv/bin/python}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
