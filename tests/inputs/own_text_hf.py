@@ -1,8 +1,11 @@
 """The transformers end of "Train on your own text": a moetrain run exported with `moetrain export`
 loads as the README says and agrees with moetrain. Prints one PASS or FAIL line per check.
-`python tests/inputs/own_text_hf.py HF_DIR STEP_H5 PROMPT GREEDY_FILE`: STEP_H5 is `moetrain
+`python tests/inputs/own_text_hf.py HF_DIR STEP_H5 PROMPT GREEDY_FILE SNIPPET`: STEP_H5 is `moetrain
 dump-step --from` the exported checkpoint (its batch and logits), GREEDY_FILE what `moetrain sample
---prompt PROMPT --temperature 0` printed."""
+--prompt PROMPT --temperature 0` printed, SNIPPET the README's Python lines, run here as written
+(with HF_DIR for its directory) to save a second start of transformers."""
+import contextlib
+import io
 import sys
 
 import h5py
@@ -20,7 +23,7 @@ def report(name, ok, detail):
 
 
 def main():
-    hf_dir, step_h5, prompt, greedy_file = sys.argv[1:5]
+    hf_dir, step_h5, prompt, greedy_file, snippet = sys.argv[1:6]
     tokenizer = PreTrainedTokenizerFast(tokenizer_file=f"{hf_dir}/tokenizer.json")
     model = AutoModelForCausalLM.from_pretrained(hf_dir).eval()
     ok = True
@@ -50,6 +53,15 @@ def main():
     text = tokenizer.decode(out[0, 1:], skip_special_tokens=True)
     ok &= report("transformers samples 40 tokens and the tokenizer decodes them",
                  out.shape[1] == len(ids) + 40 and text.startswith(prompt), repr(text))
+
+    code = open(snippet).read()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README snippet", "exec"), {})
+    story = printed.getvalue()
+    ok &= report("the README's transformers snippet generates from the export",
+                 f'from_pretrained("{hf_dir}")' in code and story.startswith("Once upon a time") and
+                 len(story) > len("Once upon a time\n"), repr(story[:60]))
     sys.exit(0 if ok else 1)
 
 

@@ -18,7 +18,7 @@ paragraphs=$(python3 tests/inputs/own_text_shards.py "$text" "$tmp/data/gpl" 2>&
 check "prepare cuts the file at blank lines: the shards hold its $paragraphs paragraphs, in order" \
   '[[ $paragraphs =~ ^[0-9]+$ ]] && grep -q "GPL-3: $paragraphs documents (split at blank lines)" <<<"$out"'
 # The experiment points elsewhere: only the --set flags prepare prints bring the shards in.
-python3 tests/tiny_experiment.py "$tmp/nowhere" model.seq_len=64 model.d_model=32 model.n_dense_layers=1 \
+python3 tests/tiny_experiment.py "$tmp/nowhere" model.seq_len=128 model.d_model=32 model.n_dense_layers=1 \
   model.attention.kind='"mla"' model.attention.kv_lora_rank=16 model.attention.qk_nope_head_dim=8 \
   model.attention.qk_rope_head_dim=4 model.attention.v_head_dim=8 model.moe.n_shared_experts=1 \
   training.steps=150 training.global_batch=8 training.micro_batch=8 training.eval_every=50 \
@@ -41,9 +41,15 @@ if ! "$python" -c "import transformers, h5py" 2>/dev/null; then
 else
   $bin dump-step "$tmp/mla.toml" --out "$tmp/step.h5" --from "$tmp/runs/gpl/ckpt/step_00000150" \
     --set data.train="$tmp/data/gpl/train_*.bin" --set data.val="$tmp/data/gpl/val_*.bin" > /dev/null
-  # transformers' notices go to stderr; its lines here are the PASS and FAIL lines.
-  "$python" tests/inputs/own_text_hf.py "$tmp/hf/gpl" "$tmp/step.h5" "$prompt" "$tmp/greedy.txt" 2> /dev/null ||
-    [[ -f $tmp/step.h5 ]] || echo "FAIL transformers: moetrain dump-step wrote no logits"
+  # The README's snippet, with this run's export for hf/my.
+  awk '/^\.venv\/bin\/python -c .$/ { f = 1; next } f && /^```/ { f = 0 } f' README.md | sed "s/'\$//" |
+    sed "s|\"hf/my|\"$tmp/hf/gpl|g" > "$tmp/readme_snippet.py"
+  # transformers' notices go to stderr; its stdout is PASS and FAIL lines, and a crash is a FAIL too.
+  hf=$("$python" tests/inputs/own_text_hf.py "$tmp/hf/gpl" "$tmp/step.h5" "$prompt" "$tmp/greedy.txt" \
+    "$tmp/readme_snippet.py" 2> "$tmp/hf.err")
+  rc=$?
+  [[ -n $hf ]] && echo "$hf"
+  [[ $rc -ne 0 && $hf != *FAIL* ]] && echo "FAIL transformers: exit $rc: $(tail -n 1 "$tmp/hf.err")"
 fi
 
 # ---- how files are cut -------------------------------------------------------------------------
