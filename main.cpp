@@ -334,8 +334,8 @@ int main(int argc, char** argv) {
       "--separator", prepare_separator, "with --split separator: the line between documents (default \"%\")");
   CLI::Option* piece_opt = prepare->add_option(
       "--piece-bytes", prepare_piece_bytes,
-      "with --split bytes: the most bytes in a document (default " + std::to_string(mt::kDefaultPieceBytes) +
-          ", at least " + std::to_string(mt::kMinPieceBytes) + ")");
+      "with --split bytes: the most bytes in a document (default " + std::to_string(mt::kDefaultPieceBytes) + ")")
+      ->check(mt::whole_in(mt::kMinPieceBytes, 1LL << 40));
 
   std::string tokenizer_path;
   std::vector<std::string> tokenize_files;
