@@ -52,6 +52,13 @@ else
   [[ $rc -ne 0 && $hf != *FAIL* ]] && echo "FAIL transformers: exit $rc: $(tail -n 1 "$tmp/hf.err")"
 fi
 
+# A BPE: the printed command carries its vocabulary size, and the run trains on it.
+out=$($bin prepare --input "$text" --out "$tmp/data/gpl-bpe" --vocab 300 2>&1)
+command=$(sed -n 's/^prepare: train on them: //p' <<<"$out")
+command=${command/#moetrain train EXP.toml/$bin train $tmp/mla.toml --set training.steps=2}
+check "with --vocab the printed train command sets model.vocab_size, and trains" \
+  '[[ $command == *"--set model.vocab_size=300" ]] && eval "$command" 2>&1 | grep -q "^done: 2 steps"'
+
 # ---- how files are cut -------------------------------------------------------------------------
 expect "prepare --help states the default split" 0 "auto \(the default: a file with lines holding only \"%\"" -- \
   $bin prepare --help
