@@ -9,6 +9,7 @@
 #include "io/prepare.hpp"
 #include "io/prepare_split.hpp"
 #include "io/shards.hpp"
+#include "fuzz_cases.hpp"
 #include "test_helpers.hpp"
 #include "util/error.hpp"
 
@@ -222,4 +223,29 @@ TEST_CASE("prepare names the command that trains on its shards, the run named af
         "moetrain train EXP.toml --set data.train='my notes/train_*.bin' --set data.val='my notes/val_*.bin'");
   CHECK(mt::train_command(".", 0) ==
         "moetrain train EXP.toml --set data.train='./train_*.bin' --set data.val='./val_*.bin'");
+}
+
+TEST_CASE("mutated text: every split keeps its promises or check_text refuses the bytes") {
+  Rng rng(11);
+  const std::string seed_text = "One line.\r\n\r\nAnother, caf\xC3\xA9 \xE2\x82\xAC.\n%\nThird\t \n \n";
+  for (int c = 0; c < fuzz_cases(3000); ++c) {
+    std::string text = seed_text;
+    for (int m = 0; m < 1 + int(below(rng, 4)); ++m) mutate_bytes(text, rng, int(below(rng, 4)), "\r\n%\t \xC3");
+    if (!valid_utf8(text)) continue;
+    const size_t piece = mt::kMinPieceBytes + below(rng, 8);
+    const auto pieces = cut(text, DocumentSplit::Bytes, piece);
+    std::string lf = text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text;
+    for (size_t at = 0; (at = lf.find("\r\n", at)) != std::string::npos; ++at) lf.erase(at, 1);  // one pass
+    REQUIRE(joined(pieces.docs) == lf);
+    for (auto& p : pieces.docs) {
+      CHECK(p.size() <= piece);
+      CHECK(valid_utf8(p));
+    }
+    for (auto kind : {DocumentSplit::Auto, DocumentSplit::Paragraphs, DocumentSplit::Separator, DocumentSplit::File})
+    {
+      const auto docs = cut(text, kind).docs;
+      for (auto& doc : docs) CHECK(doc.find_first_not_of(" \t\n") != std::string::npos);
+      CHECK(joined(docs).size() <= lf.size() + docs.size());  // at most a line break added to each
+    }
+  }
 }
