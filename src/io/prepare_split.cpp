@@ -47,6 +47,7 @@ std::vector<std::string> runs_between(std::string_view text, Cut cut) {
 }
 
 std::vector<std::string> pieces(std::string_view text, size_t n) {
+  MT_CHECK(n >= 4);  // a UTF-8 character fits (split_options asks for kMinPieceBytes)
   std::vector<std::string> docs;
   size_t at = 0;
   while (at < text.size()) {
