@@ -10,13 +10,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source tests/expect.sh
 text=/usr/share/common-licenses/GPL-3  # base-files: 35 KB of English in paragraphs
-check() { if eval "$2"; then echo "PASS $1"; else echo "FAIL $1"; fi; }
+# check NAME CONDITION [OUTPUT]: PASS, or FAIL with the output's last lines.
+check() {
+  if eval "$2"; then echo "PASS $1"; else echo "FAIL $1"; [[ -n ${3:-} ]] && tail -n 8 <<<"$3" | sed 's/^/    /'; fi
+}
 
 # ---- the path ----------------------------------------------------------------------------------
 out=$($bin prepare --input "$text" --out "$tmp/data/gpl" 2>&1)
 paragraphs=$(python3 tests/inputs/own_text_shards.py "$text" "$tmp/data/gpl" 2>&1)
-check "prepare cuts the file at blank lines: the shards hold its $paragraphs paragraphs, in order" \
-  '[[ $paragraphs =~ ^[0-9]+$ ]] && grep -q "GPL-3: $paragraphs documents (split at blank lines)" <<<"$out"'
+check "prepare cuts the file at blank lines: the shards hold its paragraphs, in order" \
+  '[[ $paragraphs =~ ^[0-9]+$ ]] && grep -q "GPL-3: $paragraphs documents (split at blank lines)" <<<"$out"' \
+  "$out"$'\n'"$paragraphs"
 # The experiment points elsewhere: only the --set flags prepare prints bring the shards in.
 python3 tests/tiny_experiment.py "$tmp/nowhere" model.seq_len=128 model.d_model=32 model.n_dense_layers=1 \
   model.attention.kind='"mla"' model.attention.kv_lora_rank=16 model.attention.qk_nope_head_dim=8 \
@@ -29,7 +33,8 @@ train=$(eval "$command" 2>&1)
 entropy=$(sed -n 's/.*unigram entropy of the data \([0-9.]*\)).*/\1/p' <<<"$train")
 eval_loss=$(sed -n 's/^summary: .* eval_loss=\([0-9.]*\) .*/\1/p' <<<"$train")
 check "the train command prepare prints trains on the text, below its unigram entropy ($eval_loss < $entropy)" \
-  '[[ $command == *"run.name=gpl "* ]] && awk -v a="$eval_loss" -v b="$entropy" "BEGIN { exit !(b > 0 && a < b) }"'
+  '[[ $command == *"run.name=gpl "* ]] && awk -v a="$eval_loss" -v b="$entropy" "BEGIN { exit !(b > 0 && a < b) }"' \
+  "$command"$'\n'"$train"
 prompt="The licensee"
 $bin sample "$tmp/runs/gpl" --prompt "$prompt" --tokens 30 --temperature 0 > "$tmp/greedy.txt" 2> "$tmp/sample.err"
 check "sample continues a prompt from the run" \
