@@ -274,6 +274,24 @@ int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool 
   return 0;
 }
 
+// CLI11 exits 100-114 on a bad command line; moetrain exits 2 on bad input like every other, and without a
+// known command it prints the usage and the commands.
+int command_line_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help
+  const std::vector<CLI::App*> used = app.get_subcommands();
+  if (used.empty()) {
+    const bool named = argc > 1 && argv[1][0] != '-';
+    std::fprintf(stderr, "%s", app.help().c_str());
+    std::fprintf(stderr, "error: %s: give one of the commands above, e.g. `moetrain train EXPERIMENT`\n",
+                 named ? ("'" + std::string(argv[1]) + "' is not a moetrain command").c_str() : "no command given");
+    return 2;
+  }
+  const std::string command = used.front()->get_name();
+  std::fprintf(stderr, "error: %s: %s\n`moetrain %s --help` lists its options\n", command.c_str(), e.what(),
+               command.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -443,7 +461,11 @@ int main(int argc, char** argv) {
   plot->add_option("--out", plot_out, "directory for the SVG files (created if needed)")->required();
   plot->add_flag("--log-steps", plot_log_steps, "log-scaled step axis");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return command_line_error(app, e, argc, argv);
+  }
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, train_cluster, world.get());
     if (*prepare) return cmd_prepare(inputs, out_dir, prepare_vocab);
