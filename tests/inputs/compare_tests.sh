@@ -19,3 +19,27 @@ expect "options that exclude each other: status 2" 2 "error: inspect: --json exc
   $bin inspect r --json --csv
 expect "an unknown option: status 2" 2 "error: plot: .*--nope" -- $bin plot r --out o --nope
 expect "--help still exits 0" 0 "Usage: .*plot" -- $bin plot --help
+
+# Plot: the running mean's window is a number of steps, the same for every run of a chart, so two runs with the
+# same losses over their common steps draw the same bold curve there.
+py=${PYTHON:-.venv/bin/python}
+for n in 60 150; do mkdir -p "$tmp/made-$n" && $py tests/inputs/made_up_run.py "$tmp/made-$n" $n; done
+$bin plot "$tmp/made-60" "$tmp/made-150" --out "$tmp/plots" > /dev/null 2>&1
+same_smooth_prefix() {  # the bold lines of two runs agree point for point over the shorter one
+  python3 -c "
+import re, sys
+lines = re.findall(r'<polyline points=\"([^\"]*)\"[^>]*class=\"smooth\"', open(sys.argv[1]).read())
+a, b = (l.split() for l in lines)
+print('same' if len(lines) == 2 and len(a) == 60 and a == b[:60] else f'{len(lines)} lines, differ')" "$1"
+}
+expect "plot: runs sharing their losses draw the same running mean over their common steps" 0 "^same$" -- \
+  same_smooth_prefix "$tmp/plots/loss.svg"
+expect "plot: the note names the window, from the longest run by default" 0 "bold: running mean over 6 steps" -- \
+  cat "$tmp/plots/loss.svg"
+expect "plot --smooth sets the window" 0 "bold: running mean over 9 steps" -- bash -c \
+  "$bin plot '$tmp/made-60' --out '$tmp/plots9' --smooth 9 >/dev/null && cat '$tmp/plots9/grad_norm.svg'"
+expect "plot --smooth 1 draws every step alone" 0 "^0 a point per step$" -- bash -c \
+  "$bin plot '$tmp/made-150' --out '$tmp/plots1' --smooth 1 >/dev/null &&
+   echo \$(grep -c 'class=\"smooth\"' '$tmp/plots1/loss.svg') \$(grep -o 'a point per step' '$tmp/plots1/loss.svg')"
+expect "plot --smooth: a negative window" 2 "error: plot: --smooth: -3 is out of range \(at least 0\)" -- \
+  $bin plot "$tmp/made-60" --out "$tmp/plots" --smooth -3
