@@ -43,3 +43,43 @@ expect "plot --smooth 1 draws every step alone" 0 "^0 a point per step$" -- bash
    echo \$(grep -c 'class=\"smooth\"' '$tmp/plots1/loss.svg') \$(grep -o 'a point per step' '$tmp/plots1/loss.svg')"
 expect "plot --smooth: a negative window" 2 "error: plot: --smooth: -3 is out of range \(at least 0\)" -- \
   $bin plot "$tmp/made-60" --out "$tmp/plots" --smooth -3
+
+# Extending a finished run: its cosine decay is over, so raising training.steps holds the final lr (the default),
+# warms up again and decays a second time, or stops naming the choices of lr_schedule.extend; the lr never jumps
+# back up the old cosine stretched to the new length.
+for i in $(seq 1 30); do printf 'fortune number %d\n%%\n' "$i"; done > "$tmp/quotes"
+$bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
+python3 tests/tiny_experiment.py "$tmp" training.steps=6 lr_schedule.warmup_steps=2 > "$tmp/ext.toml"
+$bin train "$tmp/ext.toml" --set run.name='"ext"' > /dev/null 2>&1
+for kind in refuse constant rewarm constant-sliced rewarm-sliced; do cp -r "$tmp/runs/ext" "$tmp/runs/ext-$kind"; done
+lrs() {  # the logged lr of every step, one line
+  $py -c "import h5py, sys; print(' '.join('%.4e' % x for x in h5py.File(sys.argv[1] + '/log.h5')['lr'][:]))" "$1"
+}
+expect "extending a finished decay stops, naming lr_schedule.extend and its choices" 2 \
+  "ckpt/step_00000006 ends the cosine decay of this run \(steps 0 to 6, lr now 3.00e-04\), and training.steps = 10 \
+\(--set training.steps=10\) adds steps after it: set lr_schedule.extend = \"constant\" .* or \"rewarm\"" -- \
+  $bin train "$tmp/ext.toml" --set run.name='"ext-refuse"' --set training.steps=10 --set lr_schedule.extend='"refuse"'
+extend() {  # extend ext-$1 to 10 steps with lr_schedule.extend = $2, in one go or with a stop at step 8
+  local more=(); [[ $1 == *sliced ]] && more=(--stop-after 8)
+  $bin train "$tmp/ext.toml" --set run.name="\"ext-$1\"" --set training.steps=10 --set lr_schedule.extend="\"$2\"" \
+    "${more[@]}" > "$tmp/ext-$1.out" 2>&1 || return
+  if [[ $1 == *sliced ]]; then
+    $bin train "$tmp/ext.toml" --set run.name="\"ext-$1\"" --set training.steps=10 --set lr_schedule.extend="\"$2\"" \
+      >> "$tmp/ext-$1.out" 2>&1 || return
+  fi
+  lrs "$tmp/runs/ext-$1"
+}
+decay=$(lrs "$tmp/runs/ext")
+held="$decay 3.0000e-04 3.0000e-04 3.0000e-04 3.0000e-04"
+expect "extend = \"constant\" (the default): the added steps hold the final lr" 0 "^same$" -- bash -c \
+  "[[ '$(extend constant constant)' == '$held' ]] && echo same"
+expect "extend = \"constant\": the banner and log.h5 say so" 0 "lr held at 3.00e-04 after step 6" -- \
+  cat "$tmp/ext-constant.out"
+expect "extend = \"constant\": a resume within the added steps keeps holding it (the checkpoint records the decay)" \
+  0 "^same$" -- bash -c "[[ '$(extend constant-sliced constant)' == '$held' ]] && echo same"
+# A second warmup from 3e-4 to 3e-3 over 2 steps (as the first: 1.5e-3, 3e-3), then cosine down to 3e-4 at step 10.
+warm="$decay 1.6500e-03 3.0000e-03 3.0000e-03 3.0000e-04"
+expect "extend = \"rewarm\": a stated warmup from the final lr, then a second decay to the new end" 0 "^same$" -- \
+  bash -c "[[ '$(extend rewarm rewarm)' == '$warm' ]] && echo same"
+expect "extend = \"rewarm\": a resume within the second cycle keeps it" 0 "^same$" -- \
+  bash -c "[[ '$(extend rewarm-sliced rewarm)' == '$warm' ]] && echo same"
