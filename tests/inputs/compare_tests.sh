@@ -83,3 +83,22 @@ expect "extend = \"rewarm\": a stated warmup from the final lr, then a second de
   bash -c "[[ '$(extend rewarm rewarm)' == '$warm' ]] && echo same"
 expect "extend = \"rewarm\": a resume within the second cycle keeps it" 0 "^same$" -- \
   bash -c "[[ '$(extend rewarm-sliced rewarm)' == '$warm' ]] && echo same"
+
+# inspect on a sweep's folder compares its runs, as if each were named.
+python3 tests/tiny_experiment.py "$tmp" > "$tmp/sweep_exp.toml"
+cat > "$tmp/grid.toml" <<TOML
+experiment = "$tmp/sweep_exp.toml"
+[grid]
+"optimizer.lr" = [1e-3, 3e-3]
+[set]
+"training.steps" = 2
+TOML
+$bin sweep "$tmp/grid.toml" > /dev/null 2>&1
+expect "inspect on a sweep's folder: a row per run, with the key they differ in" 0 \
+  "^run +optimizer.lr +status .*grid/lr=0.001 +0.001 +complete +2/2 .*grid/lr=0.003 +0.003 +complete +2/2 " -- \
+  bash -c "$bin inspect '$tmp/runs/grid' | tr '\n' ' '"
+expect "inspect on a sweep's folder compares what naming its runs compares" 0 "^same$" -- bash -c \
+  "[[ \$($bin inspect '$tmp/runs/grid' --csv) == \$($bin inspect '$tmp/runs/grid/lr=0.001' '$tmp/runs/grid/lr=0.003' --csv) ]] &&
+   echo same"
+expect "inspect: a folder without runs still says what to give" 2 "empty: neither a run nor a checkpoint directory" -- \
+  bash -c "mkdir -p '$tmp/empty' && $bin inspect '$tmp/empty'"
