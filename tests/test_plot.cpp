@@ -161,7 +161,7 @@ TEST_CASE("charts that do not apply are skipped with the reason") {
 TEST_CASE("expert and phase charts draw a cell per step and expert, a bar segment per rank and phase") {
   const std::vector<Run> runs = {fake_run("moe", 6, true, 2)};
   const Chart load = expert_load_chart(runs);
-  CHECK(count(load.svg, ">MoE layer ") == 2);
+  CHECK(count(load.svg, ">MoE layer ") == 2);  // a log without its config: no block numbers
   CHECK(count(load.svg, "<rect") >= 6 * 2 * 4);
   CHECK(count(expert_bias_chart(runs, false).svg, "class=\"expert\"") == 2 * 4);
   const Chart phases = phases_chart(runs);

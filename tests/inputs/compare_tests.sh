@@ -102,3 +102,16 @@ expect "inspect on a sweep's folder compares what naming its runs compares" 0 "^
    echo same"
 expect "inspect: a folder without runs still says what to give" 2 "empty: neither a run nor a checkpoint directory" -- \
   bash -c "mkdir -p '$tmp/empty' && $bin inspect '$tmp/empty'"
+
+# MoE layers: plot and inspect name them alike, by block index (the made-up model: block 0 dense, 1 and 2 MoE).
+export bin tmp
+layer_names() {  # the layer names inspect prints and both expert charts draw, one line each
+  $bin inspect "$tmp/made-60" | grep -oE "^ +(block|MoE layer|MTP module) [0-9]+" | sed 's/^ *//' | tr '\n' ','; echo
+  grep -oE ">(block|MoE layer|MTP module) [0-9]+<" "$tmp/plots/expert_load.svg" | tr -d '<>' | sort -u | tr '\n' ','
+  echo
+  grep -oE "(block|MoE layer|MTP module) [0-9]+</text>" "$tmp/plots/expert_bias.svg" | sed 's|</text>||' | sort -u |
+    tr '\n' ','; echo
+}
+export -f layer_names
+expect "MoE layers: inspect, expert_load.svg and expert_bias.svg all say block 1 and block 2" 0 "^same$" -- bash -c \
+  "[[ \$(layer_names | sort -u) == 'block 1,block 2,' ]] && echo same || layer_names"
