@@ -50,8 +50,8 @@ std::string resume_lr_cycle(const Config& cfg, const Resumed& r, TrainState& sta
   const long long decay_end = saved.end > 0 ? saved.end : saved_steps;
   if (cfg.lr_schedule.kind != "cosine" || state.step < decay_end || state.step >= cfg.training.steps) return "";
   return cycle.start == state.step
-      ? "lr warms up again and decays to step " + std::to_string(cycle.end) + " (lr_schedule.extend = \"rewarm\")"
-      : "lr held at " + format_number("%.2e", learning_rate(cfg, cycle, state.step)) + " after step " +
+      ? "warms up again and decays to step " + std::to_string(cycle.end) + " (lr_schedule.extend = \"rewarm\")"
+      : "held at " + format_number("%.2e", learning_rate(cfg, cycle, state.step)) + " after step " +
             std::to_string(cycle.end) + " (lr_schedule.extend = \"constant\")";
 }
 
@@ -381,6 +381,14 @@ TrainSummary Trainer::run() {
                     *resume_from + " was trained with seed " + std::to_string(state.seed) +
                     "; use the same seed, or a new run.name / checkpoint.resume = \"never\" for a fresh run");
   state.seed = cfg_.run.seed;
+  // --profile times the steps this command trains: with none left it would print an empty table.
+  const long long until = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
+  if (profile_ && state.step >= until)
+    throw UserError("--profile: " + *resume_from + " holds step " + std::to_string(state.step) + " and this run " +
+                    (until < t.steps ? "stops at --stop-after " + std::to_string(until)
+                                     : "trains to training.steps = " + std::to_string(t.steps)) +
+                    ": no step is left to time. Profile a run of its own, e.g. --set run.name=\"" + cfg_.run.name +
+                    "-profile\" --set training.steps=5, or raise training.steps to time the added steps");
   if (state.step >= t.steps && !opt_.quiet)
     std::printf("moetrain: %s already holds step %lld of %d; nothing to train\n", resume_from->c_str(), state.step, t.steps);
 

@@ -73,7 +73,7 @@ decay=$(lrs "$tmp/runs/ext")
 held="$decay 3.0000e-04 3.0000e-04 3.0000e-04 3.0000e-04"
 expect "extend = \"constant\" (the default): the added steps hold the final lr" 0 "^same$" -- bash -c \
   "[[ '$(extend constant constant)' == '$held' ]] && echo same"
-expect "extend = \"constant\": the banner and log.h5 say so" 0 "lr held at 3.00e-04 after step 6" -- \
+expect "extend = \"constant\": the banner says so" 0 "^  lr +held at 3.00e-04 after step 6 \(lr_schedule.extend" -- \
   cat "$tmp/ext-constant.out"
 expect "extend = \"constant\": a resume within the added steps keeps holding it (the checkpoint records the decay)" \
   0 "^same$" -- bash -c "[[ '$(extend constant-sliced constant)' == '$held' ]] && echo same"
@@ -102,6 +102,17 @@ expect "inspect on a sweep's folder compares what naming its runs compares" 0 "^
    echo same"
 expect "inspect: a folder without runs still says what to give" 2 "empty: neither a run nor a checkpoint directory" -- \
   bash -c "mkdir -p '$tmp/empty' && $bin inspect '$tmp/empty'"
+
+# --profile on a finished run: nothing is left to train, so it stops saying how to time steps instead of an empty
+# table; raising training.steps times the added steps.
+expect "train --profile on a finished run says what to do" 2 \
+  "error: --profile: .*runs/ext/ckpt/step_00000006 holds step 6 and this run trains to training.steps = 6: no step \
+is left to time. Profile a run of its own, e.g. --set run.name=\"ext-profile\" --set training.steps=5" -- \
+  $bin train "$tmp/ext.toml" --set run.name='"ext"' --profile
+expect "train --profile at the --stop-after step says so too" 2 "this run stops at --stop-after 6" -- \
+  $bin train "$tmp/ext.toml" --set run.name='"ext"' --profile --set training.steps=8 --stop-after 6
+expect "train --profile on an extended run times the added steps" 0 "profile  per step, mean of 1 step\(s\)" -- \
+  $bin train "$tmp/ext.toml" --set run.name='"ext-refuse"' --profile --set training.steps=8
 
 # MoE layers: plot and inspect name them alike, by block index (the made-up model: block 0 dense, 1 and 2 MoE).
 export bin tmp
