@@ -267,8 +267,8 @@ int cmd_plan_check(const std::string& runs_file, bool breakdown) {
   return 0;
 }
 
-int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool log_steps) {
-  const mt::plot::PlotResult r = mt::plot::plot_runs(runs, out, log_steps);
+int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool log_steps, long long smooth) {
+  const mt::plot::PlotResult r = mt::plot::plot_runs(runs, out, log_steps, smooth);
   for (const std::string& note : r.notes) std::printf("plot: %s\n", note.c_str());
   for (const std::string& path : r.written) std::printf("plot: wrote %s\n", path.c_str());
   return 0;
@@ -460,6 +460,11 @@ int main(int argc, char** argv) {
   plot->add_option("runs", plot_runs, "run directories holding log.h5, e.g. runs/tiny")->required();
   plot->add_option("--out", plot_out, "directory for the SVG files (created if needed)")->required();
   plot->add_flag("--log-steps", plot_log_steps, "log-scaled step axis");
+  long long plot_smooth = -1;
+  plot->add_option("--smooth", plot_smooth,
+                   "steps of the running mean drawn bold, the same for every run; 0 or 1: none (default: a 25th of "
+                   "the longest run, none below 50 steps)")
+      ->check(mt::whole_in(0, 1'000'000'000));
 
   try {
     app.parse(argc, argv);
@@ -486,7 +491,7 @@ int main(int argc, char** argv) {
       std::fputs(mt::inspect(inspect_paths, inspect_opt).c_str(), stdout);
       return 0;
     }
-    if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps);
+    if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps, plot_smooth);
     if (*export_cmd) {
       mt::export_hf(export_run, export_out);
       return 0;

@@ -50,7 +50,8 @@ case_ "loss.svg: a dot per validation loss" \
 case_ "lr.svg, grad_norm.svg, tokens_per_s.svg: a point per step" bash -c "
   for f in lr grad_norm tokens_per_s; do
     [[ \$($check points $p1/\$f.svg raw) == '12 7' ]] || { echo \$f; exit 1; }; done"
-case_ "expert_load.svg: a heatmap per run with both MoE layers" want 4 bash -c "grep -o '>block [01]<' $p1/expert_load.svg | wc -l"
+case_ "expert_load.svg: a heatmap per run with both MoE layers (blocks 0 and 1)" want 4 bash -c \
+  "grep -o '>block [01]<' $p1/expert_load.svg | wc -l"
 case_ "expert_bias.svg: a line per expert of each layer and run" want 16 $check count "$p1/expert_bias.svg" polyline expert
 
 if command -v rsvg-convert > /dev/null; then

@@ -73,8 +73,9 @@ std::vector<Target> classify(std::string path) {
   if (kind != Kind::neither) return {{path, kind}};
   if (std::vector<Target> runs = runs_inside(p); !runs.empty()) return runs;
   const std::string inner = inner_examples(p);
-  throw UserError(path + ": neither a run nor a checkpoint directory (no log.h5, manifest.toml or rank_00000.h5 in it) "
-                  "nor a folder of runs such as a sweep's; " + expected + (inner.empty() ? "" : "; inside it: " + inner));
+  throw UserError(path + ": neither a run nor a checkpoint directory (no log.h5, manifest.toml or rank_00000.h5 in "
+                  "it) nor a folder of runs such as a sweep's; " + expected +
+                  (inner.empty() ? "" : "; inside it: " + inner));
 }
 
 std::string runs_report(const std::vector<Target>& targets, const InspectOptions& o) {

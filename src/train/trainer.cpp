@@ -468,7 +468,8 @@ TrainSummary Trainer::run() {
     rec.mtp_loss = totals.mtp;
     UpdateStats update;
     model_->settle_arenas();
-    if (std::isfinite(rec.loss)) update = apply_update(*model_, *optimizer_, cfg_, {state.lr_start, state.lr_end}, state.step);
+    if (std::isfinite(rec.loss))
+      update = apply_update(*model_, *optimizer_, cfg_, {state.lr_start, state.lr_end}, state.step);
     if (!std::isfinite(rec.loss) || !update.applied) {
       std::vector<std::pair<std::string, std::string>> kept;
       for (const std::string& dir : complete_checkpoints(run_dir_)) {

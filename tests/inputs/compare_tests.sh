@@ -98,8 +98,8 @@ expect "inspect on a sweep's folder: a row per run, with the key they differ in"
   "^run +optimizer.lr +status .*grid/lr=0.001 +0.001 +complete +2/2 .*grid/lr=0.003 +0.003 +complete +2/2 " -- \
   bash -c "$bin inspect '$tmp/runs/grid' | tr '\n' ' '"
 expect "inspect on a sweep's folder compares what naming its runs compares" 0 "^same$" -- bash -c \
-  "[[ \$($bin inspect '$tmp/runs/grid' --csv) == \$($bin inspect '$tmp/runs/grid/lr=0.001' '$tmp/runs/grid/lr=0.003' --csv) ]] &&
-   echo same"
+  "folder=\$($bin inspect '$tmp/runs/grid' --csv); named=\$($bin inspect '$tmp/runs/grid/lr=0.001' \
+     '$tmp/runs/grid/lr=0.003' --csv); [[ -n \$folder && \$folder == \$named ]] && echo same"
 expect "inspect: a folder without runs still says what to give" 2 "empty: neither a run nor a checkpoint directory" -- \
   bash -c "mkdir -p '$tmp/empty' && $bin inspect '$tmp/empty'"
 
