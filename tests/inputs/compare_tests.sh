@@ -51,7 +51,8 @@ for i in $(seq 1 30); do printf 'fortune number %d\n%%\n' "$i"; done > "$tmp/quo
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
 python3 tests/tiny_experiment.py "$tmp" training.steps=6 lr_schedule.warmup_steps=2 > "$tmp/ext.toml"
 $bin train "$tmp/ext.toml" --set run.name='"ext"' > /dev/null 2>&1
-for kind in refuse constant rewarm constant-sliced rewarm-sliced; do cp -r "$tmp/runs/ext" "$tmp/runs/ext-$kind"; done
+for kind in refuse default constant rewarm constant-sliced rewarm-sliced; do cp -r "$tmp/runs/ext" "$tmp/runs/ext-$kind"; done
+export py
 lrs() {  # the logged lr of every step, one line
   $py -c "import h5py, sys; print(' '.join('%.4e' % x for x in h5py.File(sys.argv[1] + '/log.h5')['lr'][:]))" "$1"
 }
@@ -59,6 +60,7 @@ expect "extending a finished decay stops, naming lr_schedule.extend and its choi
   "ckpt/step_00000006 ends the cosine decay of this run \(steps 0 to 6, lr now 3.00e-04\), and training.steps = 10 \
 \(--set training.steps=10\) adds steps after it: set lr_schedule.extend = \"constant\" .* or \"rewarm\"" -- \
   $bin train "$tmp/ext.toml" --set run.name='"ext-refuse"' --set training.steps=10 --set lr_schedule.extend='"refuse"'
+export -f lrs
 extend() {  # extend ext-$1 to 10 steps with lr_schedule.extend = $2, in one go or with a stop at step 8
   local more=(); [[ $1 == *sliced ]] && more=(--stop-after 8)
   $bin train "$tmp/ext.toml" --set run.name="\"ext-$1\"" --set training.steps=10 --set lr_schedule.extend="\"$2\"" \
@@ -71,7 +73,10 @@ extend() {  # extend ext-$1 to 10 steps with lr_schedule.extend = $2, in one go 
 }
 decay=$(lrs "$tmp/runs/ext")
 held="$decay 3.0000e-04 3.0000e-04 3.0000e-04 3.0000e-04"
-expect "extend = \"constant\" (the default): the added steps hold the final lr" 0 "^same$" -- bash -c \
+expect "raising training.steps of a finished run alone: the lr stays at its final value, no jump" 0 "^same$" -- \
+  bash -c "$bin train '$tmp/ext.toml' --set run.name=ext-default --set training.steps=10 > /dev/null 2>&1;
+           [[ \$(lrs '$tmp/runs/ext-default') == '$held' ]] && echo same || lrs '$tmp/runs/ext-default'"
+expect "extend = \"constant\": the added steps hold the final lr" 0 "^same$" -- bash -c \
   "[[ '$(extend constant constant)' == '$held' ]] && echo same"
 expect "extend = \"constant\": the banner says so" 0 "^  lr +held at 3.00e-04 after step 6 \(lr_schedule.extend" -- \
   cat "$tmp/ext-constant.out"
