@@ -271,11 +271,29 @@ int cmd_plan_check(const std::string& runs_file, bool breakdown) {
   return 0;
 }
 
-int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool log_steps) {
-  const mt::plot::PlotResult r = mt::plot::plot_runs(runs, out, log_steps);
+int cmd_plot(const std::vector<std::string>& runs, const std::string& out, bool log_steps, long long smooth) {
+  const mt::plot::PlotResult r = mt::plot::plot_runs(runs, out, log_steps, smooth);
   for (const std::string& note : r.notes) std::printf("plot: %s\n", note.c_str());
   for (const std::string& path : r.written) std::printf("plot: wrote %s\n", path.c_str());
   return 0;
+}
+
+// CLI11 exits 100-114 on a bad command line; moetrain exits 2 on bad input like every other, and without a
+// known command it prints the usage and the commands.
+int command_line_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help
+  const std::vector<CLI::App*> used = app.get_subcommands();
+  if (used.empty()) {
+    const bool named = argc > 1 && argv[1][0] != '-';
+    std::fprintf(stderr, "%s", app.help().c_str());
+    std::fprintf(stderr, "error: %s: give one of the commands above, e.g. `moetrain train EXPERIMENT`\n",
+                 named ? ("'" + std::string(argv[1]) + "' is not a moetrain command").c_str() : "no command given");
+    return 2;
+  }
+  const std::string command = used.front()->get_name();
+  std::fprintf(stderr, "error: %s: %s\n`moetrain %s --help` lists its options\n", command.c_str(), e.what(),
+               command.c_str());
+  return 2;
 }
 
 }  // namespace
@@ -459,8 +477,17 @@ int main(int argc, char** argv) {
   plot->add_option("runs", plot_runs, "run directories holding log.h5, e.g. runs/tiny")->required();
   plot->add_option("--out", plot_out, "directory for the SVG files (created if needed)")->required();
   plot->add_flag("--log-steps", plot_log_steps, "log-scaled step axis");
+  long long plot_smooth = -1;
+  plot->add_option("--smooth", plot_smooth,
+                   "steps of the running mean drawn bold, the same for every run; 0 or 1: none (default: a 25th of "
+                   "the longest run, none below 50 steps)")
+      ->check(mt::whole_in(0, 1'000'000'000));
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return command_line_error(app, e, argc, argv);
+  }
   try {
     if (*train) return cmd_train(exp_path, sets, dry_run, stop_after, profile, train_cluster, world.get());
     if (*prepare)
@@ -484,7 +511,7 @@ int main(int argc, char** argv) {
       std::fputs(mt::inspect(inspect_paths, inspect_opt).c_str(), stdout);
       return 0;
     }
-    if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps);
+    if (*plot) return cmd_plot(plot_runs, plot_out, plot_log_steps, plot_smooth);
     if (*export_cmd) {
       mt::export_hf(export_run, export_out);
       return 0;

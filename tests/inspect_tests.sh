@@ -148,7 +148,8 @@ print('ok')"
 mkdir -p "$tmp/empty"
 expect "a directory that is neither a run nor a checkpoint" 2 \
   "error: $tmp/empty: neither a run nor a checkpoint directory .*give a run directory \(it holds log.h5" -- $bin inspect "$tmp/empty"
-expect "a directory of runs names the runs inside" 2 "inside it: $tmp/runs/" -- $bin inspect "$tmp/runs"
+expect "a directory of checkpoints names the checkpoints inside" 2 "inside it: $tmp/runs/a/ckpt/step_" -- \
+  $bin inspect "$tmp/runs/a/ckpt"
 expect "a missing path" 2 "error: $tmp/nope: no such file or directory; give a run directory" -- $bin inspect "$tmp/nope"
 expect "runs and checkpoints are not mixed" 2 "$a is a run but $ck is a checkpoint" -- $bin inspect "$a" "$ck"
 mkdir -p "$tmp/broken" && echo "not hdf5" > "$tmp/broken/log.h5"

@@ -76,6 +76,7 @@ line_suite "damaged, missing and live runs, logs and shards" tests/inputs/damage
 line_suite "config and command-line inputs" tests/inputs/config_tests.sh
 line_suite "resume tests" tests/inputs/resume_tests.sh
 line_suite "train on your own text" tests/inputs/own_text_tests.sh
+line_suite "comparable runs and command-line edges" tests/inputs/compare_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

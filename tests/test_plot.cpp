@@ -119,20 +119,22 @@ TEST_CASE("SVG text is escaped and the document is self-contained SVG 1.1") {
   CHECK(mt::svg::polyline({{1, 2}, {3.5, 4}}, "#000", 1).find("points=\"1.00,2.00 3.50,4.00\"") != std::string::npos);
 }
 
-TEST_CASE("smoothing is a centred running mean that keeps gaps") {
-  check_near(smooth({1, 2, 3, 4, 5}, 1), {1.5, 2, 3, 4, 4.5});
-  check_near(smooth({1, 2, 3}, 0), {1, 2, 3});
-  const std::vector<double> s = smooth({1, NAN, 3, 5}, 1);
+TEST_CASE("smoothing is a running mean over the steps up to each point that keeps gaps") {
+  check_near(smooth({1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}, 2), {1, 1.5, 2.5, 3.5, 4.5});
+  check_near(smooth({1, 2, 3}, {1, 2, 3}, 1), {1, 2, 3});
+  check_near(smooth({1, 2, 5, 6}, {2, 4, 6, 8}, 3), {2, 3, 6, 7});  // steps 3 and 4 were not logged
+  const std::vector<double> s = smooth({1, 2, 3, 4}, {1, NAN, 3, 5}, 3);
   CHECK(s[0] == 1);
   CHECK(std::isnan(s[1]));
-  CHECK(s[2] == 4);
-  CHECK(smoothing_half_width(10) == 0);
-  CHECK(smoothing_half_width(500) == 10);
+  CHECK(s[2] == 2);
+  CHECK(s[3] == 4);
+  CHECK(default_smoothing_window(49) == 0);
+  CHECK(default_smoothing_window(500) == 20);
 }
 
 TEST_CASE("loss chart: a legend entry per run, a point per step, a dot per evaluation") {
   const std::vector<Run> runs = {fake_run("a & b", 200, true, 1), fake_run("c", 3, true, 1)};
-  const Chart c = loss_chart(runs, true);
+  const Chart c = loss_chart(runs, true, 8);
   CHECK(c.skipped.empty());
   CHECK(c.svg.find(">a &amp; b</text>") != std::string::npos);
   CHECK(c.svg.find(">c</text>") != std::string::npos);
@@ -143,7 +145,8 @@ TEST_CASE("loss chart: a legend entry per run, a point per step, a dot per evalu
   for (auto it = std::sregex_iterator(c.svg.begin(), c.svg.end(), raw); it != std::sregex_iterator(); ++it)
     points.push_back(count((*it)[1].str(), ",") );
   CHECK(points == std::vector<int>{200, 3});
-  CHECK(count(c.svg, "class=\"smooth\"") == 1);  // 3 steps are not smoothed
+  CHECK(count(c.svg, "class=\"smooth\"") == 2);  // the same window for both runs
+  CHECK(c.svg.find("bold: running mean over 8 steps") != std::string::npos);
   CHECK(count(c.svg, "<circle") == 4 + 1);        // two evaluations per run, and the legend's dot
 }
 
@@ -158,7 +161,7 @@ TEST_CASE("charts that do not apply are skipped with the reason") {
 TEST_CASE("expert and phase charts draw a cell per step and expert, a bar segment per rank and phase") {
   const std::vector<Run> runs = {fake_run("moe", 6, true, 2)};
   const Chart load = expert_load_chart(runs);
-  CHECK(count(load.svg, ">MoE layer ") == 2);
+  CHECK(count(load.svg, ">MoE layer ") == 2);  // a log without its config: no block numbers
   CHECK(count(load.svg, "<rect") >= 6 * 2 * 4);
   CHECK(count(expert_bias_chart(runs, false).svg, "class=\"expert\"") == 2 * 4);
   const Chart phases = phases_chart(runs);

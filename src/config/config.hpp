@@ -174,6 +174,7 @@ struct LrScheduleConfig {
   std::string kind = "cosine";  // cosine | constant
   int warmup_steps = 20;
   double min_lr_ratio = 0.1;
+  std::string extend = "constant";  // constant | rewarm | refuse: a finished decay and a raised training.steps
 };
 
 struct ParallelConfig {

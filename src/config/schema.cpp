@@ -257,6 +257,10 @@ std::vector<Field> schema_fields(Config& c) {
   b.choice("lr_schedule.kind", l.kind, {"cosine", "constant"}, "decay after warmup");
   b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kSteps, "linear warmup steps");
   b.real("lr_schedule.min_lr_ratio", l.min_lr_ratio, 0, 1, false, false, "final lr as a fraction of the peak");
+  b.choice("lr_schedule.extend", l.extend, {"constant", "rewarm", "refuse"},
+           "resuming a run whose cosine decay is over with a higher training.steps: constant = hold the final lr "
+           "for the added steps; rewarm = warm up again from the final lr to the peak over warmup_steps, then a "
+           "second cosine decay to the new training.steps; refuse = stop and name the choices");
 
   auto& p = c.parallel;
   b.integer("parallel.dp", p.dp, 1, kCount, "data-parallel ranks");

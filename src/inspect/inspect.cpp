@@ -1,5 +1,6 @@
 #include "inspect/inspect.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "inspect/checkpoint_summary.hpp"
@@ -42,7 +43,18 @@ struct Target {
   Kind kind;
 };
 
-Target classify(std::string path) {
+// The runs directly inside dir (a sweep's folder, or run.out_dir), by name; empty when there are none.
+std::vector<Target> runs_inside(const fs::path& dir) {
+  std::vector<Target> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory(ec) && kind_of_dir(e.path()) == Kind::run) out.push_back({e.path().string(), Kind::run});
+  std::sort(out.begin(), out.end(), [](const Target& a, const Target& b) { return a.dir < b.dir; });
+  return out;
+}
+
+// A run, a checkpoint, or a folder of runs (each of its runs).
+std::vector<Target> classify(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   const fs::path p(path);
   std::error_code ec;
@@ -53,17 +65,17 @@ Target classify(std::string path) {
   if (fs::is_regular_file(p, ec)) {
     const std::string name = p.filename().string();
     const std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
-    if (name == "log.h5") return {parent, Kind::run};
-    if (name.rfind("rank_", 0) == 0 && p.extension() == ".h5") return {parent, Kind::checkpoint};
+    if (name == "log.h5") return {{parent, Kind::run}};
+    if (name.rfind("rank_", 0) == 0 && p.extension() == ".h5") return {{parent, Kind::checkpoint}};
     throw UserError(path + ": a file, but neither a run's log.h5 nor a checkpoint's rank_*.h5; " + expected);
   }
   const Kind kind = kind_of_dir(p);
-  if (kind == Kind::neither) {
-    const std::string inner = inner_examples(p);
-    throw UserError(path + ": neither a run nor a checkpoint directory (no log.h5, manifest.toml or rank_00000.h5 in it); " +
-                    expected + (inner.empty() ? "" : "; inside it: " + inner));
-  }
-  return {path, kind};
+  if (kind != Kind::neither) return {{path, kind}};
+  if (std::vector<Target> runs = runs_inside(p); !runs.empty()) return runs;
+  const std::string inner = inner_examples(p);
+  throw UserError(path + ": neither a run nor a checkpoint directory (no log.h5, manifest.toml or rank_00000.h5 in "
+                  "it) nor a folder of runs such as a sweep's; " + expected +
+                  (inner.empty() ? "" : "; inside it: " + inner));
 }
 
 std::string runs_report(const std::vector<Target>& targets, const InspectOptions& o) {
@@ -99,7 +111,8 @@ std::string inspect(const std::vector<std::string>& paths, const InspectOptions&
   if (paths.empty()) throw UserError("inspect: give at least one run or checkpoint directory");
   if (options.window < 1) throw UserError("inspect: --window must be at least 1 step");
   std::vector<Target> targets;
-  for (const std::string& p : paths) targets.push_back(classify(p));
+  for (const std::string& p : paths)
+    for (Target& t : classify(p)) targets.push_back(std::move(t));
   for (const Target& t : targets)
     if (t.kind != targets.front().kind)
       throw UserError("inspect: " + targets.front().dir + " is a " +

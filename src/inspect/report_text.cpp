@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "inspect/highlights.hpp"
+#include "inspect/moe_layer_name.hpp"
 
 namespace mt {
 
@@ -31,14 +32,6 @@ std::string bytes(long long n) {
   if (n < 1024 * 1024) return format("%.1f KiB", n / 1024.0);
   if (n < 1024LL * 1024 * 1024) return format("%.1f MiB", n / (1024.0 * 1024.0));
   return format("%.2f GiB", n / (1024.0 * 1024.0 * 1024.0));
-}
-
-// Which block the i-th MoE layer of the log is: the main blocks after the dense ones, then MTP modules.
-std::string moe_layer_name(const FlatConfig& c, size_t i) {
-  const long long dense = config_int(c, "model.n_dense_layers", 0);
-  const long long main_moe = config_int(c, "model.n_layers", 0) - dense;
-  if ((long long)i < main_moe) return "block " + std::to_string(dense + (long long)i);
-  return "MTP module " + std::to_string((long long)i - main_moe + 1);
 }
 
 std::string checkpoints_line(const CheckpointList& list) {

@@ -64,6 +64,7 @@ void write_rank_file(const fs::path& path, const ModelState& model, const TrainS
   h5::write_int_attr(f, "step", state.step);
   h5::write_int_attr(f, "samples_seen", state.samples_seen);
   h5::write_int_attr(f, "rng_seed", state.seed);
+  h5::write_ints_attr(f, "lr_cycle", {state.lr_start, state.lr_end});
   h5::write_int_attr(f, "world_size", world.size());
   h5::write_int_attr(f, "rank", world.rank());
   h5::write_string_attr(f, "layout", facts.layout);
@@ -185,6 +186,20 @@ CheckpointRecord read_checkpoint_record(const std::string& step_dir) {
   }
 }
 
+namespace {
+
+// [start, end] of the learning-rate cycle, absent from checkpoints of older moetrains.
+void read_lr_cycle(hid_t f, const std::string& file, TrainState& s) {
+  if (H5Aexists(f, "lr_cycle") <= 0) return;
+  const std::vector<long long> cycle = h5::read_ints_attr(f, "lr_cycle");
+  if (cycle.size() != 2 || cycle[0] < 0 || cycle[1] < cycle[0])
+    throw CheckpointDamaged(file + ": damaged attribute lr_cycle (expected [start step, end step])");
+  s.lr_start = cycle[0];
+  s.lr_end = cycle[1];
+}
+
+}  // namespace
+
 TrainState load_checkpoint(const std::string& step_dir, const ModelState& model) {
   h5::silence_errors();
   const fs::path dir(step_dir);
@@ -218,7 +233,10 @@ TrainState load_checkpoint(const std::string& step_dir, const ModelState& model)
                    listed + " (its list of " + std::to_string(files.size()) + " files)");
       require_same(files[r], "rank", h5::read_int_attr(f, "rank"), (long long)r, listed + " (its place in files)");
       const long long seed = h5::read_int_attr(f, "rng_seed");
-      if (r == 0) s = {manifest.step, manifest.samples_seen, seed};
+      if (r == 0) {
+        s = {manifest.step, manifest.samples_seen, seed};
+        read_lr_cycle(f, files[r], s);
+      }
       require_same(files[r], "rng_seed", seed, s.seed, files[0]);
       h5::read_string_attr(f, "layout");
       h5::read_string_attr(f, "config_toml");

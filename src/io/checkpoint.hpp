@@ -22,6 +22,9 @@ struct TrainState {
   long long step = 0;            // optimizer steps completed
   long long samples_seen = 0;    // data position: sequences consumed from the training stream
   long long seed = 0;            // the run's seed; training draws no other random numbers
+  // The learning-rate schedule's current cycle: warmup from step lr_start, cosine decay until lr_end
+  // (train/lr_schedule.hpp). lr_end = 0: not recorded (a checkpoint of an older moetrain).
+  long long lr_start = 0, lr_end = 0;
 };
 
 // A rank's part of the model: its parameters (their names, shapes and buffers), and their values

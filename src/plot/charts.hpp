@@ -19,11 +19,12 @@ struct Chart {
   std::string skipped;  // why it does not apply
 };
 
-// Training loss of every run (each step light, smoothed bold), validation loss as dots.
-Chart loss_chart(const std::vector<Run>& runs, bool log_steps);
-// One logged scalar of every run ("lr", "grad_norm", ...); smoothed like the loss if `smoothed`.
+// Training loss of every run (each step light, its running mean over `window` steps bold; 0 or 1: no
+// running mean), validation loss as dots.
+Chart loss_chart(const std::vector<Run>& runs, bool log_steps, long long window);
+// One logged scalar of every run ("lr", "grad_norm", ...), smoothed like the loss.
 Chart scalar_chart(const std::vector<Run>& runs, const std::string& series, const std::string& title,
-                   const std::string& y_label, bool smoothed, bool log_steps, bool log_y = false);
+                   const std::string& y_label, long long window, bool log_steps, bool log_y = false);
 // Per run, a heatmap of each MoE layer's expert load over the steps.
 Chart expert_load_chart(const std::vector<Run>& runs);
 // The balancing bias of every expert over the steps, a panel per run and MoE layer.

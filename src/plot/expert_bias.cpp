@@ -2,6 +2,7 @@
 // panel per run and MoE layer, one line per expert.
 #include <algorithm>
 
+#include "inspect/moe_layer_name.hpp"
 #include "plot/chart.hpp"
 #include "plot/charts.hpp"
 #include "plot/colour.hpp"
@@ -14,9 +15,9 @@ namespace {
 constexpr double kPanelW = 420, kPanelH = 280;
 constexpr int kColumns = 3;
 
-Panel bias_panel(const Run& run, int layer, bool several_runs, bool log_steps) {
+Panel bias_panel(const Run& run, const FlatConfig& config, int layer, bool several_runs, bool log_steps) {
   const RunData& r = run.data;
-  Panel p{(several_runs ? run.name + ", " : std::string()) + "MoE layer " + std::to_string(layer), "step", "bias",
+  Panel p{(several_runs ? run.name + ", " : std::string()) + moe_layer_name(config, size_t(layer)), "step", "bias",
           log_steps, {}};
   const std::vector<double> x(r.steps.begin(), r.steps.end());
   for (int e = 0; e < r.experts; ++e) {
@@ -32,11 +33,13 @@ Panel bias_panel(const Run& run, int layer, bool several_runs, bool log_steps) {
 Chart expert_bias_chart(const std::vector<Run>& runs, bool log_steps) {
   std::vector<Panel> panels;
   int experts = 0;
-  for (const Run& run : runs)
+  for (const Run& run : runs) {
+    const FlatConfig config = flatten_config(run.data.config_toml, run.data.dir + "/log.h5 (config_toml)");
     for (int l = 0; l < run.data.moe_layers; ++l) {
-      panels.push_back(bias_panel(run, l, runs.size() > 1, log_steps));
+      panels.push_back(bias_panel(run, config, l, runs.size() > 1, log_steps));
       experts = std::max(experts, run.data.experts);
     }
+  }
   if (panels.empty()) return {"expert_bias.svg", "", "no run has MoE layers (dense models have no balancing bias)"};
   const int columns = std::min<int>(kColumns, panels.size());
   const int rows = int((panels.size() + columns - 1) / columns);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "inspect/moe_layer_name.hpp"
 #include "plot/chart.hpp"
 #include "plot/charts.hpp"
 #include "plot/colour.hpp"
@@ -32,11 +33,13 @@ std::string heatmap(const Run& run, double top) {
   const Box area{kLeft, top + 26, kWidth, cells_height(r)};
   // Each logged step owns one unit of the axis, centred on its number.
   const Axis x(double(r.steps.front()) - 0.5, double(r.steps.back()) + 0.5, area.x, area.x + area.w, false);
+  const FlatConfig config = flatten_config(r.config_toml, r.dir + "/log.h5 (config_toml)");
   std::string out = svg::text(area.x, top + 12, 13, run.name, "start", " font-weight=\"bold\" fill=\"#222\"");
   out += x_axis_marks(x, area, "step");
   for (int l = 0; l < r.moe_layers; ++l) {
     const double y0 = area.y + l * (r.experts * rh + kLayerGap);
-    out += svg::text(area.x - 8, y0 + r.experts * rh / 2, 11, "MoE layer " + std::to_string(l), "end", " fill=\"#333\"");
+    out += svg::text(area.x - 8, y0 + r.experts * rh / 2, 11, moe_layer_name(config, size_t(l)), "end",
+                     " fill=\"#333\"");
     for (size_t c = 0; c < cols; ++c) {
       const size_t a = c * n / cols, b = (c + 1) * n / cols;
       const double left = x.map(r.steps[a] - 0.5), right = x.map(r.steps[b - 1] + 0.5);

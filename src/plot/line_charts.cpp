@@ -13,21 +13,21 @@ namespace {
 
 std::vector<double> steps_of(const RunData& r) { return {r.steps.begin(), r.steps.end()}; }
 
-// Noisy series: every step as a thin light line, the running mean over it in bold. Short runs,
-// which a running mean would not change, get the bold line alone. Returns whether it smoothed.
-bool add_lines(Panel& p, const std::vector<double>& x, const std::vector<double>& y, svg::Rgb colour, bool smoothed) {
-  const size_t half = smoothed ? smoothing_half_width(y.size()) : 0;
-  if (half == 0) {
+// Noisy series: every step as a thin light line, the running mean over `window` steps in bold; without
+// a window (0 or 1) the bold line alone.
+void add_lines(Panel& p, const std::vector<double>& x, const std::vector<double>& y, svg::Rgb colour,
+               long long window) {
+  if (window <= 1) {
     p.series.push_back({"raw", colour, x, y, 2});
-    return false;
+    return;
   }
   p.series.push_back({"raw", colour, x, y, 1, 0.3});
-  p.series.push_back({"smooth", colour, x, smooth(y, half), 2.2});
-  return true;
+  p.series.push_back({"smooth", colour, x, smooth(x, y, window), 2.2});
 }
 
-std::string lines_note(bool smoothed) {
-  return smoothed ? "light: every step; bold: running mean over about a 25th of the run" : "a point per step";
+std::string lines_note(long long window) {
+  return window > 1 ? "light: every step; bold: running mean over " + std::to_string(window) + " steps"
+                    : "a point per step";
 }
 
 std::string overlay_page(const std::string& title, const std::string& note, const Panel& panel,
@@ -47,12 +47,12 @@ std::vector<LegendEntry> run_legend(const std::vector<Run>& runs) {
 
 }  // namespace
 
-Chart loss_chart(const std::vector<Run>& runs, bool log_steps) {
+Chart loss_chart(const std::vector<Run>& runs, bool log_steps, long long window) {
   Panel p{"", "step", "loss (nats per token)", log_steps, {}};
-  bool evals = false, smoothed = false;
+  bool evals = false;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunData& r = runs[i].data;
-    smoothed = add_lines(p, steps_of(r), r.scalar("loss"), category_colour(i), true) || smoothed;
+    add_lines(p, steps_of(r), r.scalar("loss"), category_colour(i), window);
     evals = evals || !r.eval_steps.empty();
   }
   // Validation dots last, over the lines.
@@ -62,18 +62,16 @@ Chart loss_chart(const std::vector<Run>& runs, bool log_steps) {
   }
   std::vector<LegendEntry> legend = run_legend(runs);
   if (evals) legend.push_back({"validation loss", {110, 110, 110}, LegendEntry::Swatch::dot});
-  return {"loss.svg", overlay_page("Loss", lines_note(smoothed) + (evals ? "; dots: validation loss" : ""), p, legend),
+  return {"loss.svg", overlay_page("Loss", lines_note(window) + (evals ? "; dots: validation loss" : ""), p, legend),
           ""};
 }
 
 Chart scalar_chart(const std::vector<Run>& runs, const std::string& series, const std::string& title,
-                   const std::string& y_label, bool smoothed, bool log_steps, bool log_y) {
+                   const std::string& y_label, long long window, bool log_steps, bool log_y) {
   Panel p{"", "step", y_label, log_steps, {}, log_y};
-  bool any_smoothed = false;
   for (size_t i = 0; i < runs.size(); ++i)
-    any_smoothed = add_lines(p, steps_of(runs[i].data), runs[i].data.scalar(series), category_colour(i), smoothed) ||
-                   any_smoothed;
-  return {series + ".svg", overlay_page(title, lines_note(any_smoothed), p, run_legend(runs)), ""};
+    add_lines(p, steps_of(runs[i].data), runs[i].data.scalar(series), category_colour(i), window);
+  return {series + ".svg", overlay_page(title, lines_note(window), p, run_legend(runs)), ""};
 }
 
 }  // namespace mt::plot

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <map>
 
 #include "plot/charts.hpp"
+#include "plot/smooth.hpp"
 #include "util/error.hpp"
 
 namespace mt::plot {
@@ -53,7 +55,8 @@ void write_file(const std::string& out, const Chart& c) {
 
 }  // namespace
 
-PlotResult plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, bool log_steps) {
+PlotResult plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, bool log_steps,
+                     long long smooth_window) {
   PlotResult result;
   const std::vector<std::string> names = run_names(run_dirs);
   std::vector<Run> runs;
@@ -69,11 +72,15 @@ PlotResult plot_runs(const std::vector<std::string>& run_dirs, const std::string
     throw UserError("nothing to plot: no step is logged yet in " + run_dirs.front() + "/log.h5" +
                     (run_dirs.size() > 1 ? " or the other runs" : "") + " (plot again once training has logged a step)");
   make_out_dir(out_dir);
+  long long longest = 0;
+  for (const Run& r : runs) longest = std::max(longest, r.data.steps.back());
+  const long long window = smooth_window < 0 ? default_smoothing_window(longest) : smooth_window;
   const std::vector<Chart> charts = {
-      loss_chart(runs, log_steps),
-      scalar_chart(runs, "lr", "Learning rate", "learning rate", false, log_steps),
-      scalar_chart(runs, "grad_norm", "Gradient norm", "global gradient norm (before clipping)", true, log_steps, true),
-      scalar_chart(runs, "tokens_per_s", "Training throughput", "tokens per second", true, log_steps),
+      loss_chart(runs, log_steps, window),
+      scalar_chart(runs, "lr", "Learning rate", "learning rate", 0, log_steps),
+      scalar_chart(runs, "grad_norm", "Gradient norm", "global gradient norm (before clipping)", window, log_steps,
+                   true),
+      scalar_chart(runs, "tokens_per_s", "Training throughput", "tokens per second", window, log_steps),
       expert_load_chart(runs),
       expert_bias_chart(runs, log_steps),
       phases_chart(runs),

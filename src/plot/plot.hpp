@@ -11,7 +11,9 @@ struct PlotResult {
 };
 
 // UserError for a missing or unreadable log, when no run has a logged step, and for an --out
-// directory that cannot be created or written.
-PlotResult plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, bool log_steps);
+// directory that cannot be created or written. `smooth_window`: the steps of the running means, the
+// same for every run; negative: default_smoothing_window of the longest run.
+PlotResult plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir, bool log_steps,
+                     long long smooth_window = -1);
 
 }  // namespace mt::plot

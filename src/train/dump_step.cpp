@@ -69,7 +69,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   const auto one_rank = make_local_comm();
   const ParallelGroups groups = make_groups(*one_rank, {}, be);
   Optimizer optimizer(model, cfg.optimizer, groups, 0);
-  const UpdateStats u = apply_update(model, optimizer, cfg, 0);
+  const UpdateStats u = apply_update(model, optimizer, cfg, {0, cfg.training.steps}, 0);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);
   h5::write_double_attr(f, "lr", u.lr);
   const hsize_t moe_layers = model.moe_layers().size();

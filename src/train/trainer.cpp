@@ -31,10 +31,29 @@
 #include "train/progress.hpp"
 #include "model/flops.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 
 namespace mt {
 
 namespace {
+
+// The learning-rate cycle a resumed run follows (lr_schedule.extend), into `state`. Returns, when it trains past
+// the end of a decay, what the learning rate does there.
+std::string resume_lr_cycle(const Config& cfg, const Resumed& r, TrainState& state) {
+  long long saved_steps = cfg.training.steps;
+  for (const ConfigChange& c : r.changes)
+    if (c.key == "training.steps") saved_steps = std::stoll(c.before);
+  const LrCycle saved{state.lr_start, state.lr_end};
+  const LrCycle cycle = resumed_lr_cycle(cfg, saved, saved_steps, state.step, r.dir);
+  state.lr_start = cycle.start;
+  state.lr_end = cycle.end;
+  const long long decay_end = saved.end > 0 ? saved.end : saved_steps;
+  if (cfg.lr_schedule.kind != "cosine" || state.step < decay_end || state.step >= cfg.training.steps) return "";
+  return cycle.start == state.step
+      ? "warms up again and decays to step " + std::to_string(cycle.end) + " (lr_schedule.extend = \"rewarm\")"
+      : "held at " + format_number("%.2e", learning_rate(cfg, cycle, state.step)) + " after step " +
+            std::to_string(cycle.end) + " (lr_schedule.extend = \"constant\")";
+}
 
 // Set by SIGINT, SIGTERM or SIGUSR1: the loop finishes the step, writes a checkpoint and stops.
 // A signal handler can only reach static storage, hence the process-wide flag and the notice the
@@ -340,8 +359,9 @@ TrainSummary Trainer::run() {
     std::filesystem::copy_file(tokenizer, run_dir_ + "/tokenizer.bpe", std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) throw UserError(run_dir_ + "/tokenizer.bpe: cannot copy " + tokenizer + " there: " + ec.message());
   }
+  state.lr_end = t.steps;
   std::optional<std::string> resume_from;
-  std::string resume_changes, resume_layout;
+  std::string resume_changes, resume_layout, resume_lr;
   {
     std::vector<float> values, exp_avg, exp_avg_sq;
     if (std::optional<Resumed> r =
@@ -350,6 +370,7 @@ TrainSummary Trainer::run() {
       resume_from = r->dir;
       state = r->state;
       resume_changes = changes_line(state.step, r->changes);
+      resume_lr = resume_lr_cycle(cfg_, *r, state);
       resume_layout = r->layout;
       optimizer_->import_values(values);
       optimizer_->import_moments(exp_avg, exp_avg_sq);
@@ -360,6 +381,14 @@ TrainSummary Trainer::run() {
                     *resume_from + " was trained with seed " + std::to_string(state.seed) +
                     "; use the same seed, or a new run.name / checkpoint.resume = \"never\" for a fresh run");
   state.seed = cfg_.run.seed;
+  // --profile times the steps this command trains: with none left it would print an empty table.
+  const long long until = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
+  if (profile_ && state.step >= until)
+    throw UserError("--profile: " + *resume_from + " holds step " + std::to_string(state.step) + " and this run " +
+                    (until < t.steps ? "stops at --stop-after " + std::to_string(until)
+                                     : "trains to training.steps = " + std::to_string(t.steps)) +
+                    ": no step is left to time. Profile a run of its own, e.g. --set run.name=\"" + cfg_.run.name +
+                    "-profile\" --set training.steps=5, or raise training.steps to time the added steps");
   if (state.step >= t.steps && !opt_.quiet)
     std::printf("moetrain: %s already holds step %lld of %d; nothing to train\n", resume_from->c_str(), state.step, t.steps);
 
@@ -370,6 +399,7 @@ TrainSummary Trainer::run() {
                   resume_layout == layout_ ? "" : ("; written under " + resume_layout).c_str());
       if (!resume_changes.empty())
         std::printf("  changed  %s (recorded in log.h5: config_changes)\n", resume_changes.c_str());
+      if (!resume_lr.empty()) std::printf("  lr       %s\n", resume_lr.c_str());
     }
     // A log without a checkpoint: an earlier run under checkpoint.final = false, or one stopped
     // before its first checkpoint. Say that this one starts over rather than continuing it.
@@ -438,7 +468,8 @@ TrainSummary Trainer::run() {
     rec.mtp_loss = totals.mtp;
     UpdateStats update;
     model_->settle_arenas();
-    if (std::isfinite(rec.loss)) update = apply_update(*model_, *optimizer_, cfg_, state.step);
+    if (std::isfinite(rec.loss))
+      update = apply_update(*model_, *optimizer_, cfg_, {state.lr_start, state.lr_end}, state.step);
     if (!std::isfinite(rec.loss) || !update.applied) {
       std::vector<std::pair<std::string, std::string>> kept;
       for (const std::string& dir : complete_checkpoints(run_dir_)) {

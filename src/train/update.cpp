@@ -8,7 +8,8 @@
 
 namespace mt {
 
-UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, long long step) {
+UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle,
+                         long long step) {
   const auto& t = cfg.training;
   UpdateStats u;
   DeviceTimer sync_time(model.backend());
@@ -16,7 +17,7 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   u.time_grad_sync = sync_time.take_seconds();
   if (!std::isfinite(u.grad_norm)) return u;
   if (t.grad_clip > 0 && u.grad_norm > t.grad_clip) optimizer.scale_gradients(float(t.grad_clip / u.grad_norm));
-  u.lr = learning_rate(cfg, int(step));
+  u.lr = learning_rate(cfg, lr_cycle, step);
   optimizer.step(u.lr, step + 1);
   const double routed = double(t.global_batch) * cfg.model.seq_len * cfg.model.moe.top_k;
   // Every layer's row, wherever it lives: each pipeline rank fills its layers (one of a DualPipe

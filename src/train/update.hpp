@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "model/model.hpp"
+#include "train/lr_schedule.hpp"
 #include "train/optimizer.hpp"
 
 namespace mt {
@@ -19,8 +20,10 @@ struct UpdateStats {
   bool applied = false;             // false: the gradient norm was not finite, nothing changed
 };
 
-// `step` is the 0-based index of the optimizer step being completed. A gradient norm that is
-// not finite stops before anything is updated: weights, moments and biases stay as they were.
-UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, long long step);
+// `step` is the 0-based index of the optimizer step being completed, its learning rate that of
+// `lr_cycle`. A gradient norm that is not finite stops before anything is updated: weights, moments
+// and biases stay as they were.
+UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle,
+                         long long step);
 
 }  // namespace mt

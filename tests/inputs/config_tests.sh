@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Experiment, grid and cluster files and command-line options at their edges: each is used as
-# written or refused by name, with exit 2 (CLI11's own option errors: 105), never read as
+# written or refused by name, with exit 2 (options too, naming their command), never read as
 # empty, clamped, wrapped or crashed on.
 set -u
 cd "$(dirname "$0")/../.."
@@ -54,21 +54,26 @@ expect "--set of a section names the --set" 2 "^error: --set model=3: 'model' is
 # sample's options at their edges, on a run of the tiny model.
 $bin train "$tmp/exp.toml" > /dev/null 2>&1
 run="$tmp/runs/inputs"
-expect "sample: --tokens 0" 105 "^--tokens: 0 is out of range \(at least 1\)$" -- $bin sample "$run" --tokens 0
-expect "sample: --tokens past int" 105 "^--tokens: 99999999999 is out of range \(at most 1048576\)$" -- \
+expect "sample: --tokens 0" 2 \
+  "^error: sample: --tokens: 0 is out of range \(at least 1\)$" -- \
+  $bin sample "$run" --tokens 0
+expect "sample: --tokens past int" 2 "^error: sample: --tokens: 99999999999 is out of range \(at most 1048576\)$" -- \
   $bin sample "$run" --tokens 99999999999
-expect "sample: --temperature nan" 105 "^--temperature: 'nan' is not a finite number >= 0$" -- \
+expect "sample: --temperature nan" 2 "^error: sample: --temperature: 'nan' is not a finite number >= 0$" -- \
   $bin sample "$run" --temperature nan
-expect "sample: --temperature -1" 105 "^--temperature: '-1' is not a finite number >= 0$" -- \
+expect "sample: --temperature -1" 2 "^error: sample: --temperature: '-1' is not a finite number >= 0$" -- \
   $bin sample "$run" --temperature -1
-expect "sample: --top-k -1" 105 "^--top-k: -1 is out of range \(at least 0\)$" -- $bin sample "$run" --top-k -1
+expect "sample: --top-k -1" 2 \
+  "^error: sample: --top-k: -1 is out of range \(at least 0\)$" -- \
+  $bin sample "$run" --top-k -1
 expect "sample: --top-k above the vocabulary" 2 \
   "--top-k 100000 is more than the model's 257 tokens \(model.vocab_size\)" -- \
   $bin sample "$run" --top-k 100000
-expect "sample: --seed -1 does not wrap" 105 "^--seed: '-1' is not a whole number in \[0, 18446744073709551615\]$" -- \
+expect "sample: --seed -1 does not wrap" 2 \
+  "^error: sample: --seed: '-1' is not a whole number in \[0, 18446744073709551615\]$" -- \
   $bin sample "$run" --seed -1
-expect "sample: --seed past 64 bits is not clamped" 105 \
-  "^--seed: 99999999999999999999 is out of range \(at most 18446744073709551615\)$" -- \
+expect "sample: --seed past 64 bits is not clamped" 2 \
+  "^error: sample: --seed: 99999999999999999999 is out of range \(at most 18446744073709551615\)$" -- \
   $bin sample "$run" --seed 99999999999999999999
 expect "sample: the largest seed is used as given" 0 "seed 18446744073709551615" -- \
   $bin sample "$run" --tokens 2 --seed 18446744073709551615
@@ -92,13 +97,13 @@ expect "sample: a byte-level vocabulary larger than the model's" 2 \
   $bin sample "$tmp/runs/v100"
 
 # plan's options at their edges.
-expect "plan: --gpus 0" 105 "^--gpus: 0 is out of range \(at least 1\)$" -- \
+expect "plan: --gpus 0" 2 "^error: plan: --gpus: 0 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus 0
-expect "plan: --gpus -8" 105 "^--gpus: -8 is out of range \(at least 1\)$" -- \
+expect "plan: --gpus -8" 2 "^error: plan: --gpus: -8 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus -8
-expect "plan: --top 0" 105 "^--top: 0 is out of range \(at least 1\)$" -- \
+expect "plan: --top 0" 2 "^error: plan: --top: 0 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --top 0
-expect "plan: --max-cp 0" 105 "^--max-cp: 0 is out of range \(at least 1\)$" -- \
+expect "plan: --max-cp 0" 2 "^error: plan: --max-cp: 0 is out of range \(at least 1\)$" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --max-cp 0
 expect "plan: no layout fits the job, and why" 2 \
   "plan: no layout of 3 accelerators of .* can run this experiment: all data-parallel \(dp = 3\),\
@@ -106,7 +111,7 @@ expect "plan: no layout fits the job, and why" 2 \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus 3
 expect "plan --json: no layout fits the job" 2 "no layout of 3 accelerators" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --gpus 3 --json
-expect "train: --stop-after 0" 105 "^--stop-after: 0 is out of range \(at least 1\)$" -- \
+expect "train: --stop-after 0" 2 "^error: train: --stop-after: 0 is out of range \(at least 1\)$" -- \
   $bin train "$tmp/exp.toml" --stop-after 0
 
 # Two grid values that differ only in characters a run name replaces.
@@ -131,13 +136,13 @@ expect "sweep: strings that give the same run name" 2 \
   $bin sweep "$tmp/collide.toml"
 
 # Empty texts are not the option left out, and schedule's sizes are bounded before it simulates.
-expect "sample: --device ''" 105 "^--device: empty; expected auto, cpu, cuda or cpu-strict$" -- \
+expect "sample: --device ''" 2 "^error: sample: --device: empty; expected auto, cpu, cuda or cpu-strict$" -- \
   $bin sample "$run" --device ''
-expect "plan: --layout ''" 105 "^--layout: empty; expected a layout" -- \
+expect "plan: --layout ''" 2 "^error: plan: --layout: empty; expected a layout" -- \
   $bin plan "$tmp/exp.toml" --cluster $cluster --layout ''
-expect "train: --cluster ''" 105 "^--cluster: empty; expected a cluster profile$" -- \
+expect "train: --cluster ''" 2 "^error: train: --cluster: empty; expected a cluster profile$" -- \
   $bin train "$tmp/exp.toml" --dry-run --cluster ''
-expect "schedule: --pp past its limit" 105 "^--pp: 99999999 is out of range \(at most 1024\)$" -- \
+expect "schedule: --pp past its limit" 2 "^error: schedule: --pp: 99999999 is out of range \(at most 1024\)$" -- \
   timeout -k 5 20 $bin schedule --kind 1f1b --pp 99999999 --microbatches 4
 expect "schedule: too many chunk passes to simulate" 2 \
   "schedule: --pp \* --vpp \* --microbatches = 2097152 chunk passes is out of range \(at most 262144\)" -- \
