@@ -8,8 +8,9 @@ namespace {
 
 long long whole_windows(const TokenStream& stream, int seq_len, const std::string& key) {
   if (stream.size() < size_t(seq_len) + 2)
-    throw UserError(key + ": the shards hold " + std::to_string(stream.size()) + " tokens, fewer than model.seq_len + 2 = " +
-                    std::to_string(seq_len + 2) + " (use more data or a shorter model.seq_len)");
+    throw UserError(key + ": the shards hold " + std::to_string(stream.size()) +
+                    " tokens, fewer than model.seq_len + 2 = " + std::to_string(seq_len + 2) +
+                    " (use more data or a shorter model.seq_len)");
   return (long long)((stream.size() - seq_len - 1) / seq_len) + 1;
 }
 
