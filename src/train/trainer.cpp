@@ -170,7 +170,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   train_batches_ = std::make_unique<Batches>(*train_data_, cfg.model.seq_len, "data.train", cfg.data.shuffle,
                                              uint64_t(cfg.run.seed));
   val_batches_ = std::make_unique<Batches>(*val_data_, cfg.model.seq_len, "data.val");
-  if (t.eval_sequences > val_batches_->windows())
+  if (t.eval_every > 0 && t.eval_sequences > val_batches_->windows())
     throw UserError(cfg.origin.at("training.eval_sequences") + ": training.eval_sequences = " +
                     std::to_string(t.eval_sequences) + " but data.val (" + cfg.data.val + ", " +
                     std::to_string(val_data_->size()) + " tokens) holds " + std::to_string(val_batches_->windows()) +

@@ -64,6 +64,12 @@ expect "more validation sequences than windows are refused with the numbers" 2 \
   "training.eval_sequences = 17 but data.val .*132 tokens\) holds 16 windows of model.seq_len \+ 1 = 9 tokens: \
 use at most 16" -- \
   $bin train "$(exp too_many training.eval_sequences=17)"
+expect "a last validation micro-batch that tensor parallelism cannot split is refused" 2 \
+  "training.eval_sequences = 3 leaves 1 for the last validation micro-batch, 9 tokens, which parallel.tp = 2 must \
+divide.*use a multiple of training.micro_batch = 2" -- \
+  $bin train "$(exp tp_split parallel.tp=2 model.seq_len=9 training.eval_sequences=3)"
+expect "without evaluation the validation set is not checked" 0 "done: 4 steps" -- \
+  $bin train "$(exp no_eval training.eval_every=0 training.eval_sequences=17)"
 expect "all the validation windows are allowed" 0 "validation: 16 sequences" -- \
   $bin train "$(exp all_val training.eval_sequences=16)"
 
