@@ -334,7 +334,7 @@ std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Plac
   Buffer carried = buffers.take(main);  // sized for a whole micro-batch: a smaller one uses its front
   for (int first = 0; first < sequences; first += micro_batch) {
     const int count = std::min(micro_batch, sequences - first);
-    const size_t floats = carried.count() / size_t(micro_batch) * size_t(count);
+    const size_t floats = carried.count() * size_t(count) / size_t(micro_batch);
     fill(first, count, inputs, targets);
     int used_chunk = -1;
     for (int pos = 0; pos < pl.stages; ++pos) {

@@ -49,6 +49,10 @@ mpirun --oversubscribe $run_as_root -np 2 $bin train "$e" --set run.name='"pp2"'
   > "$tmp/pp2.out" 2>&1 || tail -n 5 "$tmp/pp2.out"
 $python tests/mpi/same_run.py "pp=2 evaluates what one stage evaluates (a last micro-batch of 2)" \
   "$tmp/runs/pp1" "$tmp/runs/pp2" 4 2 pp=2
+mpirun --oversubscribe $run_as_root -np 4 $bin train "$e" --set run.name='"pp2tp2"' --set parallel.pp=2 \
+  --set parallel.tp=2 --set parallel.sequence_parallel=true > "$tmp/pp2tp2.out" 2>&1 || tail -n 5 "$tmp/pp2tp2.out"
+$python tests/mpi/same_run.py "pp=2 x tp=2 with sequence parallelism: the same eval (a last micro-batch of 2)" \
+  "$tmp/runs/pp1" "$tmp/runs/pp2tp2" 4 4 pp=2,tp=2,sequence_parallel=true
 
 # --- Refusals.
 e=$(exp refuse)
