@@ -48,8 +48,9 @@ expect "import: a damaged config.json names the byte" 2 "config.json: byte 24: "
 $bin prepare --input "$tmp/quotes" --out "$tmp/bpe" --vocab 262 > /dev/null
 expect "a run on BPE shards keeps its tokenizer, and samples with it" 0 "runs/bpe/tokenizer.bpe, 262 tokens" -- bash -c \
   "$bin train '$tmp/exp.toml' --set run.name=bpe --set model.vocab_size=262 --set data.train='\"$tmp/bpe/train_*.bin\"' \
-     --set data.val='\"$tmp/bpe/val_*.bin\"' --set training.steps=2 >/dev/null && cmp '$tmp/bpe/tokenizer.bpe' \
-     '$tmp/runs/bpe/tokenizer.bpe' && rm '$tmp/bpe/tokenizer.bpe' && $bin sample '$tmp/runs/bpe' --tokens 3"
+     --set data.val='\"$tmp/bpe/val_*.bin\"' --set training.eval_sequences=1 --set training.steps=2 >/dev/null \
+     && cmp '$tmp/bpe/tokenizer.bpe' '$tmp/runs/bpe/tokenizer.bpe' && rm '$tmp/bpe/tokenizer.bpe' \
+     && $bin sample '$tmp/runs/bpe' --tokens 3"
 out=$($bin train "$tmp/exp.toml" --profile --set run.name=profiled --set training.steps=3 2>&1)
 if grep -q "mean of 2 step(s)" <<<"$out" && grep -qE "^  gemm +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +-$" <<<"$out" &&
   grep -qE "^  add +[0-9.]+ +[0-9.]+ +[0-9.]+% +- +[0-9.]+$" <<<"$out" &&

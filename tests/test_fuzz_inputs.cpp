@@ -76,7 +76,7 @@ global_batch = 16
 micro_batch = 4
 grad_clip = 1.0
 eval_every = 50
-eval_batches = 4
+eval_sequences = 16
 
 [optimizer]
 lr = 3e-3

@@ -37,7 +37,7 @@ mt::Config small_config(const std::string& name, int steps, std::vector<std::str
       "model.n_heads=2", "model.head_dim=16", "model.ffn_hidden=64", "model.seq_len=16", "model.moe.expert_hidden=32",
       "model.moe.n_routed_experts=4", "model.moe.aux_loss=sequence", "model.moe.aux_alpha=0.01", "model.moe.bias_update_speed=0.01",
       "training.steps=" + std::to_string(steps), "training.global_batch=4", "training.micro_batch=2",
-      "training.eval_every=4", "training.eval_batches=2", "lr_schedule.warmup_steps=2", "checkpoint.every=3",
+      "training.eval_every=4", "training.eval_sequences=4", "lr_schedule.warmup_steps=2", "checkpoint.every=3",
       "precision.device=cpu-strict"};  // every training test proves the trainer keeps off device memory
   sets.insert(sets.end(), extra.begin(), extra.end());
   return mt::parse_config("", "test.toml", sets);

@@ -13,7 +13,7 @@ def base(work):
         "model": {"d_model": 16, "n_layers": 2, "n_heads": 2, "head_dim": 8, "ffn_hidden": 32, "seq_len": 8,
                   "moe": {"n_routed_experts": 4, "expert_hidden": 16}},
         "data": {"train": f"{work}/data/train_*.bin", "val": f"{work}/data/val_*.bin"},
-        "training": {"steps": 4, "global_batch": 4, "micro_batch": 2, "eval_every": 2, "eval_batches": 1},
+        "training": {"steps": 4, "global_batch": 4, "micro_batch": 2, "eval_every": 2, "eval_sequences": 2},
         "lr_schedule": {"warmup_steps": 1},
         "precision": {"device": "cpu-strict"},
     }

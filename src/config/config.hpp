@@ -150,6 +150,7 @@ struct ModelConfig {
 struct DataConfig {
   std::string train = "data/fortunes/train_*.bin";
   std::string val = "data/fortunes/val_*.bin";
+  bool shuffle = true;  // training windows in a per-epoch random order keyed by run.seed
 };
 
 struct TrainingConfig {
@@ -158,7 +159,7 @@ struct TrainingConfig {
   int micro_batch = 8;    // sequences per forward/backward
   double grad_clip = 1.0; // 0 = no clipping
   int eval_every = 50;    // 0 = no evaluation
-  int eval_batches = 4;
+  int eval_sequences = 32;  // validation windows, spread evenly over the validation stream
   Recompute recompute = Recompute::none;
 };
 

@@ -46,6 +46,19 @@ std::string suggestion(const std::string& key, const std::vector<Field>& fields)
   return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
 
+// training.eval_batches counted micro-batches, so the validation set changed with micro_batch;
+// eval_sequences counts sequences. The same count as before is eval_batches * micro_batch.
+std::string eval_batches_replaced(const toml::table& root, const toml::node& value) {
+  const auto batches = value.value_exact<int64_t>();
+  const int64_t micro = root["training"]["micro_batch"].value_or(int64_t(TrainingConfig{}.micro_batch));
+  const std::string same = batches ? "training.eval_sequences = " + std::to_string(*batches * micro) + " (" +
+                                         std::to_string(*batches) + " * training.micro_batch " +
+                                         std::to_string(micro) + ")"
+                                   : "training.eval_sequences = eval_batches * training.micro_batch";
+  return "training.eval_batches is no longer a key: validation now reads a fixed number of sequences, whatever the "
+         "micro-batch size; write " + same + " for as many validation sequences as before";
+}
+
 std::string toml_quoted(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
@@ -189,6 +202,7 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
         throw UserError(key_at + ": '" + key + "' is a section; " +
                         (from_set ? "set a key inside it, such as --set " + key + ".<key>=value"
                                   : "write it as [" + key + "] with keys inside"));
+      if (key == "training.eval_batches") throw UserError(key_at + ": " + eval_batches_replaced(root, *node));
       throw UserError(key_at + ": unknown key '" + key + "'" + suggestion(key, fields) +
                       " (the README's config reference lists every key)");
     }

@@ -169,7 +169,7 @@ std::vector<Field> schema_fields(Config& c) {
   Binder b(f);
   b.text("run.name", c.run.name, "run name, one folder name (no /); outputs go to <out_dir>/<name>/");
   b.text("run.out_dir", c.run.out_dir, "directory holding run directories");
-  b.integer("run.seed", c.run.seed, 0, kMax, "seed of the initial weights");
+  b.integer("run.seed", c.run.seed, 0, kMax, "seed of the initial weights and of the shuffled data order");
 
   auto& m = c.model;
   b.integer("model.vocab_size", m.vocab_size, 2, kVocab, "vocabulary size (shards hold token ids below 65536)");
@@ -232,6 +232,8 @@ std::vector<Field> schema_fields(Config& c) {
 
   b.text("data.train", c.data.train, "training shards: a path or a glob (llm.c format)");
   b.text("data.val", c.data.val, "validation shards: a path or a glob");
+  b.flag("data.shuffle", c.data.shuffle,
+         "read the training windows in a random order from run.seed, a fresh one each epoch (false: file order)");
 
   auto& t = c.training;
   b.integer("training.steps", t.steps, 1, kSteps, "optimizer steps");
@@ -239,7 +241,8 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("training.micro_batch", t.micro_batch, 1, kCount, "sequences per forward/backward pass");
   b.real("training.grad_clip", t.grad_clip, 0, kInf, false, false, "max global gradient norm (0 = off)");
   b.integer("training.eval_every", t.eval_every, 0, kSteps, "steps between validation passes (0 = off)");
-  b.integer("training.eval_batches", t.eval_batches, 1, kWidth, "micro-batches per validation pass");
+  b.integer("training.eval_sequences", t.eval_sequences, 1, kWidth,
+            "validation sequences per pass, spread evenly over the validation stream (run in micro-batches)");
   b.choice("training.recompute", t.recompute,
            "activation recomputation, the same gradients bit for bit: selective = RMSNorm outputs, SwiGLU "
            "products and MLA's per-head q/k/v are computed again before the backward; full = blocks keep "

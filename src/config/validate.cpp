@@ -104,6 +104,13 @@ void validate_layout(const Config& c) {
     require(tokens % p.tp == 0, c, "parallel.tp",
             "= " + s(p.tp) + " must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = " +
                 s(tokens) + " (the MoE and sequence parallelism split them over the tensor-parallel ranks): use one of " + divisors(tokens));
+    // Validation runs its sequences in micro-batches, the last holding the remainder.
+    const long long last = (long long)(t.eval_sequences % t.micro_batch) * m.seq_len;
+    require(t.eval_every == 0 || last % p.tp == 0, c, "training.eval_sequences",
+            "= " + s(t.eval_sequences) + " leaves " + s(t.eval_sequences % t.micro_batch) +
+                " for the last validation micro-batch, " + s(last) + " tokens, which parallel.tp = " + s(p.tp) +
+                " must divide as it does a micro-batch's: use a multiple of training.micro_batch = " +
+                s(t.micro_batch));
   }
   const long long dp_tp = (long long)p.dp * p.tp;
   require(dp_tp % p.ep == 0, c, "parallel.ep",

@@ -1,5 +1,6 @@
 #include "infer/checkpoint_model.hpp"
 
+#include "config/stored_config.hpp"
 #include "io/h5util.hpp"
 
 namespace mt {
@@ -20,7 +21,7 @@ Config checkpoint_config(const std::string& step_dir) {
   } catch (const h5::Failure& e) {
     throw UserError(step_dir + "/rank_00000.h5: cannot read the run's configuration: " + e.what());
   }
-  return parse_config(toml, step_dir + " (config_toml)");
+  return parse_config(upgrade_stored_config(toml), step_dir + " (config_toml)");
 }
 
 TrainState load_model(Model& model, const std::string& step_dir) {

@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/stored_config.hpp"
 #include "inspect/escape.hpp"
 #include "util/error.hpp"
 
@@ -50,7 +51,7 @@ bool same(const ConfigValue& a, const ConfigValue& b) { return a.kind == b.kind 
 FlatConfig flatten_config(const std::string& toml_text, const std::string& source) {
   toml::table root;
   try {
-    root = toml::parse(std::string_view{toml_text}, std::string_view{source});
+    root = toml::parse(std::string_view{upgrade_stored_config(toml_text)}, std::string_view{source});
   } catch (const toml::parse_error& e) {
     throw UserError(source + ": the stored config is not valid TOML (line " + std::to_string(e.source().begin.line) +
                     ": " + std::string(e.description()) + "); it should be the resolved config moetrain wrote");

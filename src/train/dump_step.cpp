@@ -23,7 +23,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   const auto& m = cfg.model;
   const auto& t = cfg.training;
   TokenStream data(cfg.data.train, cfg.origin.at("data.train") + ": data.train", m.vocab_size);
-  Batches batches(data, m.seq_len, "data.train");
+  Batches batches(data, m.seq_len, "data.train", cfg.data.shuffle, uint64_t(cfg.run.seed));
   Model model(m, uint64_t(cfg.run.seed), be, matmul_setup(cfg), slots);
   model.set_keep_logits(true);
   model.set_recompute(cfg.training.recompute);

@@ -45,9 +45,12 @@ StepTotals pipeline_step(Model& model, const pipeline::Schedule& schedule, const
                          int global_batch, int micro_batch, const FillMicroBatch& fill, TransferBuffers& buffers);
 
 // Forward passes only, through every stage in order (evaluation): returns the summed
-// cross-entropy and token count of `count` micro-batches, on every rank.
+// cross-entropy and token count of `sequences` sequences, run in micro-batches of `micro_batch`
+// (the last holding the remainder), on every rank. fill(first, count, ...) gives sequences
+// first..first+count-1.
+using FillSequences = std::function<void(int first, int count, std::vector<int>& inputs, std::vector<int>& targets)>;
 std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Placement& placement,
-                                              const ParallelGroups& groups, int count, int micro_batch,
-                                              const FillMicroBatch& fill, TransferBuffers& buffers);
+                                              const ParallelGroups& groups, int sequences, int micro_batch,
+                                              const FillSequences& fill, TransferBuffers& buffers);
 
 }  // namespace mt

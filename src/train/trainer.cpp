@@ -186,6 +186,15 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   if (!lead_) opt_.quiet = true;
   train_data_ = std::make_unique<TokenStream>(cfg.data.train, cfg.origin.at("data.train") + ": data.train", cfg.model.vocab_size);
   val_data_ = std::make_unique<TokenStream>(cfg.data.val, cfg.origin.at("data.val") + ": data.val", cfg.model.vocab_size);
+  train_batches_ = std::make_unique<Batches>(*train_data_, cfg.model.seq_len, "data.train", cfg.data.shuffle,
+                                             uint64_t(cfg.run.seed));
+  val_batches_ = std::make_unique<Batches>(*val_data_, cfg.model.seq_len, "data.val");
+  if (t.eval_every > 0 && t.eval_sequences > val_batches_->windows())
+    throw UserError(cfg.origin.at("training.eval_sequences") + ": training.eval_sequences = " +
+                    std::to_string(t.eval_sequences) + " but data.val (" + cfg.data.val + ", " +
+                    std::to_string(val_data_->size()) + " tokens) holds " + std::to_string(val_batches_->windows()) +
+                    " windows of model.seq_len + 1 = " + std::to_string(cfg.model.seq_len + 1) +
+                    " tokens: use at most " + std::to_string(val_batches_->windows()) + ", or more validation data");
   eval_bytes_per_token_ = evaluation_bytes_per_token();
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   layout_ = layout_text(layout_of_config(cfg));
@@ -267,41 +276,64 @@ void Trainer::print_header() const {
               total_params(m) / 1e6, active_matmul_params(m) / 1e6, training_flops_per_token(m) / 1e6);
   std::printf("  data     %zu train tokens (%zu files), %zu val tokens; unigram entropy %.3f nats\n",
               train_data_->size(), train_data_->files().size(), val_data_->size(), train_data_->unigram_entropy());
+  std::printf("           %s; validation: %d sequences spread over its stream\n", data_order_text().c_str(),
+              cfg_.training.eval_sequences);
   std::printf("  batch    %d sequences x %d tokens per step, %d micro-batches of %d\n", cfg_.training.global_batch,
               m.seq_len, cfg_.training.global_batch / cfg_.training.micro_batch, cfg_.training.micro_batch);
+}
+
+// "shuffled by sequence (run.seed 1234); 300 steps read 614k tokens, 0.25 of an epoch".
+std::string Trainer::data_order_text() const {
+  const auto& t = cfg_.training;
+  const double sequences = double(t.steps) * t.global_batch, tokens = sequences * cfg_.model.seq_len;
+  char amount[96];
+  if (tokens >= 1e9) std::snprintf(amount, sizeof amount, "%.3gG", tokens / 1e9);
+  else if (tokens >= 1e6) std::snprintf(amount, sizeof amount, "%.3gM", tokens / 1e6);
+  else if (tokens >= 1e4) std::snprintf(amount, sizeof amount, "%.3gk", tokens / 1e3);
+  else std::snprintf(amount, sizeof amount, "%.0f", tokens);
+  const std::string order = cfg_.data.shuffle ? "shuffled by sequence (run.seed " + std::to_string(cfg_.run.seed) + ")"
+                                              : "in file order";
+  char line[256];
+  std::snprintf(line, sizeof line, "%s; %d steps read %s tokens, %.3g of an epoch", order.c_str(), t.steps, amount,
+                sequences / double(train_batches_->windows()));
+  return line;
 }
 
 // The bytes of text the evaluation's target tokens stand for, per token: an eval loss in bits per
 // byte compares runs of any tokenizer.
 double Trainer::evaluation_bytes_per_token() const {
   const std::vector<size_t> bytes = token_bytes_of_shards(val_data_->files().front(), cfg_.model.vocab_size);
-  Batches val(*val_data_, cfg_.model.seq_len, "data.val");
   std::vector<int> in, tg;
   double total = 0, tokens = 0;
-  for (int b = 0; b < cfg_.training.eval_batches; ++b) {
-    val.fill((long long)b * cfg_.training.micro_batch, cfg_.training.micro_batch, in, tg);
+  const int n = cfg_.training.eval_sequences;
+  for (int first = 0; first < n; first += cfg_.training.micro_batch) {
+    val_batches_->fill_spread(first, std::min(cfg_.training.micro_batch, n - first), n, in, tg);
     for (int t : tg)
       if (t >= 0) total += double(bytes[size_t(t)]), tokens += 1;
   }
   return tokens > 0 ? total / tokens : 0;
 }
 
+// The same eval_sequences windows for every micro-batch size and layout, in micro-batches, the
+// last holding the remainder.
 double Trainer::evaluate() {
-  Batches val(*val_data_, cfg_.model.seq_len, "data.val");
-  const int mb = cfg_.training.micro_batch;
+  const int mb = cfg_.training.micro_batch, n = cfg_.training.eval_sequences;
   if (schedule_) {
     auto [sum, tokens] = pipeline_forward_only(
-        *model_, schedule_->placement, groups_, cfg_.training.eval_batches, mb,
-        [&](int b, std::vector<int>& inputs, std::vector<int>& targets) { val.fill((long long)b * mb, mb, inputs, targets); },
+        *model_, schedule_->placement, groups_, n, mb,
+        [&](int first, int count, std::vector<int>& inputs, std::vector<int>& targets) {
+          val_batches_->fill_spread(first, count, n, inputs, targets);
+        },
         *transfers_);
     return sum / double(tokens);
   }
   std::vector<int> in, tg;
   double sum = 0;
   long tokens = 0;
-  for (int b = 0; b < cfg_.training.eval_batches; ++b) {
-    val.fill((long long)b * cfg_.training.micro_batch, cfg_.training.micro_batch, in, tg);
-    ForwardResult r = model_->forward(0, {in.data(), tg.data(), cfg_.training.micro_batch}, {0.0f, 0.0f});
+  for (int first = 0; first < n; first += mb) {
+    const int count = std::min(mb, n - first);
+    val_batches_->fill_spread(first, count, n, in, tg);
+    ForwardResult r = model_->forward(0, {in.data(), tg.data(), count}, {0.0f, 0.0f});
     model_->retire(0);
     sum += r.ce_sum;
     tokens += r.tokens;
@@ -414,7 +446,7 @@ TrainSummary Trainer::run() {
   facts.numbers = {{"total_params", total_params(m)}, {"active_params", active_matmul_params(m)},
                    {"flops_per_token", flops_per_token}, {"unigram_entropy", summary.unigram_entropy},
                    {"eval_bytes_per_token", eval_bytes_per_token_}};
-  facts.texts = {{"device", device_.description}, {"layout", layout_}};
+  facts.texts = {{"device", device_.description}, {"layout", layout_}, {"data_order", data_order_text()}};
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
@@ -424,7 +456,6 @@ TrainSummary Trainer::run() {
   std::optional<Progress> progress;
   if (!opt_.quiet) progress.emplace(cfg_.log.progress, cfg_.log.every);
 
-  Batches batches(*train_data_, m.seq_len, "data.train");
   const long tokens_per_step = long(t.global_batch) * m.seq_len;
   const double peak = (cfg_.precision.peak_tflops > 0 ? cfg_.precision.peak_tflops : device_.peak_tflops) * 1e12;
   const long long last = opt_.stop_after > 0 ? std::min<long long>(opt_.stop_after, t.steps) : t.steps;
@@ -447,7 +478,7 @@ TrainSummary Trainer::run() {
     StepRecord rec;
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
       try {
-        batches.fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+        train_batches_->fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
       } catch (const ShardChanged& e) {
         throw UserError(std::string(e.what()) + "; step " + std::to_string(state.step + 1) + " stopped before " +
                         "its update, and " + (last_checkpoint.empty() ? "no checkpoint was written before it"

@@ -14,6 +14,7 @@
 #include "ops/op_profile.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
+#include "train/batches.hpp"
 #include "train/optimizer.hpp"
 #include "train/pipeline_step.hpp"
 #include "train/device.hpp"
@@ -63,6 +64,7 @@ class Trainer {
   FallbackCounts fallbacks() const;         // collective over the world
   double evaluate();
   double evaluation_bytes_per_token() const;
+  std::string data_order_text() const;
   void print_header() const;
 
   Config cfg_;
@@ -85,6 +87,7 @@ class Trainer {
   std::string run_dir_;
   std::string layout_;  // as plan prints it: the banner, log.h5 and checkpoints record it
   std::unique_ptr<TokenStream> train_data_, val_data_;
+  std::unique_ptr<Batches> train_batches_, val_batches_;  // the training order; the validation windows
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<TransferBuffers> transfers_;  // pp > 1: the pipeline's device transfer buffers

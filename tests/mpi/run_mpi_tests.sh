@@ -47,7 +47,7 @@ steps = 4
 global_batch = 8
 micro_batch = 2
 eval_every = 2
-eval_batches = 2
+eval_sequences = 4
 [data]
 train = "$tmp/data/train_*.bin"
 val = "$tmp/data/val_*.bin"

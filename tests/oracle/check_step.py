@@ -2,12 +2,14 @@
 
     python check_step.py STEP.h5 [--tol 1e-5]
 
-Recomputes the step in float64 from the dumped weights and batch: the loss, the logits, every
+Checks that the dumped batch is the run's first global batch in its data order (data_order.py
+reads the shards itself). Recomputes the step in float64 from the dumped weights and batch: the loss, the logits, every
 parameter gradient, the gradient norm, the balancing-bias update and one AdamW step (with
 PyTorch's own torch.optim.AdamW). Prints PASS or FAIL per check with its relative error
 (max |moetrain - reference| / max |reference|) and exits 1 on any failure.
 """
 import argparse
+import glob
 import sys
 import tomllib
 
@@ -15,7 +17,19 @@ import h5py
 import numpy as np
 import torch
 
+from data_order import window
 from reference_model import Reference, learning_rate
+
+
+def first_batch(cfg):
+    """Inputs and targets of sequences 0..global_batch-1 of the run, from the training shards."""
+    files = sorted(glob.glob(cfg["data"]["train"]))
+    stream = np.concatenate([np.fromfile(p, dtype=np.uint16, offset=256 * 4) for p in files]).astype(np.int64)
+    seq = cfg["model"]["seq_len"]
+    windows = (len(stream) - seq - 1) // seq + 1
+    rows = [window(cfg["run"]["seed"], windows, i, cfg["data"]["shuffle"]) * seq
+            for i in range(cfg["training"]["global_batch"])]
+    return np.stack([stream[r:r + seq] for r in rows]), np.stack([stream[r + 1:r + seq + 1] for r in rows])
 
 
 def read_group(f, group):
@@ -64,6 +78,14 @@ def main():
         logits = torch.from_numpy(f["logits"][()].astype(np.float64))
         loads = torch.from_numpy(f["expert_load"][()].astype(np.float64)) if "expert_load" in f else None
         attrs = {k: float(f.attrs[k]) for k in ("loss", "aux_loss", "mtp_loss", "grad_norm", "lr")}
+
+    want_inputs, want_targets = first_batch(cfg)
+    same_batch = np.array_equal(inputs.numpy(), want_inputs) and np.array_equal(targets.numpy(), want_targets)
+    report.failed += not same_batch
+    report.passed += same_batch
+    if not same_batch:
+        print(f"FAIL batch: not sequences 0..{len(want_inputs) - 1} of the run in its data order "
+              f"(data.shuffle = {str(cfg['data']['shuffle']).lower()}, run.seed = {cfg['run']['seed']})")
 
     params = {n: t.clone().requires_grad_(True) for n, t in before.items()}
     model = Reference(cfg, params, buffers)

@@ -87,6 +87,7 @@ check mla_q_lora_grouped --set model.attention.kind=mla --set model.attention.q_
   --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8 --set model.attention.qk_rope_head_dim=4 \
   --set model.attention.v_head_dim=6 --set model.moe.n_groups=4 --set model.moe.topk_groups=2
 check aux_free_only --set model.moe.aux_loss=none
+check file_order --set data.shuffle=false
 check micro_batch_aux --set model.moe.aux_loss=micro_batch
 check global_batch_aux --set model.moe.aux_loss=global_batch
 check global_batch_aux_no_bias --set model.moe.aux_loss=global_batch --set model.moe.bias_update_speed=0
