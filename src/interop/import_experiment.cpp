@@ -85,7 +85,7 @@ std::string import_experiment_toml(const std::string& hf_dir, const std::string&
   const Config defaults;
   const std::string shards = (fs::path(data_dir) / "").string();
   std::string t;
-  t += "# " + hf_dir + " imported by `moetrain import`. Paths are relative to the directory import ran in.\n";
+  t += "# " + hf_dir + " imported by `moetrain import`; relative paths start where import ran.\n";
   t += "# Training starts from the imported weights: ckpt/step_00000000 of this run, which\n";
   t += "# checkpoint.resume = \"auto\" finds. A step-0 checkpoint lets any key below change.\n";
   t += "[run]\nname = " + json_string(place.name) + "\nout_dir = " + json_string(place.out_dir) +
