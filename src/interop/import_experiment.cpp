@@ -6,7 +6,6 @@
 
 #include "config/config.hpp"
 #include "inspect/escape.hpp"
-#include "interop/hf_config.hpp"
 #include "io/bpe.hpp"
 #include "io/json.hpp"
 #include "io/shards.hpp"
@@ -87,7 +86,8 @@ std::string import_experiment_toml(const std::string& hf_dir, const std::string&
   std::string t;
   t += "# " + hf_dir + " imported by `moetrain import`; relative paths start where import ran.\n";
   t += "# Training starts from the imported weights: ckpt/step_00000000 of this run, which\n";
-  t += "# checkpoint.resume = \"auto\" finds. A step-0 checkpoint lets any key below change.\n";
+  t += "# checkpoint.resume = \"auto\" finds. Before its first step any key may change but run.seed and the\n";
+  t += "# model's shapes.\n";
   t += "[run]\nname = " + json_string(place.name) + "\nout_dir = " + json_string(place.out_dir) +
        "\nseed = " + std::to_string(seed) + "   # the seed the checkpoint records\n\n";
   t += model_table + "\n";
