@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's "Export to transformers" commands, as written, on the demo's model (configs/tiny.toml)
 # trained 3 steps: each must exit 0 and show what the README says it does, the imported model
-# trains, and transformers' logits of the exported model are moetrain's on a batch.
+# trains, transformers' logits of the exported model are moetrain's on a batch, and its greedy
+# generate writes what moetrain's greedy sample does.
 set -u
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -58,3 +59,15 @@ with torch.no_grad():
     theirs = model(torch.tensor(inputs, dtype=torch.long)).logits.reshape(ours.shape).numpy()
 err = float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
 print("same" if err < 1e-5 else "differ", "largest difference %.1e of the largest logit" % err)'
+# The README's claim: greedy generate writes what `moetrain sample --temperature 0` writes (compared
+# as bytes: byte-level token ids are the bytes).
+moetrain sample runs/tiny --prompt "The meaning of life" --tokens 60 --temperature 0 2>/dev/null > sampled
+expect "transformers' greedy generate continues as moetrain sample --temperature 0" 0 "^same" -- "$python" -c '
+import torch
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("hf/tiny").eval()
+ids = torch.tensor([[256] + list(b"The meaning of life")])
+out = model.generate(ids, max_new_tokens=60, do_sample=False)[0].tolist()[1:]
+ours = open("sampled", "rb").read()[:-1]  # sample ends its text with a newline
+theirs = bytes(t for t in out if t < 256)
+print("same" if theirs == ours else "differ: %r vs %r" % (theirs, ours))'
