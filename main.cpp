@@ -463,11 +463,16 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = app.add_subcommand("export", "Write a run's newest checkpoint as a Hugging Face model (transformers' DeepseekV3ForCausalLM)");
   export_cmd->add_option("run", export_run, "run directory holding ckpt/, e.g. runs/tiny")->required();
   export_cmd->add_option("--hf", export_out, "output directory: config.json, model.safetensors, tokenizer.json")->required();
-  std::string import_dir, import_out;
+  std::string import_dir, import_out, import_data;
   long long import_seed = 1234;
-  CLI::App* import_cmd = app.add_subcommand("import", "Turn a Hugging Face DeepSeek-V3 model into a moetrain checkpoint a run resumes from");
+  CLI::App* import_cmd = app.add_subcommand(
+      "import", "Turn a Hugging Face model into a run directory: its checkpoint and an experiment that trains it");
   import_cmd->add_option("hf", import_dir, "directory with config.json and model.safetensors")->required();
-  import_cmd->add_option("--out", import_out, "output directory: model.toml and ckpt/step_00000000")->required();
+  import_cmd->add_option("--out", import_out, "new run directory: experiment.toml and ckpt/step_00000000")->required();
+  import_cmd->add_option("--data", import_data,
+                         "directory of shards (train_*.bin, val_*.bin) written with the model's tokenizer, "
+                         "e.g. data/fortunes")
+      ->required();
   import_cmd->add_option("--seed", import_seed, "the run.seed the checkpoint records (default 1234, run.seed's default)");
 
   std::vector<std::string> plot_runs;
@@ -517,7 +522,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*import_cmd) {
-      mt::import_hf(import_dir, import_out, import_seed);
+      mt::import_hf(import_dir, import_out, import_data, import_seed);
       return 0;
     }
     if (*sample) {

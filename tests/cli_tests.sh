@@ -42,9 +42,10 @@ expect "export refuses an MHA model with MoE blocks, saying why" 2 \
 mkdir -p "$tmp/hf-gpt2" && echo '{"model_type": "gpt2"}' > "$tmp/hf-gpt2/config.json"
 expect "import refuses a model type it has no map for" 2 \
   "hf-gpt2/config.json: model_type = \"gpt2\": moetrain imports deepseek_v3 \(DeepseekV3ForCausalLM\) and llama" -- \
-  $bin import "$tmp/hf-gpt2" --out "$tmp/imported"
+  $bin import "$tmp/hf-gpt2" --out "$tmp/imported" --data "$tmp/data"
 echo '{"model_type": "llama",' > "$tmp/hf-gpt2/config.json"
-expect "import: a damaged config.json names the byte" 2 "config.json: byte 24: " -- $bin import "$tmp/hf-gpt2" --out "$tmp/imported"
+expect "import: a damaged config.json names the byte" 2 "config.json: byte 24: " -- \
+  $bin import "$tmp/hf-gpt2" --out "$tmp/imported" --data "$tmp/data"
 $bin prepare --input "$tmp/quotes" --out "$tmp/bpe" --vocab 262 > /dev/null
 expect "a run on BPE shards keeps its tokenizer, and samples with it" 0 "runs/bpe/tokenizer.bpe, 262 tokens" -- bash -c \
   "$bin train '$tmp/exp.toml' --set run.name=bpe --set model.vocab_size=262 --set data.train='\"$tmp/bpe/train_*.bin\"' \

@@ -63,6 +63,7 @@ std::string hf_save() {
     std::vector<uint16_t> tokens;
     for (int i = 0; i < 400; ++i) tokens.push_back(uint16_t("abcdefgh "[i % 9]));
     mt::write_shard(root + "/train_000000.bin", tokens);
+    mt::write_shard(root + "/val_000000.bin", tokens);  // with train_*, the shards an import trains on
     const mt::Config cfg = mt::parse_config(
         "", "test.toml",
         {"run.name=run", "run.out_dir=" + root, "data.train=" + root + "/train_*.bin",
@@ -80,6 +81,9 @@ std::string hf_save() {
   }();
   return dir;
 }
+
+// The shards hf_save's run trained on, for imports of its export.
+std::string hf_data() { return fs::path(hf_save()).parent_path().string(); }
 
 // The header of a safetensors file's bytes (the JSON after the 8-byte length).
 std::string header_of(const std::string& file) {
@@ -250,7 +254,7 @@ TEST_CASE("fuzz: an import of a save with a mutated config.json succeeds or give
     write_bytes(dir + "/config.json", text);
     fs::remove_all(out);
     const QuietStdout quiet;
-    const bool ok = loads([&] { mt::import_hf(dir, out, 1); }, dir);
+    const bool ok = loads([&] { mt::import_hf(dir, out, hf_data(), 1); }, dir);
     (ok ? imported : refused)++;
   }
   MESSAGE("import fuzz: " << cases << " cases, " << imported << " imported, " << refused
@@ -291,7 +295,7 @@ TEST_CASE("a config.json that describes a larger model than its safetensors hold
   // The largest vocabulary moetrain allows (2^24) asks for gigabytes at this width.
   config.replace(at, config.find(',', at) - at, "16000000");
   write_bytes(dir + "/config.json", config);
-  CHECK(testing::contains(testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", 1); }),
+  CHECK(testing::contains(testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", hf_data(), 1); }),
                           dir + "/config.json: describes a model of 512"));
   CHECK(!fs::exists(dir + "/out"));
 }
@@ -307,7 +311,7 @@ TEST_CASE("a size in config.json that is fractional or past long long is refused
     write_bytes(dir + "/config.json", text);
     fs::remove_all(dir + "/out");
     const QuietStdout quiet;
-    return testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", 1); });
+    return testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", hf_data(), 1); });
   };
   // 16.5 was read as 16 and the import went through.
   CHECK(testing::contains(error_with("hidden_size", "16.5"),
@@ -334,7 +338,7 @@ TEST_CASE("JSON nested a million deep is refused at the bound, in config.json an
   CHECK(testing::contains(testing::user_error_of([&] { mt::read_safetensors(dir + "/model.safetensors"); }),
                           dir + "/model.safetensors (header): byte 516: objects and arrays nest deeper"));
   write_bytes(dir + "/config.json", "{\"model_type\": " + deep + "}");
-  CHECK(testing::contains(testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", 1); }),
+  CHECK(testing::contains(testing::user_error_of([&] { mt::import_hf(dir, dir + "/out", hf_data(), 1); }),
                           dir + "/config.json: byte 526: objects and arrays nest deeper than 512 levels"));
 }
 

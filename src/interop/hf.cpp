@@ -12,9 +12,9 @@
 #include "infer/checkpoint_model.hpp"
 #include "infer/sample.hpp"
 #include "interop/hf_config.hpp"
+#include "interop/import_experiment.hpp"
 #include "io/bpe.hpp"
 #include "io/json.hpp"
-#include "io/run_lock.hpp"
 #include "io/safetensors.hpp"
 #include "model/flops.hpp"
 #include "parallel/groups.hpp"
@@ -300,7 +300,11 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
     std::printf("export: the %d MTP module(s) are left out: transformers' classes do not run them\n", m.mtp.depth);
 }
 
-std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed) {
+std::string import_hf(const std::string& hf_dir, const std::string& out_dir, const std::string& data_dir,
+                      long long seed) {
+  for (const char* held : {"experiment.toml", "ckpt"})
+    if (fs::exists(fs::path(out_dir) / held))
+      throw UserError(out_dir + ": already holds " + held + "; import into a new directory (it becomes the run's)");
   const std::string config_path = hf_dir + "/config.json";
   const Json hf = parse_json(read_file(config_path), config_path);
   const HfModel hf_model = hf_model_of(hf, config_path);
@@ -346,28 +350,32 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, lon
     tensors.erase(it);
   }
   p.set_values(values);
+  const std::string data_note = check_import_data(hf_dir, data_dir, m.vocab_size);
+  const std::string experiment = out_dir + "/experiment.toml";
+  const std::string text = import_experiment_toml(hf_dir, out_dir, data_dir, table, seed);
+  // What the experiment says must read back as this model, or its run would refuse the checkpoint.
+  const Config written = parse_config(text, experiment);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw UserError(out_dir + ": cannot create the directory: " + ec.message());
-  {
-    std::ofstream f(out_dir + "/model.toml");
-    f << "# " << config_path << " as moetrain's [model] table (moetrain import)\n" << table;
-    if (!f.flush()) throw UserError(out_dir + "/model.toml: cannot write (is the disk full?)");
-  }
   const auto one_rank = make_local_comm();
   const ParallelGroups groups = make_groups(*one_rank, {}, cpu_backend());
   std::vector<float> zeros(values.size(), 0.0f), zeros_sq(values.size(), 0.0f);
-  RunLock lock(out_dir);
   save_checkpoint(out_dir, {p, values, zeros, zeros_sq}, TrainState{0, 0, seed},
-                  {cfg.resolved_toml, layout_text(layout_of_config(cfg)), 1}, groups);
+                  {written.resolved_toml, layout_text(layout_of_config(written)), 1}, groups);
+  {
+    std::ofstream f(experiment);
+    f << text;
+    if (!f.flush()) throw UserError(experiment + ": cannot write (is the disk full?)");
+  }
   const std::string step_dir = checkpoint_dir(out_dir, 0);
-  std::printf("import: %s -> %s (%zu parameters), %s/model.toml\n", hf_dir.c_str(), step_dir.c_str(),
-              p.total() + p.buffers_total(), out_dir.c_str());
+  std::printf("import: %s -> %s (%zu parameters) and %s\n", hf_dir.c_str(), step_dir.c_str(),
+              p.total() + p.buffers_total(), experiment.c_str());
+  std::printf("import: %s\n", data_note.c_str());
   if (!tensors.empty())
     std::printf("import: %zu tensors not used (e.g. %s): transformers' MTP layers and others moetrain's model lacks\n",
                 tensors.size(), tensors.begin()->first.c_str());
-  std::printf("import: train it with that [model] table, run.seed = %lld and --set checkpoint.resume='\"%s\"'\n", seed,
-              step_dir.c_str());
+  std::printf("import: train it with: moetrain train %s\n", experiment.c_str());
   return step_dir;
 }
 

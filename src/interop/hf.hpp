@@ -1,7 +1,7 @@
 #pragma once
 // Hugging Face interop: a moetrain model as transformers' DeepseekV3ForCausalLM (MLA models) or
 // LlamaForCausalLM (dense MHA/GQA models) — config.json, model.safetensors, tokenizer.json — and
-// such a model back as a moetrain checkpoint.
+// such a model back as a moetrain run (a checkpoint and an experiment that trains it).
 //   moetrain                        transformers (DeepSeek-V3's checkpoint names)
 //   embedding, head, final_norm     model.embed_tokens, lm_head, model.norm
 //   blocks.i.attn_norm / ffn_norm   model.layers.i.input_layernorm / post_attention_layernorm
@@ -25,9 +25,10 @@ namespace mt {
 // an MHA model with MoE blocks (no transformers class has them) is refused.
 void export_hf(const std::string& run_dir, const std::string& out_dir);
 // Reads hf_dir/config.json (model_type deepseek_v3 or llama) and its safetensors (one file, or several by model.safetensors.index.json);
-// writes out_dir/model.toml (the [model] table for an experiment) and the checkpoint
-// out_dir/ckpt/step_00000000 (AdamW moments zero, trained with `seed`), which a run of that model
-// resumes from under any layout. Returns the checkpoint's directory.
-std::string import_hf(const std::string& hf_dir, const std::string& out_dir, long long seed);
+// makes out_dir a run directory holding the checkpoint ckpt/step_00000000 (AdamW moments zero,
+// trained with `seed`) and experiment.toml, which trains it on the shards of `data_dir` as is
+// (import_experiment.hpp). Nothing else is written. Returns the checkpoint's directory.
+std::string import_hf(const std::string& hf_dir, const std::string& out_dir, const std::string& data_dir,
+                      long long seed);
 
 }  // namespace mt

@@ -86,12 +86,11 @@ eval_every = 0
             return np.array(f["batch/inputs"]), np.array(f["logits"])
 
     def imported(self, tag, hf_dir):
-        """`moetrain import` of a saved transformers model: the experiment, the checkpoint, moetrain's inputs and
-        logits."""
+        """`moetrain import` of a saved transformers model on the harness's shards: the experiment it writes, the
+        checkpoint, moetrain's inputs and logits."""
         out = os.path.join(self.work, tag + "-moetrain")
-        self.run("import", hf_dir, "--out", out)
-        exp = os.path.join(self.work, tag + ".toml")
-        self.experiment(exp, open(os.path.join(out, "model.toml")).read(), tag)
+        self.run("import", hf_dir, "--out", out, "--data", self.data)
+        exp = os.path.join(out, "experiment.toml")
         checkpoint = os.path.join(out, "ckpt", "step_00000000")
         return (exp, checkpoint) + self.moetrain_logits(exp, checkpoint, tag)
 

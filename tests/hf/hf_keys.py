@@ -71,7 +71,7 @@ def honoured(tag, what, llama=False, drop_rope=(), drop=(), **keys):
 
 def refused(tag, what, named, llama=False, patch=None, **keys):
     _, hf_dir = saved(tag, llama, keys, patch)
-    rc, out = h.attempt("import", hf_dir, "--out", os.path.join(work, tag + "-moetrain"))
+    rc, out = h.attempt("import", hf_dir, "--out", os.path.join(work, tag + "-moetrain"), "--data", h.data)
     h.report(f"import refuses {what}", rc == 2 and named in out, f"exit {rc}: {out.strip().splitlines()[-1][:200]}")
 
 
@@ -88,7 +88,7 @@ def sharded_cases():
              f"{len(shards)} shards; largest difference {err:.1e} of the largest logit, bound {BOUND:.0e}")
     gone = os.path.basename(shards[1])
     os.remove(shards[1])
-    rc, out = h.attempt("import", hf_dir, "--out", os.path.join(work, "sharded-missing"))
+    rc, out = h.attempt("import", hf_dir, "--out", os.path.join(work, "sharded-missing"), "--data", h.data)
     h.report("import: a missing shard is named", rc == 2 and f"in {gone}, which is not in" in out,
              f"exit {rc}: {out.strip().splitlines()[-1][:200]}")
 
@@ -99,7 +99,7 @@ def missing_key_case(tag, llama, key):
     config = json.load(open(path))
     del config[key]
     json.dump(config, open(path, "w"))
-    rc, out = h.attempt("import", hf_dir, "--out", os.path.join(work, tag + "-moetrain"))
+    rc, out = h.attempt("import", hf_dir, "--out", os.path.join(work, tag + "-moetrain"), "--data", h.data)
     h.report(f"import: config.json without the required {key} is refused naming it",
              rc == 2 and f'no "{key}"' in out, f"exit {rc}: {out.strip().splitlines()[-1][:200]}")
 

@@ -67,7 +67,9 @@ def import_case(yarn):
 
 def resume_case(exp, checkpoint, tag):
     """The imported checkpoint trains on, on one rank and under tp=2 x ep=2 (two ranks): the same losses."""
-    sets = ["--set", f"model.seq_len={SEQ}", "--set", f"checkpoint.resume=\"{checkpoint}\""]
+    sets = ["--set", f"model.seq_len={SEQ}", "--set", f"checkpoint.resume=\"{checkpoint}\"", "--set",
+            f"run.out_dir=\"{work}/runs\"", "--set", "training.steps=3", "--set", "training.global_batch=2", "--set",
+            "training.micro_batch=1", "--set", "training.eval_every=0"]
     run("train", exp, "--set", f"run.name={tag}-1", *sets)
     launcher = ["mpirun", "--oversubscribe", "-np", "2"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
     r = subprocess.run(launcher + [moetrain, "train", exp, "--set", f"run.name={tag}-2", "--set", "parallel.tp=2",

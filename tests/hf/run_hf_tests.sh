@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# moetrain against Hugging Face transformers on CPU (tests/hf/hf_roundtrip.py and hf_keys.py say
-# what is checked): one PASS or FAIL line per case.
+# moetrain against Hugging Face transformers on CPU (tests/hf/hf_roundtrip.py, hf_keys.py and
+# hf_import_run.py say what is checked): one PASS or FAIL line per case.
 set -u
 cd "$(dirname "$0")/../.."
 python=${PYTHON:-.venv/bin/python}
@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 # transformers' progress bars and notices go to stderr; a failure's detail follows its FAIL line.
-for suite in hf_roundtrip hf_keys; do
+for suite in hf_roundtrip hf_keys hf_import_run; do
   mkdir -p "$tmp/$suite"
   if ! "$python" "tests/hf/$suite.py" ./moetrain "$tmp/$suite" 2> "$tmp/$suite.stderr"; then
     tail -n 5 "$tmp/$suite.stderr"
