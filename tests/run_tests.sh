@@ -75,6 +75,7 @@ doctest_suite "AddressSanitizer and UBSan: the readers' unit tests" bash tests/a
 line_suite "damaged, missing and live runs, logs and shards" tests/inputs/damaged_runs_tests.sh
 line_suite "config and command-line inputs" tests/inputs/config_tests.sh
 line_suite "resume tests" tests/inputs/resume_tests.sh
+line_suite "memory pre-check" tests/inputs/memory_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 
