@@ -42,6 +42,16 @@ int ranks_on_this_host() {
   return n > 0 ? n : 1;
 }
 
+// When the checkpoint's copies are what sets the peak, the runs that write none avoid them.
+std::string checkpoint_advice(const HostMemoryEstimate& e) {
+  const MemoryTerm* largest = nullptr;
+  for (const MemoryTerm& t : e.terms)
+    if (t.transient && (!largest || t.bytes > largest->bytes)) largest = &t;
+  if (!largest || largest->name.rfind("at a checkpoint", 0) != 0) return "";
+  return "; the checkpoint's host copies set the peak: with checkpoint.final = false and checkpoint.every = 0 "
+         "the run writes none";
+}
+
 }  // namespace
 
 double HostMemoryEstimate::peak_bytes() const {
@@ -159,7 +169,8 @@ double check_host_memory(const Config& cfg, int slots) {
                   e.table() + "make the model smaller (model.d_model = " + std::to_string(m.d_model) +
                   ", model.n_layers = " + std::to_string(m.n_layers) + "), lower training.micro_batch (" +
                   std::to_string(cfg.training.micro_batch) + "; the arenas grow with it), set training.recompute = "
-                  "\"full\", or split the model over more ranks on more hosts (parallel.tp, parallel.pp, parallel.ep)");
+                  "\"full\", or split the model over more ranks on more hosts (parallel.tp, parallel.pp, parallel.ep)" +
+                  checkpoint_advice(e));
 }
 
 }  // namespace mt
