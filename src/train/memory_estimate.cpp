@@ -42,14 +42,14 @@ int ranks_on_this_host() {
   return n > 0 ? n : 1;
 }
 
-// When the checkpoint's copies are what sets the peak, the runs that write none avoid them.
+// When the checkpoint's copies are the largest term, the runs that write none avoid them.
 std::string checkpoint_advice(const HostMemoryEstimate& e) {
   const MemoryTerm* largest = nullptr;
   for (const MemoryTerm& t : e.terms)
-    if (t.transient && (!largest || t.bytes > largest->bytes)) largest = &t;
+    if (!largest || t.bytes > largest->bytes) largest = &t;
   if (!largest || largest->name.rfind("at a checkpoint", 0) != 0) return "";
-  return "; the checkpoint's host copies set the peak: with checkpoint.final = false and checkpoint.every = 0 "
-         "the run writes none";
+  return "; the checkpoint's host copies are the largest term: with checkpoint.final = false and "
+         "checkpoint.every = 0 the run writes none";
 }
 
 }  // namespace
@@ -68,11 +68,13 @@ double HostMemoryEstimate::needed_bytes() const { return peak_bytes() * (1 + kMe
 std::string HostMemoryEstimate::table() const {
   std::string out;
   char line[160];
+  int transient = 0;
   for (const MemoryTerm& t : terms) {
     std::snprintf(line, sizeof line, "  %10s %s %s\n", gb(t.bytes).c_str(), t.transient ? "*" : " ", t.name.c_str());
     out += line;
+    transient += t.transient;
   }
-  out += "  (* at different times: only the largest counts)\n";
+  if (transient > 1) out += "  (* at different times: only the largest counts)\n";
   if (ranks_here > 1) {
     std::snprintf(line, sizeof line, "  x %d ranks on this host (OMPI_COMM_WORLD_LOCAL_SIZE)\n", ranks_here);
     out += line;
