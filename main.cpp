@@ -96,6 +96,9 @@ int cmd_train(const std::string& path, const std::vector<std::string>& sets, boo
                 "activations %.3f MB (%.3f MB at most in use)\n",
                 mem.weights / 1e6, mem.gradients / 1e6, mem.optimizer / 1e6, mem.activations / 1e6,
                 mem.activations_used / 1e6);
+    if (mem.host_estimate > 0)
+      std::printf("memory: host peak %.3f GB resident (VmHWM), estimated %.3f GB before the run (docs/memory.md)\n",
+                  mem.host_peak / 1e9, mem.host_estimate / 1e9);
     // A line per kind of GEMM that fell back; a run where everything ran as chosen (every CPU
     // run) prints nothing more.
     for (const std::string& line : s.fallbacks.counted_lines()) std::printf("%s\n", line.c_str());

@@ -79,6 +79,7 @@ line_suite "train on your own text" tests/inputs/own_text_tests.sh
 line_suite "comparable runs and command-line edges" tests/inputs/compare_tests.sh
 line_suite "data order and validation tests" tests/inputs/data_order_tests.sh
 line_suite "export to transformers and import, as the README shows" tests/inputs/export_loop_tests.sh
+line_suite "memory pre-check" tests/inputs/memory_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

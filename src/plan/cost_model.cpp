@@ -654,8 +654,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   e.time.optimizer = opt_time;
 
   if (l.storage != Storage::bf16_recipe) {
-    e.memory = moetrain_memory(m, l, placement);
-    e.memory.activations = 4 * T * moetrain_activation_values(m, l, placement, m_count);
+    e.memory = trainer_memory(m, global_batch, l);
   } else {
     e.memory.activations = recipe_activations(m, l, T, pieces, peak_chunks);
   }
@@ -668,5 +667,13 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
 }
 
 double activation_bytes_per_token(const ModelConfig& m, const Layout& l) { return model_activations_per_token(m, l); }
+
+Memory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l) {
+  const pipeline::Placement placement = placement_of(l);
+  Memory memory = moetrain_memory(m, l, placement);
+  const double tokens = double(l.micro_batch) * m.seq_len / l.cp;
+  memory.activations = 4 * tokens * moetrain_activation_values(m, l, placement, global_batch / (l.dp * l.micro_batch));
+  return memory;
+}
 
 }  // namespace mt::plan

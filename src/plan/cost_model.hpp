@@ -54,6 +54,10 @@ struct Estimate {
 // tensor-parallel rank, under the layout's recomputation and precision.
 double activation_bytes_per_token(const ModelConfig& m, const Layout& l);
 
+// moetrain's own storage per rank (l.storage fp32 or mixed): weights, gradients, optimizer state
+// and the activation arenas' high water, as estimate_step reports it, without timing anything.
+Memory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l);
+
 // Empty when the layout can run this model on this cluster, else what is wrong and what fits.
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
 // Requires layout_problem() to be empty.

@@ -8,8 +8,10 @@ namespace mt {
 static constexpr size_t kAlign = 64;
 
 Arena::Block Arena::make_block(size_t size) const {
-  // Backends align allocations to at least 16 bytes; blocks are whole numbers of kAlign.
-  return Block{Buffer(backend_, DType::f32, size / sizeof(float)), size, 0};
+  // Backends align allocations to at least 16 bytes; blocks are whole numbers of kAlign. Left
+  // unfilled (every caller writes what it takes, and zeros() fills): on the CPU a page becomes
+  // resident when first written, so the first step's blocks doubling past the need cost no memory.
+  return Block{Buffer(backend_, DType::f32, size / sizeof(float), Unfilled{}), size, 0};
 }
 
 void* Arena::bytes(size_t n) {

@@ -6,7 +6,7 @@
 // allocate nothing when they need the same. Where the need varies (the rows an expert-parallel
 // rank receives follow the routing), a micro-batch after the first step (settle()) that needs more
 // than any before adds a block of an eighth of the arena, and reset() coalesces with an eighth to
-// spare: a need that keeps creeping up reallocates (and zero-fills) a few times, not every step.
+// spare: a need that keeps creeping up reallocates a few times, not every step.
 #include <cstddef>
 #include <vector>
 

@@ -1,13 +1,11 @@
 #include "train/device.hpp"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
-#include "model/flops.hpp"
 #include "ops/cuda_backend.hpp"
-#include "plan/cost_model.hpp"
+#include "parallel/layout.hpp"
 #include "train/gpu_choice.hpp"
+#include "train/memory_estimate.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -24,36 +22,6 @@ std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(size_t(1) << 30));
   return text;
-}
-
-// MemAvailable of /proc/meminfo in bytes: what the kernel can give without swapping; 0 when not known.
-double available_host_bytes() {
-  std::ifstream in("/proc/meminfo");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string key;
-    double kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
-}
-
-// A step that cannot fit in the host's memory is refused before anything is allocated, instead
-// of being killed by the kernel part way. Each rank holds about 1/(tp*pp) of the model; ranks
-// that share a host are not added up, so this catches what cannot fit even alone.
-void check_host_memory(const Config& cfg, int slots) {
-  const double available = available_host_bytes();
-  const double needed = estimated_step_bytes(cfg, slots) / (double(cfg.parallel.tp) * cfg.parallel.pp);
-  if (available <= 0 || needed <= available) return;
-  const ModelConfig& m = cfg.model;
-  char params[32];
-  std::snprintf(params, sizeof params, "%.2f billion", total_params(m) / 1e9);
-  throw UserError(cfg.source_path + ": a training step of this model needs about " + gib(needed) +
-                  " of memory per rank (16 bytes per parameter for the weights, gradients and AdamW moments of " +
-                  params + " parameters, plus activations), but " +
-                  gib(available) + " is available (MemAvailable in /proc/meminfo): make the model smaller (model.d_model = " +
-                  std::to_string(m.d_model) + ", model.n_layers = " + std::to_string(m.n_layers) +
-                  "), lower training.micro_batch, or split it over more ranks (parallel.tp, parallel.pp)");
 }
 
 }  // namespace
@@ -89,22 +57,14 @@ double known_bf16_peak_tflops(const std::string& gpu_name) {
 }
 
 double estimated_step_bytes(const Config& cfg, int slots) {
-  const ModelConfig& m = cfg.model;
-  // fp32 weights, gradients and the two AdamW moments.
-  const double state = 16.0 * total_params(m);
-  // The planner's BF16 figure for what forward saves, doubled for fp32 storage and doubled again
-  // for what backward adds to the same arena until the micro-batch retires; the logits and their
-  // gradient for the main head and each MTP depth.
-  const double tokens = double(cfg.training.micro_batch) * m.seq_len;
-  const double saved = 4.0 * plan::activation_bytes_per_token(m, plan::Layout{}) * tokens;
-  const double logits = 2.0 * 4.0 * tokens * m.vocab_size * (1 + m.mtp.depth);
-  return state + slots * (saved + logits);
+  const plan::Memory m = run_storage(cfg);
+  return m.weights + m.grads + m.optimizer + (layout_of_config(cfg).scheduled() ? 1 : slots) * m.activations;
 }
 
 DeviceChoice choose_device(const Config& cfg, int slots) {
   const DeviceKind want = cfg.precision.device;
   DeviceChoice d;
-  if (want == DeviceKind::cpu || want == DeviceKind::cpu_strict) check_host_memory(cfg, slots);
+  if (want == DeviceKind::cpu || want == DeviceKind::cpu_strict) d.host_estimate_bytes = check_host_memory(cfg, slots);
   if (want == DeviceKind::cpu) {
     d.backend = cpu_backend();
     d.description = "cpu";
@@ -149,7 +109,7 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   if (want == DeviceKind::cuda)
     throw UserError(cfg.origin.at("precision.device") + ": precision.device = \"cuda\" cannot be used: " + why +
                     "; set precision.device = \"cpu\" or \"auto\"");
-  check_host_memory(cfg, slots);
+  d.host_estimate_bytes = check_host_memory(cfg, slots);
   d.backend = cpu_backend();
   d.description = "cpu (auto: " + why + ")";
   return d;

@@ -16,6 +16,7 @@ struct DeviceChoice {
   enum class Owned { none, cuda, strict } owned = Owned::none;  // what release_device() frees
   double peak_tflops = 0;  // the device's dense BF16 peak when known (MFU's denominator), else 0
   int gpu = -1;            // the CUDA device index, when owned is cuda
+  double host_estimate_bytes = 0;  // on the CPU: the pre-check's estimated peak of this rank's process
 };
 
 // Another queue of the device for work that may overlap the first's (a model chunk's passes): on a
@@ -28,7 +29,7 @@ void close_stream(const DeviceChoice& d, Backend& stream);
 DeviceChoice choose_device(const Config& cfg, int slots);
 // Dense BF16 peak TFLOP/s of a GPU by its CUDA device name, 0 when not known.
 double known_bf16_peak_tflops(const std::string& gpu_name);
-// Device memory the step needs, estimated from the parameters and the planner's activation model.
+// Device memory the step needs: the planner's weights, gradients, moments and arenas (run_storage).
 double estimated_step_bytes(const Config& cfg, int slots);
 // GEMM input precision from precision.matmul.
 inline GemmInputs gemm_inputs(const PrecisionConfig& p) {

@@ -26,6 +26,7 @@
 #include "pipeline/check.hpp"
 #include "pipeline/generators.hpp"
 #include "train/batches.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/pipeline_step.hpp"
 #include "train/resume.hpp"
 #include "train/progress.hpp"
@@ -367,7 +368,7 @@ TrainSummary::Memory Trainer::memory_use() const {
   opt_.world->all_gather(mine, all);
   std::vector<double> most(mine.size(), 0.0);
   for (size_t i = 0; i < all.size(); ++i) most[i % mine.size()] = std::max(most[i % mine.size()], double(all[i]) * 1e6);
-  return {most[0], most[1], most[2], most[3], most[4]};
+  return {most[0], most[1], most[2], most[3], most[4], resident_high_water_bytes(), device_.host_estimate_bytes};
 }
 
 TrainSummary Trainer::run() {

@@ -43,6 +43,7 @@ struct TrainSummary {
   // the high water of their use beside).
   struct Memory {
     double weights = 0, gradients = 0, optimizer = 0, activations = 0, activations_used = 0;
+    double host_peak = 0, host_estimate = 0;  // the first rank's resident high water, and its estimate (CPU)
   } memory;
   // The GEMMs of every rank and stream that ran another way than their first choice (a GPU's
   // cuBLASLt found no algorithm, an FP8 GEMM ran as fp32): the run's "gemm fallback:" and

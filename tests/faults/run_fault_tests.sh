@@ -287,7 +287,7 @@ too_large() {
   run "${train[@]}" --set run.name=huge --set model.d_model=65536 --set model.n_layers=64 --set model.ffn_hidden=262144 \
     --set model.n_heads=512 --set model.head_dim=128
   if ((status != 2)); then problem="exit $status, wanted 2"
-  else problem=$(unmatched "^error: $tmp/exp.toml: a training step of this model needs about [0-9.]+ GiB of memory per rank .* but [0-9.]+ GiB is available \(MemAvailable in /proc/meminfo\)")
+  else problem=$(unmatched "^error: $tmp/exp.toml: this run needs about [0-9.]+ GB of host memory but [0-9.]+ GB is available \(MemAvailable in /proc/meminfo\)")
   fi
   [[ -z $problem && -e $tmp/runs/huge ]] && problem="the run directory was made: it got past the check"
   verdict "a model far too large for memory is refused before allocating, with the estimate (exit 2)" "$problem"
