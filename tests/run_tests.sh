@@ -29,9 +29,10 @@ passed=0 failed=0 skipped=0
 
 # A doctest binary: each test case counts once, from its summary line.
 doctest_suite() {
-  local title=$1 out rc line; shift
+  local title=$1 out rc line start=$SECONDS; shift
   echo "== $title"
   out=$("$@" 2>&1); rc=$?
+  echo "-- $title: $((SECONDS - start)) s"
   echo "$out" | grep -v '^\[doctest\] Status' | tail -n 40
   line=$(echo "$out" | grep '^\[doctest\] test cases:')
   if [[ $line =~ ([0-9]+)\ passed.*\|\ +([0-9]+)\ failed.*\|\ +([0-9]+)\ skipped ]]; then
@@ -45,9 +46,10 @@ doctest_suite "unit tests" ./build/tests/unit_tests --no-version
 
 # A suite that prints one PASS, FAIL or SKIP line per case.
 line_suite() {
-  local title=$1 script=$2 out rc p f s
+  local title=$1 script=$2 out rc p f s start=$SECONDS
   echo "== $title"
   out=$(bash "$script" 2>&1); rc=$?
+  echo "-- $title: $((SECONDS - start)) s"
   echo "$out"
   p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL'); s=$(echo "$out" | grep -c '^SKIP')
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
