@@ -105,6 +105,10 @@ expect "inspect on a sweep's folder: a row per run, with the key they differ in"
 expect "inspect on a sweep's folder compares what naming its runs compares" 0 "^same$" -- bash -c \
   "folder=\$($bin inspect '$tmp/runs/grid' --csv); named=\$($bin inspect '$tmp/runs/grid/lr=0.001' \
      '$tmp/runs/grid/lr=0.003' --csv); [[ -n \$folder && \$folder == \$named ]] && echo same"
+expect "plot on a sweep's folder draws each of its runs, named as when named one by one" 0 "^same$" -- bash -c \
+  "$bin plot '$tmp/runs/grid' --out '$tmp/plot_folder' > /dev/null && \
+   $bin plot '$tmp/runs/grid/lr=0.001' '$tmp/runs/grid/lr=0.003' --out '$tmp/plot_named' > /dev/null && \
+   grep -q 'lr=0.003' '$tmp/plot_folder/loss.svg' && cmp -s '$tmp/plot_folder/loss.svg' '$tmp/plot_named/loss.svg' && echo same"
 expect "inspect: a folder without runs still says what to give" 2 "empty: neither a run nor a checkpoint directory" -- \
   bash -c "mkdir -p '$tmp/empty' && $bin inspect '$tmp/empty'"
 
