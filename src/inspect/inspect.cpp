@@ -6,6 +6,7 @@
 #include "inspect/checkpoint_summary.hpp"
 #include "inspect/compare_table.hpp"
 #include "inspect/report_text.hpp"
+#include "inspect/run_data.hpp"
 #include "inspect/run_summary.hpp"
 #include "inspect/summary_records.hpp"
 #include "util/error.hpp"
@@ -46,10 +47,7 @@ struct Target {
 // The runs directly inside dir (a sweep's folder, or run.out_dir), by name; empty when there are none.
 std::vector<Target> runs_inside(const fs::path& dir) {
   std::vector<Target> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory(ec) && kind_of_dir(e.path()) == Kind::run) out.push_back({e.path().string(), Kind::run});
-  std::sort(out.begin(), out.end(), [](const Target& a, const Target& b) { return a.dir < b.dir; });
+  for (const std::string& run : runs_in_folder(dir.string())) out.push_back({run, Kind::run});
   return out;
 }
 

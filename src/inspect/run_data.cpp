@@ -137,4 +137,14 @@ RunData load_run(const std::string& dir) {
   return run;
 }
 
+std::vector<std::string> runs_in_folder(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_directory(ec) && std::filesystem::is_regular_file(e.path() / "log.h5", ec))
+      out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace mt

@@ -34,4 +34,8 @@ struct RunData {
 // Reads <dir>/log.h5 (dir: a run directory). UserError naming the file when it is missing or damaged.
 RunData load_run(const std::string& dir);
 
+// The run directories (holding log.h5) directly inside dir, such as a sweep's folder or run.out_dir,
+// sorted by path; empty when there are none. inspect and plot both take such a folder for its runs.
+std::vector<std::string> runs_in_folder(const std::string& dir);
+
 }  // namespace mt

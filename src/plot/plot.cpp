@@ -54,16 +54,13 @@ void write_file(const std::string& out, const Chart& c) {
 }
 
 // A folder without a log.h5 whose subfolders hold runs (a sweep's, or run.out_dir) stands for those
-// runs, by name; anything else is left for load_run to read or refuse.
+// runs; anything else is left for load_run to read or refuse.
 std::vector<std::string> with_folders_expanded(const std::vector<std::string>& dirs) {
   std::vector<std::string> out;
   for (const std::string& d : dirs) {
     std::error_code ec;
-    std::vector<std::string> inside;
-    if (fs::is_directory(d, ec) && !fs::exists(fs::path(d) / "log.h5", ec))
-      for (const auto& e : fs::directory_iterator(d, ec))
-        if (e.is_directory(ec) && fs::exists(e.path() / "log.h5", ec)) inside.push_back(e.path().string());
-    std::sort(inside.begin(), inside.end());
+    const std::vector<std::string> inside =
+        fs::exists(fs::path(d) / "log.h5", ec) ? std::vector<std::string>{} : runs_in_folder(d);
     if (inside.empty()) out.push_back(d);
     out.insert(out.end(), inside.begin(), inside.end());
   }
