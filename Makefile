@@ -1,4 +1,4 @@
-# moetrain build. `make` builds ./moetrain; with nvcc present the CUDA kernels in kernels/ are
+# moetrain build. `make` builds ./moetrain; with nvcc present the CUDA sources under src/ (*.cu) are
 # compiled and linked too (the binary still runs on CPU-only machines). CUDA=0 forces a CPU build.
 SHELL := /bin/bash
 MAKEFLAGS += -j$(shell nproc)
@@ -16,17 +16,17 @@ CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lopenblas -pthread
 CPU_LDLIBS := $(LDLIBS)
 
-# The CUDA backend and NcclComm are kernels/ with nvcc, src/ops/cuda_stub.cpp and src/comm/nccl_stub.cpp
-# without; every other object is the same in both builds, so one build folder serves either.
+# The CUDA backend and NcclComm are the *.cu files with nvcc, src/ops/backend/cuda_stub.cpp and
+# src/comm/nccl_stub.cpp without; every other object is the same in both builds, so one build folder serves either.
 SRCS := $(shell find src -name '*.cpp' | sort)
-CU_SRCS := $(sort $(wildcard kernels/*.cu))
+CU_SRCS := $(shell find src -name '*.cu' | sort)
 
 ifeq ($(CUDA),1)
-  SRCS := $(filter-out src/ops/cuda_stub.cpp src/comm/nccl_stub.cpp,$(SRCS))
+  SRCS := $(filter-out src/ops/backend/cuda_stub.cpp src/comm/nccl_stub.cpp,$(SRCS))
   CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/%.o)
   NVCCFLAGS ?= -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-  NVCCFLAGS += -Isrc -Ikernels -Xcompiler -Wall -MMD -MP
-  # NCCL is not linked: kernels/nccl_library.cu opens it (dlopen) when a run asks for it.
+  NVCCFLAGS += -Isrc -Xcompiler -Wall -MMD -MP
+  # NCCL is not linked: src/comm/nccl_library.cu opens it (dlopen) when a run asks for it.
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -ldl
 endif
 OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
@@ -47,7 +47,7 @@ $(BUILD)/tests/unit_tests: $(TEST_OBJS) $(LIB_OBJS)
 # A CUDA build also links the binary a CPU-only build (`make CUDA=0`) makes, from the same objects and the two
 # stubs, so the README's examples are checked against both (tests/run_tests.sh).
 ifeq ($(CUDA),1)
-CPU_ONLY_OBJS := $(BUILD)/main.o $(OBJS) $(BUILD)/src/ops/cuda_stub.o $(BUILD)/src/comm/nccl_stub.o
+CPU_ONLY_OBJS := $(BUILD)/main.o $(OBJS) $(BUILD)/src/ops/backend/cuda_stub.o $(BUILD)/src/comm/nccl_stub.o
 $(BUILD)/cpu-only/moetrain: $(CPU_ONLY_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $^ $(CPU_LDLIBS)

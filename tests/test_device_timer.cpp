@@ -4,7 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "ops/device_timer.hpp"
+#include "ops/backend/device_timer.hpp"
 #include "tensor/buffer.hpp"
 
 namespace {

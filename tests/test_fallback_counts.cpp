@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "ops/fallback_counts.hpp"
-#include "ops/op_profile.hpp"
+#include "ops/backend/fallback_counts.hpp"
+#include "ops/backend/op_profile.hpp"
 
 using mt::FallbackCounts;
 using mt::FallbackKind;

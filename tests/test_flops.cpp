@@ -18,7 +18,7 @@ TEST_CASE("total_params equals the parameters a built model holds, for every att
       CAPTURE(depth);
       mt::ModelConfig m = cfg;
       m.mtp.depth = depth;
-      mt::Model model(m, 1, be, mt::GemmInputs::fp32, 1);
+      mt::Model model(m, 1, be, mt::GemmPrecision::fp32, 1);
       CHECK(mt::total_params(m) == double(model.params.total()));
     }
   }

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "ops/bf16.hpp"
-#include "ops/cpu/cpu_ops.hpp"
-#include "ops/cpu/fp8_quant.hpp"
+#include "ops/backend/cpu_ops.hpp"
+#include "ops/fp8/quantize_cpu.hpp"
 #include "test_helpers.hpp"
 
 using mt::Fp8Format;
@@ -160,10 +160,10 @@ TEST_CASE("fp8 GEMM: the product of the quantized operands, for forward, Dgrad a
       const int a_rows = f.ta ? k : m, a_cols = f.ta ? m : k, b_rows = f.tb ? n : k, b_cols = f.tb ? k : n;
       std::vector<float> c(size_t(m) * n, 0.0f), plain = c;
       mt::GemmArgs g{.m = m, .n = n, .k = k, .a = a.data(), .trans_a = f.ta, .b = b.data(), .trans_b = f.tb,
-                     .c = c.data(), .inputs = mt::GemmInputs::fp8, .fp8 = {&r, f.a, f.b}};
+                     .c = c.data(), .inputs = mt::GemmPrecision::fp8, .fp8 = {&r, f.a, f.b}};
       mt::cpu::gemm(nullptr, g);
       g.c = plain.data();
-      g.inputs = mt::GemmInputs::fp32;
+      g.inputs = mt::GemmPrecision::fp32;
       mt::cpu::gemm(nullptr, g);
       // The operands as the recipe quantizes them, multiplied in float64.
       const auto qa = mt::cpu::fp8_dequantize(mt::cpu::fp8_quantize(
@@ -201,7 +201,8 @@ TEST_CASE("fp8 accumulator model: a 14-bit partial sum drifts over K = 4096; pro
     r.promote_every = promote;
     float c = 0;
     mt::cpu::gemm(nullptr, {.m = 1, .n = 1, .k = K, .a = a.data(), .b = b.data(), .trans_b = true, .c = &c,
-                            .inputs = mt::GemmInputs::fp8, .fp8 = {&r, mt::Fp8Operand::activation, mt::Fp8Operand::weight}});
+                            .inputs = mt::GemmPrecision::fp8,
+                            .fp8 = {&r, mt::Fp8Operand::activation, mt::Fp8Operand::weight}});
     return std::fabs(c - exact) / exact;
   };
   const double fp32 = error(0, 0), drift = error(14, 0), promoted = error(14, 128);

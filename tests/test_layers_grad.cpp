@@ -15,7 +15,7 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   testing::StrictDevice dev;
   const mt::Backend& be = dev.be;
   mt::ParamStore params;
-  mt::LayerEnv env{&be, mt::GemmInputs::fp32, &params, {}};
+  mt::LayerEnv env{&be, mt::GemmPrecision::fp32, &params, {}};
   const std::string prefix = "blocks." + std::to_string(index);
   const bool is_moe = index >= cfg.n_dense_layers;
   mt::Block block(env, cfg, prefix, is_moe, 1);
@@ -114,7 +114,7 @@ namespace {
 
 // dx and every parameter gradient of one block for the objective sum(y * r) + aux.
 std::pair<std::vector<float>, std::vector<float>> block_grads(const mt::ModelConfig& cfg, int index,
-                                                              mt::GemmInputs inputs, const mt::Fp8Recipe* recipe) {
+                                                              mt::GemmPrecision inputs, const mt::Fp8Recipe* recipe) {
   const int batch = 2, rows = batch * cfg.seq_len, D = cfg.d_model;
   testing::StrictDevice dev;
   mt::ParamStore params;
@@ -159,8 +159,8 @@ TEST_CASE("fp8 mode: every block kind's gradients stay close to the fp32 gradien
       CAPTURE(e5m2);
       mt::Fp8Recipe recipe;
       if (e5m2) recipe.gradient = mt::Fp8Format::e5m2;
-      const auto [dx32, g32] = block_grads(cfg, index, mt::GemmInputs::fp32, nullptr);
-      const auto [dx8, g8] = block_grads(cfg, index, mt::GemmInputs::fp8, &recipe);
+      const auto [dx32, g32] = block_grads(cfg, index, mt::GemmPrecision::fp32, nullptr);
+      const auto [dx8, g8] = block_grads(cfg, index, mt::GemmPrecision::fp8, &recipe);
       const double dx_error = relative_l2(dx8, dx32), grad_error = relative_l2(g8, g32);
       MESSAGE(name << (e5m2 ? " e5m2" : " e4m3") << ": dx " << dx_error << ", weight gradients " << grad_error);
       const double bound = name == "moe" ? 0.35 : 0.15;

@@ -44,7 +44,7 @@ double run_model(mt::Model& model, const Case& c) {
 static void check_model(const mt::ModelConfig& cfg) {
   Case c(cfg);
   testing::StrictDevice dev;
-  mt::Model model(c.cfg, 7, dev.be, mt::GemmInputs::fp32, mt::slots_needed(c.cfg, c.batch, c.micro_batch));
+  mt::Model model(c.cfg, 7, dev.be, mt::GemmPrecision::fp32, mt::slots_needed(c.cfg, c.batch, c.micro_batch));
   set_biases(model);
   const double loss = run_model(model, c);
   const std::vector<float> grads = model.params.host_grads();
@@ -118,7 +118,7 @@ TEST_CASE("micro-batches in flight together give the same gradients as one after
   std::vector<int> in2(c.inputs.rbegin(), c.inputs.rend()), tg2(c.targets.rbegin(), c.targets.rend());
   const float ce = 1.0f / (2 * c.batch * c.cfg.seq_len), aux = 1.0f / (2 * c.batch);  // 2 micro-batches of c.batch
 
-  mt::Model seq_model(c.cfg, 3, be, mt::GemmInputs::fp32, 1);
+  mt::Model seq_model(c.cfg, 3, be, mt::GemmPrecision::fp32, 1);
   for (auto* mb : {&c.inputs, &in2}) {
     const auto& tg = mb == &c.inputs ? c.targets : tg2;
     seq_model.forward(0, {mb->data(), tg.data(), c.batch}, {ce, aux});
@@ -128,7 +128,7 @@ TEST_CASE("micro-batches in flight together give the same gradients as one after
   }
 
   // Both forwards first, backward_input in reverse order, weight gradients last (zero-bubble style).
-  mt::Model flight(c.cfg, 3, be, mt::GemmInputs::fp32, 2);
+  mt::Model flight(c.cfg, 3, be, mt::GemmPrecision::fp32, 2);
   flight.forward(0, {c.inputs.data(), c.targets.data(), c.batch}, {ce, aux});
   flight.forward(1, {in2.data(), tg2.data(), c.batch}, {ce, aux});
   flight.backward_input(1);
@@ -147,7 +147,8 @@ TEST_CASE("initial weights depend only on seed, name and element index") {
   const mt::Backend& be = dev.be;
   mt::ModelConfig a = testing::tiny_model(), b = a;
   b.n_layers = 4;  // more blocks: the parameters both models share must be identical
-  mt::Model ma(a, 5, be, mt::GemmInputs::fp32, 1), mb(b, 5, be, mt::GemmInputs::fp32, 1), mc(a, 6, be, mt::GemmInputs::fp32, 1);
+  const mt::GemmPrecision fp32 = mt::GemmPrecision::fp32;
+  mt::Model ma(a, 5, be, fp32, 1), mb(b, 5, be, fp32, 1), mc(a, 6, be, fp32, 1);
   const std::vector<float> va = ma.params.host_values(), vb = mb.params.host_values(), vc = mc.params.host_values();
   for (auto& info : ma.params.infos) {
     auto it = std::find_if(mb.params.infos.begin(), mb.params.infos.end(), [&](auto& x) { return x.name == info.name; });

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "naive_reference.hpp"
-#include "ops/cpu/cpu_ops.hpp"
+#include "ops/backend/cpu_ops.hpp"
 #include "test_helpers.hpp"
 
 using naive::Vec;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/op_profile.hpp"
+#include "ops/backend/op_profile.hpp"
 #include "tensor/buffer.hpp"
 
 namespace {

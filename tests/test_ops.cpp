@@ -8,8 +8,8 @@
 
 #include "naive_reference.hpp"
 #include "ops/bf16.hpp"
-#include "ops/cpu/cpu_ops.hpp"
-#include "ops/online_softmax.hpp"
+#include "ops/backend/cpu_ops.hpp"
+#include "ops/attention/online_softmax.hpp"
 #include "tensor/arena.hpp"
 #include "test_helpers.hpp"
 
@@ -55,13 +55,13 @@ TEST_CASE("gemm: every transpose combination, alpha and beta, fp32 and bf16 inpu
   const int m = 7, n = 5, k = 9;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (auto inputs : {mt::GemmInputs::fp32, mt::GemmInputs::bf16}) {
+      for (auto inputs : {mt::GemmPrecision::fp32, mt::GemmPrecision::bf16}) {
         CAPTURE(ta);
         CAPTURE(tb);
         auto a = testing::random_floats(size_t(m) * k, 1), b = testing::random_floats(size_t(k) * n, 2);
         auto c = testing::random_floats(size_t(m) * n, 3);
         Vec want(size_t(m) * n);
-        auto rd = [&](float v) { return inputs == mt::GemmInputs::bf16 ? double(mt::round_to_bf16(v)) : double(v); };
+        auto rd = [&](float v) { return inputs == mt::GemmPrecision::bf16 ? double(mt::round_to_bf16(v)) : double(v); };
         for (int i = 0; i < m; ++i)
           for (int j = 0; j < n; ++j) {
             double s = 0;
@@ -230,7 +230,7 @@ TEST_CASE("attention with bf16 inputs rounds q, k, v and dout where they enter t
   };
   struct Result { std::vector<float> out, lse, dq, dk, dv; };
   auto run = [&](const std::vector<float>& qq, const std::vector<float>& kk, const std::vector<float>& vv,
-                 const std::vector<float>& dd, mt::GemmInputs inputs) {
+                 const std::vector<float>& dd, mt::GemmPrecision inputs) {
     Result r{std::vector<float>(nv), std::vector<float>(nl), std::vector<float>(nq), std::vector<float>(nq),
              std::vector<float>(nv)};
     mt::cpu::attention_forward(nullptr, {.batch = batch, .seq = seq, .heads = heads, .qk_dim = qk, .v_dim = vd,
@@ -242,20 +242,20 @@ TEST_CASE("attention with bf16 inputs rounds q, k, v and dout where they enter t
                                           .dq = r.dq.data(), .dk = r.dk.data(), .dv = r.dv.data(), .inputs = inputs});
     return r;
   };
-  const Result bf = run(q, k, v, dout, mt::GemmInputs::bf16);
+  const Result bf = run(q, k, v, dout, mt::GemmPrecision::bf16);
   // Rounded beforehand, the inputs meet the same products: the same bits (D uses the dout given).
-  const Result pre = run(rounded(q), rounded(k), rounded(v), dout, mt::GemmInputs::bf16);
+  const Result pre = run(rounded(q), rounded(k), rounded(v), dout, mt::GemmPrecision::bf16);
   CHECK(bf.out == pre.out);
   CHECK(bf.lse == pre.lse);
   CHECK(bf.dq == pre.dq);
   CHECK(bf.dk == pre.dk);
   CHECK(bf.dv == pre.dv);
   // FP8 training runs attention in BF16.
-  const Result f8 = run(q, k, v, dout, mt::GemmInputs::fp8);
+  const Result f8 = run(q, k, v, dout, mt::GemmPrecision::fp8);
   CHECK(f8.out == bf.out);
   CHECK(f8.dq == bf.dq);
   // Against fp32: apart by bfloat16's rounding (8 bits), not more.
-  const Result fp = run(q, k, v, dout, mt::GemmInputs::fp32);
+  const Result fp = run(q, k, v, dout, mt::GemmPrecision::fp32);
   for (auto [got, want] : {std::pair{&bf.out, &fp.out}, {&bf.dq, &fp.dq}, {&bf.dk, &fp.dk}, {&bf.dv, &fp.dv}}) {
     double diff = 0, scale = 0;
     for (size_t i = 0; i < want->size(); ++i) {
@@ -267,7 +267,7 @@ TEST_CASE("attention with bf16 inputs rounds q, k, v and dout where they enter t
   }
 }
 
-// The recurrence of src/ops/online_softmax.hpp, run over a row's scores in tiles as the CUDA
+// The recurrence of src/ops/attention/online_softmax.hpp, run over a row's scores in tiles as the CUDA
 // kernels run it, against a plain float64 softmax of the whole row.
 TEST_CASE("online softmax over tiles gives the plain softmax's average, log-sum-exp and probabilities") {
   const int n = 100;

@@ -63,7 +63,7 @@ TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters
 // Storage::mixed: the same trainer under bf16 GEMMs with precision.bf16_activations.
 TEST_CASE("planner memory (mixed storage: bf16 GEMMs, bf16 activations where only GEMMs read) equals one step's") {
   const mt::plan::Cluster cluster = mt::plan::load_cluster("configs/clusters/h100-superpod.toml");
-  mt::MatmulSetup matmul(mt::GemmInputs::bf16);
+  mt::MatmulSetup matmul(mt::GemmPrecision::bf16);
   matmul.bf16_activations = true;
   for (auto [name, cfg] : testing::attention_variants())
     for (mt::Recompute recompute : {mt::Recompute::none, mt::Recompute::selective}) {

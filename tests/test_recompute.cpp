@@ -88,7 +88,7 @@ TEST_CASE("recompute: bitwise the same step for every balance loss, MTP and FP8"
   mt::ModelConfig dense = testing::tiny_model();
   dense.n_dense_layers = dense.n_layers;
   check_same("dense only", dense);
-  check_same("fp8 GEMMs", testing::tiny_model(), mt::MatmulSetup(mt::GemmInputs::fp8));
+  check_same("fp8 GEMMs", testing::tiny_model(), mt::MatmulSetup(mt::GemmPrecision::fp8));
 }
 
 TEST_CASE("recompute: the slots keep less activation memory, selective between none and full") {
@@ -134,7 +134,7 @@ TEST_CASE("a full backward takes each block's weight gradients at once: bitwise 
 // inputs, SwiGLU products) are kept in bfloat16. The GEMMs round them so anyway: the same step,
 // bit for bit, in less memory; under recomputation too.
 TEST_CASE("bf16 activations: bitwise the same step as fp32 ones under bf16 GEMMs, in less memory") {
-  mt::MatmulSetup fp32_kept(mt::GemmInputs::bf16), bf16_kept(mt::GemmInputs::bf16);
+  mt::MatmulSetup fp32_kept(mt::GemmPrecision::bf16), bf16_kept(mt::GemmPrecision::bf16);
   bf16_kept.bf16_activations = true;
   for (auto [name, cfg] : testing::attention_variants()) {
     cfg.n_dense_layers = 1;  // a dense FFN block beside the MoE ones

@@ -7,7 +7,7 @@
 #include <csignal>
 #include <functional>
 
-#include "ops/mark.hpp"
+#include "ops/backend/mark.hpp"
 #include "test_helpers.hpp"
 
 namespace {

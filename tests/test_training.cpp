@@ -167,7 +167,7 @@ TEST_CASE("auxiliary-loss-free bias: +gamma below the mean load, -gamma above") 
   m.moe.topk_groups = 1;
   testing::StrictDevice dev;
   mt::ParamStore params;
-  mt::LayerEnv env{&dev.be, mt::GemmInputs::fp32, &params, {}};
+  mt::LayerEnv env{&dev.be, mt::GemmPrecision::fp32, &params, {}};
   mt::MoE moe(env, m, "moe", 1);
   params.finalize(dev.be, 1, 0.3);
   const mt::Buffer x = dev.upload(testing::random_floats(size_t(2) * m.seq_len * m.d_model, 3));

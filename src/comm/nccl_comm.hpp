@@ -1,8 +1,8 @@
 #pragma once
-// NcclComm: DeviceComm over NCCL, one GPU per rank. Defined in kernels/nccl_comm.cu in CUDA builds;
+// NcclComm: DeviceComm over NCCL, one GPU per rank. Defined in src/comm/nccl_comm.cu in CUDA builds;
 // src/comm/nccl_stub.cpp says that NCCL needs one otherwise, so callers need no #ifdef.
 //
-// - NCCL is not linked: kernels/nccl_library.cu loads libnccl.so.2 (or the library the environment
+// - NCCL is not linked: src/comm/nccl_library.cu loads libnccl.so.2 (or the library the environment
 //   variable MOETRAIN_NCCL_LIBRARY names, a path or a soname) the first time a run asks for it, so the
 //   binary starts without it.
 // - Made collectively by every rank of `host`: rank 0 creates NCCL's unique id and sends it to the

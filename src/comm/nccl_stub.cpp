@@ -1,5 +1,5 @@
-// CPU-only builds link this instead of kernels/nccl_comm.cu and kernels/nccl_library.cu, as
-// src/ops/cuda_stub.cpp stands in for the CUDA backend.
+// CPU-only builds link this instead of src/comm/nccl_comm.cu and src/comm/nccl_library.cu, as
+// src/ops/backend/cuda_stub.cpp stands in for the CUDA backend.
 #include "comm/nccl_comm.hpp"
 #include "util/error.hpp"
 

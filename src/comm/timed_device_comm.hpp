@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "comm/device_comm.hpp"
-#include "ops/device_timer.hpp"
+#include "ops/backend/device_timer.hpp"
 
 namespace mt {
 

@@ -113,7 +113,7 @@ struct AttentionConfig {
 };
 
 // RoPE scaling for contexts beyond the trained one: none, or YaRN as DeepSeek-V3 configures it (the
-// `rope_scaling` of its Hugging Face config): ops/op_math.hpp's RopeScaling from factor,
+// `rope_scaling` of its Hugging Face config): ops/rope/math.hpp's RopeScaling from factor,
 // original_seq_len and the betas; cos and sin times m(mscale) / m(mscale_all_dim), and the
 // attention scale times m(mscale_all_dim)^2, with m(x) = 0.1 x ln(factor) + 1.
 struct RopeScalingConfig {

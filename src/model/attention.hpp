@@ -16,10 +16,10 @@ class AttentionLayer {
   // x, y: [batch*seq, d_model]; only GEMMs read x. What selective recomputation drops goes to `redo` (the same
   // arena as `arena` without it); what only this forward reads (fp32 projections that attention
   // reads in a rounded or expanded copy) goes to `temp`, which the next block's forward reuses.
-  virtual void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) = 0;
+  virtual void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) = 0;
   // Selective recomputation: what forward put in `redo`, computed again there after it was reset
   // (its temporaries too); x is the input's recomputed copy.
-  virtual void redo(int slot, Arena& redo, GemmInput x) = 0;
+  virtual void redo(int slot, Arena& redo, GemmOperand x) = 0;
   virtual void backward_input(int slot, Arena& arena, const float* dy, float* dx) = 0;
   virtual void backward_weight(int slot) = 0;
 };

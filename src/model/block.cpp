@@ -63,7 +63,7 @@ double Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const fl
 
 // RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same. With a
 // residual, the rows normed are x + residual, written to `sum`.
-GemmInput Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
+GemmOperand Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
                       const float* residual, float* sum) {
   RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight),
                        .rstd = rstd, .residual = residual, .sum = sum};

@@ -42,7 +42,7 @@ class Block {
   struct Saved {
     int rows = 0;
     const float* x = nullptr;
-    GemmInput n1, n2;  // the normed inputs of attention and FFN: only GEMMs read them (not the MoE's)
+    GemmOperand n1, n2;  // the normed inputs of attention and FFN: only GEMMs read them (not the MoE's)
     float *rstd1 = nullptr, *x1 = nullptr, *rstd2 = nullptr;
     float *dn1 = nullptr, *dn2 = nullptr, *dx1 = nullptr;
     const float* dy = nullptr;
@@ -50,7 +50,7 @@ class Block {
   };
   SwigluWeights dense_weights() const;
   // RMSNorm(x) into `redo`, in bfloat16 when `gemms_only` read it and LayerEnv::bf16_activations.
-  GemmInput norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
+  GemmOperand norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
                  const float* residual = nullptr, float* sum = nullptr);
 
   LayerEnv env_;

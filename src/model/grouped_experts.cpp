@@ -5,7 +5,7 @@ namespace mt {
 namespace {
 // out[rows, n_out] (= or +=) x[rows, n_in] W_g^T for each group's rows; W: [groups, n_out, n_in].
 void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
-                            GemmInput x, const float* weights, int n_in, int n_out, float* out, bool accumulate) {
+                            GemmOperand x, const float* weights, int n_in, int n_out, float* out, bool accumulate) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .m = rows, .n = n_out, .k = n_in,
                          .a = x.f32, .b = weights, .trans_b = true, .c = out, .beta = accumulate ? 1.0f : 0.0f,
                          .inputs = env.gemm_inputs,
@@ -21,7 +21,7 @@ void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeigh
 }
 // dW_g[n_out, n_in] += dy_g^T x_g.
 void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
-                                    const float* dy, GemmInput x, int n_in, int n_out, float* dw) {
+                                    const float* dy, GemmOperand x, int n_in, int n_out, float* dw) {
   env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::reduce, .m = n_out, .n = n_in, .k = rows,
                          .a = dy, .b = x.f32, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs,
                          .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::activation), .b_bf16 = x.bf16});
@@ -29,7 +29,7 @@ void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeig
 }  // namespace
 
 void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, const GroupedExpertWeights& w,
-                             const int* offsets, GemmInput x, int rows, float* y, GroupedExpertsSaved& s) {
+                             const int* offsets, GemmOperand x, int rows, float* y, GroupedExpertsSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
   s.offsets = offsets;

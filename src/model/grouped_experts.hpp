@@ -18,9 +18,9 @@ struct GroupedExpertGrads { float* gate = nullptr; float* up = nullptr; float* d
 struct GroupedExpertsSaved {
   int rows = 0;
   const int* offsets = nullptr;  // [groups + 1] rows of each expert, host memory
-  GemmInput x;
+  GemmOperand x;
   float *a = nullptr, *b = nullptr;  // gate and up pre-activations
-  GemmInput h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
+  GemmOperand h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
   const float* dy = nullptr;
   float *da = nullptr, *db = nullptr;
 };
@@ -28,7 +28,7 @@ struct GroupedExpertsSaved {
 // y[rows, dim] = the experts applied to their rows of x; the products h go to `redo` (see
 // swiglu_forward).
 void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, const GroupedExpertWeights& w,
-                             const int* offsets, GemmInput x, int rows, float* y, GroupedExpertsSaved& s);
+                             const int* offsets, GemmOperand x, int rows, float* y, GroupedExpertsSaved& s);
 // Selective recomputation: h again, in `redo`.
 void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertWeights& w, GroupedExpertsSaved& s);
 // dx[rows, dim] from dy; keeps what the weight gradients need.

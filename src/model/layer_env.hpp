@@ -29,21 +29,21 @@ struct ShardPlace {
 // The GEMM precision of a model: the inputs' storage, and with fp8 the recipe and which of the
 // layers DeepSeek-V3 keeps in BF16 (output head, MoE router) run in FP8 anyway.
 struct MatmulSetup {
-  GemmInputs inputs = GemmInputs::fp32;
+  GemmPrecision inputs = GemmPrecision::fp32;
   Fp8Recipe fp8;
   bool fp8_head = false, fp8_router = false;
   bool bf16_activations = false;  // LayerEnv::bf16_activations; only with bf16 inputs
-  MatmulSetup(GemmInputs i = GemmInputs::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
+  MatmulSetup(GemmPrecision i = GemmPrecision::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
 };
 
 struct LayerEnv {
   const Backend* backend = nullptr;
-  GemmInputs gemm_inputs = GemmInputs::fp32;
+  GemmPrecision gemm_inputs = GemmPrecision::fp32;
   ParamStore* params = nullptr;
   ShardPlace shard;
   const Fp8Recipe* fp8 = nullptr;  // the recipe, when gemm_inputs is fp8
   bool fp8_router = false;
-  // Activations that only GEMMs read are kept in bfloat16 (bf16 GEMM inputs only): see GemmInput.
+  // Activations that only GEMMs read are kept in bfloat16 (bf16 GEMM inputs only): see GemmOperand.
   bool bf16_activations = false;
   // A second queue of the same device for work that may overlap the layer's own (the MoE's shared
   // experts beside the routed ones); null: everything on `backend`.
@@ -54,7 +54,7 @@ struct LayerEnv {
   // This layer in the precision FP8 training keeps for sensitive layers: BF16 GEMM inputs.
   LayerEnv high_precision() const {
     LayerEnv e = *this;
-    if (e.gemm_inputs == GemmInputs::fp8) e.gemm_inputs = GemmInputs::bf16;
+    if (e.gemm_inputs == GemmPrecision::fp8) e.gemm_inputs = GemmPrecision::bf16;
     return e;
   }
   // What an FP8 GEMM of this layer knows of its operands.
@@ -74,7 +74,7 @@ struct LayerEnv {
   }
   // Every row, into `arena`, from each rank's share (`values` each); `mine` itself without
   // sequence parallelism. A bfloat16 share stays bfloat16.
-  GemmInput gather_rows(Arena& arena, GemmInput mine, size_t values) const {
+  GemmOperand gather_rows(Arena& arena, GemmOperand mine, size_t values) const {
     if (!shard.split_rows()) return mine;
     const size_t all = values * size_t(shard.tp_size);
     if (mine.bf16) {
@@ -88,14 +88,14 @@ struct LayerEnv {
     return rows;
   }
   const float* gather_rows(Arena& arena, const float* mine, size_t values) const {
-    return gather_rows(arena, GemmInput(mine), values).f32;
+    return gather_rows(arena, GemmOperand(mine), values).f32;
   }
 
   // RMSNorm (a's output left unset) into `arena`, for an output only GEMMs read: bfloat16 under
   // bf16_activations.
-  GemmInput rmsnorm_for_gemms(Arena& arena, RmsNormForwardArgs a) const {
+  GemmOperand rmsnorm_for_gemms(Arena& arena, RmsNormForwardArgs a) const {
     const size_t n = size_t(a.rows) * a.dim;
-    GemmInput y;
+    GemmOperand y;
     if (bf16_activations) y = a.y_bf16 = arena.bf16s(n);
     else y = a.y = arena.floats(n);
     backend->rmsnorm_forward(a);
@@ -103,9 +103,9 @@ struct LayerEnv {
   }
 
   // SwiGLU's product of n values into `arena`, which only the down projection's GEMMs read.
-  GemmInput swiglu_for_gemms(Arena& arena, size_t n, const float* gate, const float* up) const {
+  GemmOperand swiglu_for_gemms(Arena& arena, size_t n, const float* gate, const float* up) const {
     SwigluForwardArgs a{.n = n, .gate = gate, .up = up};
-    GemmInput h;
+    GemmOperand h;
     if (bf16_activations) h = a.h_bf16 = arena.bf16s(n);
     else h = a.h = arena.floats(n);
     backend->swiglu_forward(a);
@@ -113,7 +113,7 @@ struct LayerEnv {
   }
 
   // y[rows,out] = x[rows,in] W^T  (accumulate: y += ...)
-  void linear_forward(GemmInput x, const float* w, int rows, int in, int out, float* y,
+  void linear_forward(GemmOperand x, const float* w, int rows, int in, int out, float* y,
                       bool accumulate = false) const {
     backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w, .trans_b = true, .c = y,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
@@ -127,7 +127,7 @@ struct LayerEnv {
                    .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
   }
   // dW[out,in] += dy[rows,out]^T x[rows,in]
-  void linear_backward_weight(const float* dy, GemmInput x, int rows, int in, int out, float* dw) const {
+  void linear_backward_weight(const float* dy, GemmOperand x, int rows, int in, int out, float* dw) const {
     backend->gemm({.m = out, .n = in, .k = rows, .a = dy, .trans_a = true, .b = x.f32, .c = dw,
                    .beta = 1.0f, .inputs = gemm_inputs,
                    .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::activation), .b_bf16 = x.bf16});

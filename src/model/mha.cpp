@@ -45,7 +45,7 @@ void Mha::reduce(const float* src, int rows, float* dst) {
 // The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts. What
 // attention reads is kept; an fp32 projection it reads only through a copy (bfloat16 under
 // bf16_activations, RoPE rounding as it writes; grouped keys and values expanded) is temporary.
-void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmInput x, int batch, float* y) {
+void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
@@ -90,7 +90,7 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmInput x, int 
   env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
 }
 
-void Mha::redo(int slot, Arena&, GemmInput x) { saved_[slot].x = x; }
+void Mha::redo(int slot, Arena&, GemmOperand x) { saved_[slot].x = x; }
 
 void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   Saved& s = saved_[slot];

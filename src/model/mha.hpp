@@ -12,8 +12,8 @@ namespace mt {
 class Mha : public AttentionLayer {
  public:
   Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) override;
-  void redo(int slot, Arena& redo, GemmInput x) override;
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) override;
+  void redo(int slot, Arena& redo, GemmOperand x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
 
@@ -22,8 +22,8 @@ class Mha : public AttentionLayer {
  private:
   struct Saved {
     int batch = 0;
-    GemmInput x;
-    GemmInput q, k, v;  // k, v per query head; bfloat16 under bf16_activations (attention's inputs only)
+    GemmOperand x;
+    GemmOperand q, k, v;  // k, v per query head; bfloat16 under bf16_activations (attention's inputs only)
     float *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head

@@ -45,7 +45,7 @@ RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
           .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv, .scaling = yarn_};
 }
 
-void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) {
+void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
@@ -113,7 +113,7 @@ void Mla::project_heads(Saved& s, Arena& redo, Arena& temp, int rows) {
 
 // Recomputation runs in the chunk's scratch arena, which holds the temporaries too until the
 // block's backward is done.
-void Mla::redo(int slot, Arena& redo, GemmInput x) {
+void Mla::redo(int slot, Arena& redo, GemmOperand x) {
   Saved& s = saved_[slot];
   s.x = x;
   project_heads(s, redo, redo, s.batch * seq_);

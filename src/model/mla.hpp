@@ -16,8 +16,8 @@ namespace mt {
 class Mla : public AttentionLayer {
  public:
   Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmInput x, int batch, float* y) override;
-  void redo(int slot, Arena& redo, GemmInput x) override;
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) override;
+  void redo(int slot, Arena& redo, GemmOperand x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
   void backward_weight(int slot) override;
 
@@ -28,11 +28,11 @@ class Mla : public AttentionLayer {
  private:
   struct Saved {
     int batch = 0;
-    GemmInput x;
+    GemmOperand x;
     float *cq = nullptr, *cq_rstd = nullptr;  // query latent (q_lora > 0)
-    GemmInput cq_normed, c_normed;            // the normed latents: only the up-projections read them
+    GemmOperand cq_normed, c_normed;            // the normed latents: only the up-projections read them
     float *ckv = nullptr, *c = nullptr, *c_rstd = nullptr;
-    GemmInput q, k, v;  // per head, read only by attention's products
+    GemmOperand q, k, v;  // per head, read only by attention's products
     float *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dcq_normed = nullptr, *dcq = nullptr;

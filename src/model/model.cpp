@@ -13,7 +13,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
            .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations},
       chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
-  MT_CHECK(!matmul.bf16_activations || matmul.inputs == GemmInputs::bf16);  // bfloat16 storage needs bf16 GEMMs
+  MT_CHECK(!matmul.bf16_activations || matmul.inputs == GemmPrecision::bf16);  // bfloat16 storage needs bf16 GEMMs
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   arenas_.resize(chunks_.size());

@@ -1,6 +1,6 @@
 #include "model/moe.hpp"
 
-#include "ops/mark.hpp"
+#include "ops/backend/mark.hpp"
 
 namespace mt {
 
@@ -54,7 +54,7 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
   const float* xs = x + size_t(first) * d_;
   float* ys = gathered() ? arena.floats(size_t(n) * d_) : y;
   double* load = recompute ? nullptr : router_.step_load().f64();
-  const GemmInput xe = dispatcher_.permute(arena, s.routing.chosen + size_t(first) * top_k_, n, xs, load, s.dispatch);
+  const GemmOperand xe = dispatcher_.permute(arena, s.routing.chosen + size_t(first) * top_k_, n, xs, load, s.dispatch);
   s.ye = arena.floats(size_t(n) * top_k_ * d_);
   const GroupedExpertWeights w = expert_weights();
   beside_shared(
@@ -65,10 +65,10 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, xe, s.ye,
-            [&](GemmInput in, const int* offsets, int expert_rows, float* out) {
+            [&](GemmOperand in, const int* offsets, int expert_rows, float* out) {
               grouped_experts_forward(env_, arena, redo, w, offsets, in, expert_rows, out, s.experts);
             },
-            meanwhile, env_.gemm_inputs == GemmInputs::fp8);
+            meanwhile, env_.gemm_inputs == GemmPrecision::fp8);
       });
   be.moe_combine({.tokens = n, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
                   .gates = s.routing.gates + size_t(first) * top_k_, .y = ys});
@@ -108,7 +108,7 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, dye, dxe,
-            [&](GemmInput in, const int*, int, float* out) {
+            [&](GemmOperand in, const int*, int, float* out) {
               grouped_experts_backward_input(env_, arena, w, in.f32, out, s.experts);
             },
             meanwhile);

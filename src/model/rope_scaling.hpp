@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "config/config.hpp"
-#include "ops/op_math.hpp"
+#include "ops/rope/math.hpp"
 
 namespace mt {
 

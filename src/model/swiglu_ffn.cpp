@@ -2,7 +2,7 @@
 
 namespace mt {
 
-void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, GemmInput x, int rows,
+void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, GemmOperand x, int rows,
                     float* y, bool accumulate, SwigluSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
@@ -14,7 +14,7 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
   env.linear_forward(s.h, w.down, rows, w.hidden, w.dim, y, accumulate);
 }
 
-void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmInput x, SwigluSaved& s) {
+void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s) {
   s.x = x;
   s.h = env.swiglu_for_gemms(redo, size_t(s.rows) * w.hidden, s.a, s.b);
 }

@@ -16,20 +16,20 @@ struct SwigluGrads { float* gate = nullptr; float* up = nullptr; float* down = n
 // What one micro-batch keeps between forward, backward_input and backward_weight.
 struct SwigluSaved {
   int rows = 0;
-  GemmInput x;
+  GemmOperand x;
   float *a = nullptr, *b = nullptr;  // gate and up pre-activations
-  GemmInput h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
+  GemmOperand h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
   const float* dy = nullptr;
   float *da = nullptr, *db = nullptr;                  // for the weight gradients
 };
 
 // y[rows,dim] (= or += when accumulate) FFN(x). The product h goes to `redo`, the arena of what
 // selective recomputation drops (the same arena as `arena` without it).
-void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, GemmInput x, int rows,
+void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, GemmOperand x, int rows,
                     float* y, bool accumulate, SwigluSaved& s);
 // Selective recomputation: h again, in `redo`, from the kept pre-activations; x is the input's
 // recomputed copy.
-void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmInput x, SwigluSaved& s);
+void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s);
 // dx[rows,dim] (= or +=) from dy; keeps dy and the pre-activation gradients in s.
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
                            float* dx, bool accumulate, SwigluSaved& s);

@@ -7,7 +7,7 @@ namespace mt {
 TokenDispatcher::TokenDispatcher(const LayerEnv& env, int d_model, int experts, int top_k)
     : env_(env), d_(d_model), experts_(experts), top_k_(top_k) {}
 
-GemmInput TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load,
+GemmOperand TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load,
                                    DispatchSaved& s) {
   const Backend& be = env_.be();
   s.pairs = tokens * top_k_;
@@ -18,7 +18,7 @@ GemmInput TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens, 
                   .expert_begin = s.expert_begin, .perm_token = s.perm_token, .slot_row = s.slot_row, .load = load});
   const size_t n = size_t(s.pairs) * d_;
   GatherRowsArgs gather{.rows = s.pairs, .cols = d_, .src = x, .index = s.perm_token};
-  GemmInput xe;
+  GemmOperand xe;
   if (env_.bf16_activations) xe = gather.dst_bf16 = arena.bf16s(n);
   else xe = gather.dst = arena.floats(n);
   be.gather_rows(gather);
@@ -65,7 +65,7 @@ void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
   be.upload(s.arrival_of, arrival_of.data(), arrival_of.size() * sizeof(int));
 }
 
-void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmInput in, float* out,
+void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmOperand in, float* out,
                                const ExpertsFn& experts, const std::function<void()>& meanwhile, bool fp8_rows) const {
   if (env_.shard.ep_size == 1) {
     meanwhile();
@@ -76,7 +76,7 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmInput i
   const size_t n_out = size_t(std::accumulate(s.send_values.begin(), s.send_values.end(), 0));
   const size_t n_in = size_t(s.rows_in) * d_;
   // The rows as they arrive, then in local expert order: fp32, or bfloat16 when they left so.
-  GemmInput local_in;
+  GemmOperand local_in;
   if (in.bf16) {
     Bf16* arrival = arena.bf16s(n_in);
     std::vector<int> send(s.send_values.size()), recv(s.recv_values.size());  // in bytes

@@ -32,7 +32,7 @@ struct DispatchSaved {
 
 // The experts' computation on rows grouped by local expert: out[rows] from in[rows]; `offsets`
 // (host memory, [local experts + 1]) delimit each expert's rows.
-using ExpertsFn = std::function<void(GemmInput in, const int* offsets, int rows, float* out)>;
+using ExpertsFn = std::function<void(GemmOperand in, const int* offsets, int rows, float* out)>;
 
 class TokenDispatcher {
  public:
@@ -40,10 +40,10 @@ class TokenDispatcher {
   // Groups the routed pairs by expert (adding the counts to load) and returns x's rows in that
   // order [tokens * top_k, d_model]: only the experts' GEMMs read them, so in bfloat16 under
   // LayerEnv::bf16_activations (and they travel so under expert parallelism, half the bytes).
-  GemmInput permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load, DispatchSaved& s);
+  GemmOperand permute(Arena& arena, const int* chosen, int tokens, const float* x, double* load, DispatchSaved& s);
   // out (permuted order) = experts(in) wherever each row's expert lives; `meanwhile` runs while
   // the rows travel; `fp8_rows`: they travel in FP8 (the forward dispatch under FP8 GEMMs).
-  void exchange(Arena& arena, const DispatchSaved& s, GemmInput in, float* out, const ExpertsFn& experts,
+  void exchange(Arena& arena, const DispatchSaved& s, GemmOperand in, float* out, const ExpertsFn& experts,
                 const std::function<void()>& meanwhile, bool fp8_rows = false) const;
   int local_experts() const { return experts_ / env_.shard.ep_size; }
 

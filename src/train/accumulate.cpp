@@ -1,7 +1,7 @@
 #include "train/accumulate.hpp"
 
 #include "comm/comm.hpp"
-#include "ops/device_timer.hpp"
+#include "ops/backend/device_timer.hpp"
 
 namespace mt {
 

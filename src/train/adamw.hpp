@@ -1,6 +1,6 @@
 #pragma once
 // AdamW's per-step coefficients (decoupled weight decay, bias-corrected moments); the update
-// itself is the adamw op (ops/adamw_math.hpp).
+// itself is the adamw op (ops/optimizer/math.hpp).
 #include <cstddef>
 
 #include "config/config.hpp"

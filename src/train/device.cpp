@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "ops/cuda_backend.hpp"
+#include "ops/backend/cuda_backend.hpp"
 #include "parallel/layout.hpp"
 #include "train/gpu_choice.hpp"
 #include "train/memory_estimate.hpp"

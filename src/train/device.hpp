@@ -32,13 +32,13 @@ double known_bf16_peak_tflops(const std::string& gpu_name);
 // Device memory the step needs: the planner's weights, gradients, moments and arenas (run_storage).
 double estimated_step_bytes(const Config& cfg, int slots);
 // GEMM input precision from precision.matmul.
-inline GemmInputs gemm_inputs(const PrecisionConfig& p) {
+inline GemmPrecision gemm_inputs(const PrecisionConfig& p) {
   switch (p.matmul) {
-    case MatmulPrecision::bf16: return GemmInputs::bf16;
-    case MatmulPrecision::fp8: return GemmInputs::fp8;
+    case MatmulPrecision::bf16: return GemmPrecision::bf16;
+    case MatmulPrecision::fp8: return GemmPrecision::fp8;
     case MatmulPrecision::fp32: break;
   }
-  return GemmInputs::fp32;
+  return GemmPrecision::fp32;
 }
 // Whether the run keeps what only GEMMs read in bfloat16: precision.bf16_activations, under bf16 GEMMs.
 inline bool bf16_activations(const PrecisionConfig& p) {

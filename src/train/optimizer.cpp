@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/mark.hpp"
+#include "ops/backend/mark.hpp"
 #include "train/adamw.hpp"
 #include "util/error.hpp"
 

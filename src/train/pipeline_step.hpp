@@ -6,7 +6,7 @@
 // transfer between two chunks of the same rank (DualPipeV's turn) is handed over in memory.
 #include <vector>
 
-#include "ops/mark.hpp"
+#include "ops/backend/mark.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
 #include "train/accumulate.hpp"

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "model/flops.hpp"
-#include "ops/device_timer.hpp"
+#include "ops/backend/device_timer.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace mt {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda_backend.hpp"
-#include "ops/device_timer.hpp"
-#include "ops/fallback_counts.hpp"
+#include "ops/backend/cuda_backend.hpp"
+#include "ops/backend/device_timer.hpp"
+#include "ops/backend/fallback_counts.hpp"
 #include "ops/ops.hpp"
 #include "parity.hpp"
 
@@ -58,7 +58,7 @@ using DeviceInts = DeviceVec<int>;
 // beta == 0 makes C output only: the CPU starts from zeros, the GPU from NaN, which it must not read.
 // `path`: how gpu runs GEMMs, when not as it chooses (in the check's name).
 void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int n, int k, bool ta, bool tb,
-                GemmInputs inputs, float beta, size_t offset, uint64_t seed, const char* path = "") {
+                GemmPrecision inputs, float beta, size_t offset, uint64_t seed, const char* path = "") {
   Lcg rng(seed);
   const std::vector<float> a = random_values(size_t(m) * k, rng), b = random_values(size_t(k) * n, rng);
   const std::vector<float> c0 = beta == 0 ? std::vector<float>(size_t(m) * n, 0.0f) : random_values(size_t(m) * n, rng);
@@ -76,7 +76,7 @@ void check_gemm(Report& rep, const Backend& cpu, const Backend& gpu, int m, int 
 
   char name[160];
   std::snprintf(name, sizeof name, "gemm%s %s m=%d n=%d k=%d trans_a=%d trans_b=%d beta=%g%s", path,
-                inputs == GemmInputs::bf16 ? "bf16" : "fp32", m, n, k, int(ta), int(tb), beta,
+                inputs == GemmPrecision::bf16 ? "bf16" : "fp32", m, n, k, int(ta), int(tb), beta,
                 offset ? " unaligned" : "");
   rep.check(name, relative_error(dc.download(), want), 1e-4);
 }
@@ -133,14 +133,14 @@ void check_bf16_activations(Report& rep, const Backend& cpu, const Backend& gpu,
   DeviceVec<mt::Bf16> gyc(gpu, y);  // the CPU's bits on both sides: the check covers the GEMM alone
   std::vector<float> c(size_t(rows) * out), dwv(size_t(out) * dim);
   const mt::GemmArgs fwd{.m = rows, .n = out, .k = dim, .b = wt.data(), .trans_b = true, .c = c.data(),
-                         .inputs = GemmInputs::bf16, .a_bf16 = y.data()};
+                         .inputs = GemmPrecision::bf16, .a_bf16 = y.data()};
   cpu.gemm(fwd);
   mt::GemmArgs g = fwd;
   g.b = gwt.get(), g.c = gc.get(), g.a_bf16 = gyc.get();
   gpu.gemm(g);
   rep.check("gemm bf16 with A stored in bfloat16" + shape, relative_error(gc.download(), c), 1e-4);
   const mt::GemmArgs wgrad{.m = out, .n = dim, .k = rows, .a = dyv.data(), .trans_a = true, .c = dwv.data(),
-                           .inputs = GemmInputs::bf16, .b_bf16 = y.data()};
+                           .inputs = GemmPrecision::bf16, .b_bf16 = y.data()};
   cpu.gemm(wgrad);
   g = wgrad;
   g.a = gdy.get(), g.c = gdw.get(), g.b_bf16 = gyc.get();
@@ -415,7 +415,7 @@ void check_embedding(Report& rep, const Backend& cpu, const Backend& gpu, int ro
 // start as NaN, so an element a kernel fails to write fails the check. The backward runs on the
 // CPU's out and lse on both sides, so each check covers one direction. fp32: the GPU sums in
 // another order than BLAS (tiles of 32 keys, online rescaling), which moves results by a few ulps
-// of the largest element, well inside 1e-5. bf16 (tensor cores for the head dims attention_tc.cu
+// of the largest element, well inside 1e-5. bf16 (tensor cores for the head dims src/ops/attention/cuda_tc.cu
 // is built for, else CUDA cores with the same rounding): both sides round the same inputs, but a
 // product's inputs that differ by an ulp of fp32 (another summation order) can round to
 // neighbouring bfloat16 values, and forward rounds the probabilities before their normalisation
@@ -444,14 +444,14 @@ void check_attention_decode(Report& rep, const Backend& cpu, const Backend& gpu,
 }
 
 void check_attention(Report& rep, const Backend& cpu, const Backend& gpu, int batch, int seq, int heads, int qk_dim,
-                     int v_dim, mt::GemmInputs inputs, uint64_t seed) {
+                     int v_dim, mt::GemmPrecision inputs, uint64_t seed) {
   Lcg rng(seed);
   const size_t nq = size_t(batch) * seq * heads * qk_dim, nv = size_t(batch) * seq * heads * v_dim;
   const size_t nrow = size_t(batch) * heads * seq;
   const std::vector<float> q = random_values(nq, rng), k = random_values(nq, rng), v = random_values(nv, rng);
   const std::vector<float> dout = random_values(nv, rng);
   const float scale = 1.0f / std::sqrt(float(qk_dim));
-  const bool bf16 = inputs == mt::GemmInputs::bf16;
+  const bool bf16 = inputs == mt::GemmPrecision::bf16;
   const double tol = bf16 ? 1e-2 : 1e-5;
   char shape[160];
   std::snprintf(shape, sizeof shape, " batch=%d seq=%d heads=%d qk=%d v=%d%s", batch, seq, heads, qk_dim, v_dim,
@@ -529,7 +529,7 @@ void check_attention(Report& rep, const Backend& cpu, const Backend& gpu, int ba
 long long gemm_checks(const parity::Context& c, const Backend& gpu, uint64_t seed, const char* path = "") {
   const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 48, 80}, {257, 129, 65}, {512, 512, 512}};
   long long calls = 0;
-  for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32}) {
+  for (GemmPrecision inputs : {GemmPrecision::bf16, GemmPrecision::fp32}) {
     for (const auto& s : shapes)
       for (int t = 0; t < 4; ++t)
         for (float beta : {-0.5f, 0.0f}) {
@@ -630,13 +630,13 @@ void group_attention(const parity::Context& c, uint64_t seed) {
   const int fp32_shapes[][5] = {{2, 100, 3, 64, 64}, {1, 130, 2, 192, 128}, {2, 2, 2, 16, 8},
                                 {3, 33, 7, 32, 48}, {1, 70, 1, 256, 256}};
   for (const auto& s : fp32_shapes)
-    check_attention(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::fp32, seed++);
+    check_attention(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmPrecision::fp32, seed++);
   // bf16: each head-dim pair of the tensor-core kernels, over several 64-row tiles and a partial
   // last one, and one pair they are not built for (CUDA cores, rounding the same values).
   const int bf16_shapes[][5] = {{2, 100, 3, 64, 64}, {1, 130, 2, 192, 128}, {2, 200, 2, 128, 128},
                                 {3, 65, 4, 32, 32}, {3, 33, 7, 32, 48}};
   for (const auto& s : bf16_shapes)
-    check_attention(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmInputs::bf16, seed++);
+    check_attention(c.rep, c.cpu, c.gpu, s[0], s[1], s[2], s[3], s[4], mt::GemmPrecision::bf16, seed++);
 }
 
 void group_attention_decode(const parity::Context& c, uint64_t seed) {

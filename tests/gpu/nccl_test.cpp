@@ -15,7 +15,7 @@
 
 #include "comm/comm.hpp"
 #include "comm/nccl_comm.hpp"
-#include "ops/cuda_backend.hpp"
+#include "ops/backend/cuda_backend.hpp"
 #include "tensor/buffer.hpp"
 
 using namespace mt;

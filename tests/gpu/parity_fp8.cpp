@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ops/cuda_backend.hpp"
+#include "ops/backend/cuda_backend.hpp"
 #include "parity.hpp"
 
 namespace parity {
@@ -50,7 +50,7 @@ std::string recipe_name(const Fp8Recipe& r) {
   return s;
 }
 
-// Whether cuBLASLt runs the recipe in FP8 (gemm_fp8.cu); the others run in fp32.
+// Whether cuBLASLt runs the recipe in FP8 (src/ops/gemm/cuda_fp8.cu); the others run in fp32.
 bool tensor_core_recipe(const Fp8Recipe& r, Fp8Operand a, Fp8Operand b) {
   if (r.format(a) == Fp8Format::e5m2 && r.format(b) == Fp8Format::e5m2) return false;
   return r.per_tensor || (r.tile % 128 == 0 && r.block % 128 == 0);
@@ -115,7 +115,7 @@ void check_gemm(Report& rep, const mt::Backend& cpu, const mt::Backend& gpu, For
                 int d_out, const Fp8Recipe& r, float beta, size_t offset, uint64_t seed) {
   Lcg rng(seed);
   mt::GemmArgs g;
-  g.inputs = mt::GemmInputs::fp8;
+  g.inputs = mt::GemmPrecision::fp8;
   g.alpha = 0.75f;
   g.beta = beta;
   g.fp8.recipe = &r;

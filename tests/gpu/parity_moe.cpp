@@ -168,10 +168,10 @@ void check_rows(Report& rep, const Backend& cpu, const Backend& gpu, int tokens,
 }
 
 void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, const std::vector<int>& offsets, int n,
-                        int k, mt::GemmInputs inputs, uint64_t seed) {
+                        int k, mt::GemmPrecision inputs, uint64_t seed) {
   Lcg rng(seed);
   const int groups = int(offsets.size()) - 1, rows = offsets.back();
-  const std::string name = std::string(inputs == mt::GemmInputs::bf16 ? " bf16" : " fp32") + " groups=" +
+  const std::string name = std::string(inputs == mt::GemmPrecision::bf16 ? " bf16" : " fp32") + " groups=" +
                            std::to_string(groups) + " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
                            " k=" + std::to_string(k);
   const double tol = 1e-4;
@@ -201,7 +201,7 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
   g.a = d_dy.get(), g.b = d_x.get(), g.c = g_dw.get();
   gpu.grouped_gemm(g);
   rep.check("grouped_gemm reduce" + name, relative_error(g_dw.download(), dw), tol);
-  if (inputs != mt::GemmInputs::bf16) return;
+  if (inputs != mt::GemmPrecision::bf16) return;
   // An activation stored in bfloat16 (precision.bf16_activations): A of the rows form, B of the
   // reduce form, the same bits on both sides.
   std::vector<mt::Bf16> a16(a.size()), x16(x.size());
@@ -316,7 +316,7 @@ void group_grouped_gemm(const Context& c, uint64_t seed) {
   // 64 groups, some empty: more operand pointers than one launch of the pointer writer carries.
   std::vector<int> many{0};
   for (int g = 0; g < 64; ++g) many.push_back(many.back() + (g * 7) % 13);
-  for (mt::GemmInputs inputs : {mt::GemmInputs::fp32, mt::GemmInputs::bf16}) {
+  for (mt::GemmPrecision inputs : {mt::GemmPrecision::fp32, mt::GemmPrecision::bf16}) {
     check_grouped_gemm(c.rep, c.cpu, c.gpu, {0, 100, 100, 357, 1000}, 96, 64, inputs, seed++);
     check_grouped_gemm(c.rep, c.cpu, c.gpu, {0, 0, 1, 1, 9}, 17, 33, inputs, seed++);
     check_grouped_gemm(c.rep, c.cpu, c.gpu, many, 40, 24, inputs, seed++);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "ops/fp8.hpp"
+#include "ops/fp8/codes.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 4) {

@@ -1,0 +1,48 @@
+#pragma once
+// Arguments of the attention ops: causal training attention and one decoding step.
+#include "ops/bf16.hpp"
+#include "ops/gemm/args.hpp"
+
+namespace mt {
+
+// Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v and out: [batch*seq, heads, v_dim].
+// Row t of a head attends to keys 0..t with probabilities softmax(scale * q_t . k_s). No
+// [seq, seq] matrix survives the op: forward saves lse [batch, heads, seq], the log-sum-exp of
+// each row's scaled scores, from which backward recomputes the probabilities exp(score - lse).
+// `inputs`: fp32 multiplies in fp32 throughout; bf16 and fp8 round what enters each product to
+// bfloat16 (q, k, v, dout, the probabilities, the score gradients) and accumulate in fp32, as
+// tensor cores do (FP8 training keeps attention in BF16, as DeepSeek-V3 does). The statistics
+// (max, sum, lse, D = rowsum(dout * out)) stay fp32.
+struct AttentionForwardArgs {
+  int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
+  const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
+  float* out = nullptr; float* lse = nullptr;
+  GemmPrecision inputs = GemmPrecision::fp32;
+  // q, k or v stored in bfloat16 (bf16 inputs only, whose rounding leaves them as they are), in
+  // place of q, k or v.
+  const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;
+};
+// Takes the forward's out and lse; dq, dk, dv are overwritten.
+struct AttentionBackwardArgs {
+  int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
+  const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
+  const float* out = nullptr; const float* lse = nullptr; const float* dout = nullptr;
+  float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
+  GemmPrecision inputs = GemmPrecision::fp32;
+  const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in forward
+};
+
+// The attention of one new position over the keys and values of every position so far (a
+// decoder's cache, the new one last): out[h] = sum_s p[h,s] v[s,g], p[h] = softmax_s(scale
+// q[h] . k[s,g]) over s < length, where query head h reads key/value head g = h / (heads /
+// kv_heads; 0: heads). fp32 throughout; `scores` [heads, length] is the op's workspace.
+struct AttentionDecodeArgs {
+  int length = 0, heads = 0, kv_heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
+  const float* q = nullptr;  // [heads, qk_dim]
+  const float* k = nullptr;  // [length, kv_heads, qk_dim]
+  const float* v = nullptr;  // [length, kv_heads, v_dim]
+  float* scores = nullptr;
+  float* out = nullptr;      // [heads, v_dim]
+};
+
+}  // namespace mt

@@ -1,0 +1,34 @@
+#pragma once
+// Arguments of the elementwise ops: SwiGLU, column copies and adds.
+#include <cstddef>
+
+#include "ops/bf16.hpp"
+
+namespace mt {
+
+// h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
+struct SwigluForwardArgs {
+  size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr;
+  Bf16* h_bf16 = nullptr;
+};
+struct SwigluBackwardArgs {
+  size_t n = 0; const float* gate = nullptr; const float* up = nullptr; const float* dh = nullptr;
+  float* dgate = nullptr; float* dup = nullptr;
+};
+
+// dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major
+// matrices with the given row strides. Splits and joins per-head slices (MLA's [nope; rope]
+// keys, grouped-query heads) without a device-specific loop in the layers.
+// dst_bf16 in place of dst: the columns rounded to bfloat16 as they are written (not accumulated).
+struct CopyColumnsArgs {
+  int rows = 0, cols = 0;
+  const float* src = nullptr; int src_stride = 0;
+  float* dst = nullptr; int dst_stride = 0;
+  bool accumulate = false;
+  Bf16* dst_bf16 = nullptr;
+};
+
+// y += x (n values)
+struct AddArgs { size_t n = 0; const float* x = nullptr; float* y = nullptr; };
+
+}  // namespace mt

@@ -1,0 +1,40 @@
+#include <algorithm>
+
+#include "ops/bf16.hpp"
+#include "ops/backend/cpu_ops.hpp"
+#include "ops/elementwise/math.hpp"
+
+namespace mt::cpu {
+
+void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
+  if (a.h_bf16)
+    for (size_t i = 0; i < a.n; ++i) a.h_bf16[i].bits = float_to_bf16_bits(swiglu(a.gate[i], a.up[i]));
+  else
+    for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
+}
+
+void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
+  for (size_t i = 0; i < a.n; ++i) swiglu_grad(a.gate[i], a.up[i], a.dh[i], &a.dgate[i], &a.dup[i]);
+}
+
+void add(DeviceState*, const AddArgs& a) {
+  for (size_t i = 0; i < a.n; ++i) a.y[i] += a.x[i];
+}
+
+void copy_columns(DeviceState*, const CopyColumnsArgs& a) {
+  for (int r = 0; r < a.rows; ++r) {
+    const float* src = a.src + size_t(r) * a.src_stride;
+    if (a.dst_bf16) {
+      Bf16* dst = a.dst_bf16 + size_t(r) * a.dst_stride;
+      for (int c = 0; c < a.cols; ++c) dst[c].bits = float_to_bf16_bits(src[c]);
+      continue;
+    }
+    float* dst = a.dst + size_t(r) * a.dst_stride;
+    if (a.accumulate)
+      for (int c = 0; c < a.cols; ++c) dst[c] += src[c];
+    else
+      std::copy(src, src + a.cols, dst);
+  }
+}
+
+}  // namespace mt::cpu

@@ -1,0 +1,95 @@
+// Elementwise ops on the GPU, the same semantics as cpu.cpp: SwiGLU forward and
+// backward (per-element math from math.hpp, shared with the CPU), add and copy_columns.
+// Grid-stride loops over size_t indices, so any size fits the grid. No __restrict__: in-place calls
+// (an output that is also an input) are as valid here as on the CPU.
+#include <cuda_bf16.h>
+
+#include "ops/backend/cuda_check.cuh"
+#include "ops/backend/cuda_ops.hpp"
+#include "ops/backend/cuda_state.cuh"
+#include "ops/backend/launch.cuh"
+#include "ops/elementwise/math.hpp"
+
+namespace mt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ size_t first_index() { return size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ size_t grid_stride() { return size_t(gridDim.x) * blockDim.x; }
+
+// h_bf16 (when set, in place of h): the product rounded to bfloat16 as it is written.
+__global__ void swiglu_forward_kernel(size_t n, const float* gate, const float* up, float* h, __nv_bfloat16* h_bf16) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    const float v = swiglu(gate[i], up[i]);
+    if (h_bf16) h_bf16[i] = __float2bfloat16_rn(v);
+    else h[i] = v;
+  }
+}
+
+__global__ void swiglu_backward_kernel(size_t n, const float* gate, const float* up, const float* dh, float* dgate,
+                                       float* dup) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    float dg, du;
+    swiglu_grad(gate[i], up[i], dh[i], &dg, &du);
+    dgate[i] = dg;
+    dup[i] = du;
+  }
+}
+
+__global__ void add_kernel(size_t n, const float* x, float* y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] += x[i];
+}
+
+// One item per (row, column) of the window; consecutive threads take consecutive columns of a row.
+__global__ void copy_columns_kernel(int rows, int cols, const float* src, int src_stride, float* dst, int dst_stride,
+                                    bool accumulate, __nv_bfloat16* dst_bf16) {
+  const size_t n = size_t(rows) * cols;
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    const size_t r = i / cols, c = i % cols;
+    const float v = src[r * src_stride + c];
+    if (dst_bf16) {
+      dst_bf16[r * dst_stride + c] = __float2bfloat16_rn(v);
+      continue;
+    }
+    float* d = dst + r * dst_stride + c;
+    *d = accumulate ? *d + v : v;
+  }
+}
+
+}  // namespace
+
+void swiglu_forward(DeviceState* s, const SwigluForwardArgs& a) {
+  if (a.n == 0) return;
+  activate(s);
+  swiglu_forward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(
+      a.n, a.gate, a.up, a.h, reinterpret_cast<__nv_bfloat16*>(a.h_bf16));
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void swiglu_backward(DeviceState* s, const SwigluBackwardArgs& a) {
+  if (a.n == 0) return;
+  activate(s);
+  swiglu_backward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a.n, a.gate, a.up, a.dh, a.dgate,
+                                                                                     a.dup);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void add(DeviceState* s, const AddArgs& a) {
+  if (a.n == 0) return;
+  activate(s);
+  add_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a.n, a.x, a.y);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void copy_columns(DeviceState* s, const CopyColumnsArgs& a) {
+  if (a.rows <= 0 || a.cols <= 0) return;
+  activate(s);
+  const size_t n = size_t(a.rows) * a.cols;
+  copy_columns_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(
+      a.rows, a.cols, a.src, a.src_stride, a.dst, a.dst_stride, a.accumulate, reinterpret_cast<__nv_bfloat16*>(a.dst_bf16));
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mt::cuda

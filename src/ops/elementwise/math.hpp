@@ -1,0 +1,20 @@
+#pragma once
+// SwiGLU's per-element math, shared by the CPU reference (cpu.cpp) and the CUDA kernel (cuda.cu).
+// expf is glibc's on the host and CUDA's on the device (within the parity tolerance).
+#include <math.h>
+
+#include "ops/host_device.hpp"
+
+namespace mt {
+
+// SwiGLU's h = silu(g) * u = g sigmoid(g) u.
+MT_HD inline float swiglu(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+// Gradients of h = g sig(g) u given dh: dh/du = g sig(g); dh/dg = u sig(g) (1 + g (1 - sig(g))).
+MT_HD inline void swiglu_grad(float g, float u, float dh, float* dgate, float* dup) {
+  const float sig = 1.0f / (1.0f + expf(-g));
+  *dup = dh * g * sig;
+  *dgate = dh * u * sig * (1.0f + g * (1.0f - sig));
+}
+
+}  // namespace mt

@@ -1,0 +1,45 @@
+#pragma once
+// Arguments of the GEMM op: C = alpha op(A) op(B) + beta C, and what its inputs are stored in.
+#include "ops/bf16.hpp"
+#include "ops/fp8/recipe.hpp"
+
+namespace mt {
+
+// Storage precision of GEMM inputs. bf16 rounds A and B to bfloat16 (round to nearest even)
+// and accumulates in fp32: the CPU reference emulates exactly what the GPU path computes. fp8
+// quantizes them as the call's recipe says (ops/fp8/recipe.hpp), by what each operand is.
+enum class GemmPrecision { fp32, bf16, fp8 };
+
+// What an FP8 GEMM needs besides GemmPrecision::fp8: the recipe and the kind of each operand.
+struct Fp8Gemm {
+  const Fp8Recipe* recipe = nullptr;
+  Fp8Operand a = Fp8Operand::activation, b = Fp8Operand::weight;
+};
+
+// C[m,n] = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B) is [k,n].
+// A is stored [m,k] (or [k,m] when trans_a), B is stored [k,n] (or [n,k] when trans_b).
+struct GemmArgs {
+  int m = 0, n = 0, k = 0;
+  const float* a = nullptr; bool trans_a = false;
+  const float* b = nullptr; bool trans_b = false;
+  float* c = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+  GemmPrecision inputs = GemmPrecision::fp32;
+  Fp8Gemm fp8 = {};  // read when inputs is fp8
+  // A or B stored in bfloat16 (an activation kept so, see GemmOperand), in place of a or b: only
+  // with bf16 inputs, whose rounding leaves such values as they are.
+  const Bf16* a_bf16 = nullptr;
+  const Bf16* b_bf16 = nullptr;
+};
+
+// An activation as GEMMs read it: fp32, or (with bf16 GEMM inputs) already rounded and stored in
+// bfloat16, half the memory for the same products.
+struct GemmOperand {
+  const float* f32 = nullptr;
+  const Bf16* bf16 = nullptr;
+  GemmOperand() = default;
+  GemmOperand(const float* x) : f32(x) {}  // NOLINT: an fp32 activation converts
+  GemmOperand(const Bf16* x) : bf16(x) {}  // NOLINT: so does a bfloat16 one
+};
+
+}  // namespace mt

@@ -1,0 +1,32 @@
+#pragma once
+// Arguments of the grouped GEMM op: one GEMM per group of rows.
+#include "ops/gemm/args.hpp"
+
+namespace mt {
+
+// One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands,
+// so all the experts of a layer run in one call. offsets ([groups + 1]) are in host memory: the
+// host sizes the call, so the device never stops to report group sizes (the caller reads them
+// once per dispatch, which it needs anyway to size an expert-parallel exchange).
+//   Ragged::rows    C[rows_g, n] = A[rows_g, k] op(B_g) (+ C when beta = 1), B_g = b + g*n*k stored
+//                   [n, k] when trans_b, else [k, n] (forward: x W^T; input gradient: dy W)
+//   Ragged::reduce  C_g[m, n] += A[rows_g, m]^T B[rows_g, n], C_g = c + g*m*n (weight gradients)
+enum class Ragged { rows, reduce };
+struct GroupedGemmArgs {
+  int groups = 0;
+  const int* offsets = nullptr;
+  Ragged ragged = Ragged::rows;
+  // The ragged dimension's entry (m for rows, k for reduce) holds all groups' rows together: the
+  // ops never read it (offsets decide), profiles count FLOPs from it.
+  int m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  const float* b = nullptr; bool trans_b = false;
+  float* c = nullptr;
+  float beta = 0.0f;
+  GemmPrecision inputs = GemmPrecision::fp32;
+  Fp8Gemm fp8 = {};  // read when inputs is fp8
+  const Bf16* a_bf16 = nullptr;  // as GemmArgs: a or b stored in bfloat16
+  const Bf16* b_bf16 = nullptr;
+};
+
+}  // namespace mt

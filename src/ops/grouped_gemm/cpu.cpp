@@ -1,0 +1,11 @@
+// Reference grouped GEMM: one BLAS call per non-empty group.
+#include "ops/backend/cpu_ops.hpp"
+#include "ops/grouped_gemm/groups.hpp"
+
+namespace mt::cpu {
+
+void grouped_gemm(DeviceState* state, const GroupedGemmArgs& a) {
+  for (const GemmArgs& g : group_gemms(a)) gemm(state, g);
+}
+
+}  // namespace mt::cpu

@@ -1,0 +1,33 @@
+#pragma once
+// Arguments of the RMSNorm ops (forward, input gradient, weight gradient).
+#include "ops/bf16.hpp"
+
+namespace mt {
+
+// y = x * rstd * weight per row, rstd = 1/sqrt(mean(x^2) + eps). rstd is saved for backward.
+// y_bf16 in place of y: y rounded to bfloat16 as it is written (the cast fused into the norm).
+// residual: the residual add fused in front of the norm: the normed rows are x + residual, which
+// are written to `sum` (which may be x itself) and read once.
+struct RmsNormForwardArgs {
+  int rows = 0, dim = 0; float eps = 1e-6f;
+  const float* x = nullptr; const float* weight = nullptr;
+  float* y = nullptr; float* rstd = nullptr;
+  Bf16* y_bf16 = nullptr;
+  const float* residual = nullptr; float* sum = nullptr;
+};
+// dx = d(RMSNorm)/dx applied to dy (overwrites dx); plus residual_grad when set (the gradient
+// that reaches the norm's input around it, added as it is written).
+struct RmsNormBackwardInputArgs {
+  int rows = 0, dim = 0;
+  const float* dy = nullptr; const float* x = nullptr; const float* weight = nullptr;
+  const float* rstd = nullptr; float* dx = nullptr;
+  const float* residual_grad = nullptr;
+};
+// dweight += sum over rows of dy * x * rstd.
+struct RmsNormBackwardWeightArgs {
+  int rows = 0, dim = 0;
+  const float* dy = nullptr; const float* x = nullptr; const float* rstd = nullptr;
+  float* dweight = nullptr;
+};
+
+}  // namespace mt
