@@ -1,5 +1,5 @@
 // Causal attention throughput on the GPU: the CUDA backend's attention_forward and
-// attention_backward with bf16 inputs (tensor cores for the head dims attention_tc.cu is built
+// attention_backward with bf16 inputs (tensor cores for the head dims src/ops/attention/cuda_tc.cu is built
 // for) and with fp32 (CUDA cores), on GPT-2's heads, 128-wide heads at seq 4096 and DeepSeek-V3's
 // MLA heads (qk 192, v 128). One line per measurement; bench/attention_sdpa.py prints the same
 // lines for PyTorch's scaled_dot_product_attention, so the two read side by side.
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda_backend.hpp"
-#include "ops/device_timer.hpp"
+#include "ops/backend/cuda_backend.hpp"
+#include "ops/backend/device_timer.hpp"
 #include "ops/ops.hpp"
 
 namespace {
@@ -56,7 +56,7 @@ double ms_per_call(const Backend& gpu, const std::function<void()>& call, int re
   return timer.take_seconds() * 1e3 / reps;
 }
 
-void run(const Backend& gpu, const Case& c, GemmInputs inputs, int reps) {
+void run(const Backend& gpu, const Case& c, GemmPrecision inputs, int reps) {
   const size_t rows = size_t(c.batch) * c.seq * c.heads;
   // Values of a few sizes, not zero: the softmax sees real spreads, and no product is trivially 0.
   DeviceBuffer q(gpu, rows * c.qk, 0.02f), k(gpu, rows * c.qk, -0.03f), v(gpu, rows * c.v, 0.5f);
@@ -74,7 +74,7 @@ void run(const Backend& gpu, const Case& c, GemmInputs inputs, int reps) {
   const double tflops = 3.5 * fwd_flops / ((fwd_ms + bwd_ms) * 1e-3) / 1e12;
   std::printf("attention moetrain %s %s batch=%d heads=%d seq=%d qk=%d v=%d: fwd+bwd %.1f TFLOP/s (fwd %.3f ms "
               "%.1f TFLOP/s, bwd %.3f ms %.1f TFLOP/s)\n",
-              inputs == GemmInputs::fp32 ? "fp32" : "bf16", c.name, c.batch, c.heads, c.seq, c.qk, c.v, tflops,
+              inputs == GemmPrecision::fp32 ? "fp32" : "bf16", c.name, c.batch, c.heads, c.seq, c.qk, c.v, tflops,
               fwd_ms, fwd_flops / (fwd_ms * 1e-3) / 1e12, bwd_ms, 2.5 * fwd_flops / (bwd_ms * 1e-3) / 1e12);
 }
 
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   }
   if (arg == "--cpu-stand-in") {
     Backend strict = cpu_strict_backend_create();
-    for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
+    for (GemmPrecision inputs : {GemmPrecision::bf16, GemmPrecision::fp32})
       for (const Case& c : kStandInCases) run(strict, c, inputs, 1);
     cpu_strict_backend_destroy(strict);
     return 0;
@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   Backend gpu = cuda_backend_create(0);
-  for (GemmInputs inputs : {GemmInputs::bf16, GemmInputs::fp32})
-    for (const Case& c : kCases) run(gpu, c, inputs, inputs == GemmInputs::fp32 ? 3 : 10);
+  for (GemmPrecision inputs : {GemmPrecision::bf16, GemmPrecision::fp32})
+    for (const Case& c : kCases) run(gpu, c, inputs, inputs == GemmPrecision::fp32 ? 3 : 10);
   cuda_backend_destroy(gpu);
   return 0;
 }

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda_backend.hpp"
-#include "ops/device_timer.hpp"
-#include "ops/fallback_counts.hpp"
+#include "ops/backend/cuda_backend.hpp"
+#include "ops/backend/device_timer.hpp"
+#include "ops/backend/fallback_counts.hpp"
 #include "ops/ops.hpp"
 
 namespace {
@@ -161,7 +161,7 @@ double tflops(const GemmArgs& g, double seconds) { return 2.0 * double(g.m) * g.
 
 // The bf16 line of g over `ops`; returns its TFLOP/s as the trainer pays them.
 double bf16_line(const Device& d, GemmArgs g, const Operands& ops, const std::string& fields) {
-  g.inputs = GemmInputs::bf16;
+  g.inputs = GemmPrecision::bf16;
   const double op = tflops(g, median_seconds(d, [&] { d.be.gemm(g); }));
   const GemmArgs bare = ops.pre_rounded(g);
   const double matmul = tflops(g, median_seconds(d, [&] { d.be.gemm(bare); }));
@@ -173,7 +173,7 @@ double bf16_line(const Device& d, GemmArgs g, const Operands& ops, const std::st
 // The FP8 line of g (DeepSeek's recipe) beside its bf16 rate.
 void fp8_line(const Device& d, GemmArgs g, const std::string& fields, double bf16) {
   const Fp8Recipe recipe;
-  g.inputs = GemmInputs::fp8;
+  g.inputs = GemmPrecision::fp8;
   g.fp8.recipe = &recipe;
   const double op = tflops(g, median_seconds(d, [&] { d.be.gemm(g); }));
   // What the timed calls ran, read before anything else runs an FP8 GEMM.
