@@ -45,3 +45,12 @@ def broken_links(path):
                 if anchor not in anchors(f.read()):
                     out.append(f"{target}: no heading with the anchor #{anchor}")
     return out
+
+
+def unlinked(path, targets):
+    """The files of targets that the Markdown file at path does not link to."""
+    with open(path) as f:
+        text = f.read()
+    linked = {os.path.normpath(os.path.join(os.path.dirname(path), target.partition("#")[0]))
+              for target in LINK.findall(prose(text))}
+    return [t for t in targets if os.path.normpath(t) not in linked]

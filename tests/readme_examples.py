@@ -115,6 +115,10 @@ def check_documents():
     for doc in documents():
         broken = doc_links.broken_links(os.path.join(repo, doc))
         print(f"FAIL the links of {doc}: " + "; ".join(broken) if broken else f"PASS the links of {doc}")
+    docs = [os.path.join(repo, doc) for doc in documents()[1:]]
+    unlinked = [os.path.relpath(d, repo) for d in doc_links.unlinked(os.path.join(repo, "README.md"), docs)]
+    name = "the README links every docs/*.md"
+    print(f"FAIL {name}: not {', '.join(unlinked)}" if unlinked else f"PASS {name}")
     missing = deps_listed.unlisted(os.path.join(repo, "scripts", "deps.sh"),
                                    os.path.join(repo, "docs", "dependencies.md"))
     name = "docs/dependencies.md names every package scripts/deps.sh installs"
