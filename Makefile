@@ -45,7 +45,7 @@ $(BUILD)/tests/unit_tests: $(TEST_OBJS) $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 # A CUDA build also links the binary a CPU-only build (`make CUDA=0`) makes, from the same objects and the two
-# stubs, so the README's examples are checked against both (tests/run_tests.sh).
+# stubs, so the examples of the README and docs/ are checked against both (tests/run_tests.sh).
 ifeq ($(CUDA),1)
 CPU_ONLY_OBJS := $(BUILD)/main.o $(OBJS) $(BUILD)/src/ops/cuda_stub.o $(BUILD)/src/comm/nccl_stub.o
 $(BUILD)/cpu-only/moetrain: $(CPU_ONLY_OBJS)
