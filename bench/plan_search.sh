@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wall time of `moetrain plan`'s unconstrained search for the three cases of the README
+# Wall time of `moetrain plan`'s unconstrained search for the three cases of docs/planner.md
 # (median of 3 runs each), and the layout each picks.
 set -eu
 cd "$(dirname "$0")/.."

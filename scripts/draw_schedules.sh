@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Draws the schedules shown in the README into docs/schedules/ (uniform costs: F=I=W=1, B=2, F&B=3).
+# Draws the schedules docs/pipeline_schedules.md shows into docs/schedules/ (uniform costs: F=I=W=1, B=2, F&B=3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/schedules

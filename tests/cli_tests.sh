@@ -196,7 +196,7 @@ expect "schedule: negative cost" 2 "costs and latency must be non-negative" -- \
   $bin schedule --kind 1f1b --pp 4 --microbatches 8 --cost-w -1
 expect "schedule: unwritable svg" 2 "cannot write --svg $tmp/no/dir.svg" -- \
   $bin schedule --kind 1f1b --pp 2 --microbatches 4 --svg "$tmp/no/dir.svg"
-expect "the README's DualPipe drawing is what the code draws" 0 "^same$" -- bash -c \
+expect "docs/pipeline_schedules.md's DualPipe drawing is what the code draws" 0 "^same$" -- bash -c \
   "$bin schedule --kind dualpipe --pp 8 --microbatches 20 --svg $tmp/readme.svg >/dev/null &&
    cmp -s $tmp/readme.svg docs/schedules/dualpipe_pp8_m20.svg && echo same"
 

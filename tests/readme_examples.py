@@ -1,15 +1,22 @@
-"""Runs the README's examples as written: every line of a code block that starts with "$ " (with
-its "\\" continuation lines) runs in a scratch directory that holds the repository's configs,
-scripts and demo data, with moetrain on PATH as `make install` would put it. A command must exit
-0, and the output lines the README shows under it must appear in its output in that order; a shown
-line ending in "..." matches as a prefix, and "..." alone or a line in parentheses (an editorial
-note) matches nothing. MOETRAIN names another binary to run them with (a CPU-only build's). Prints one
-PASS or FAIL line per command."""
+"""Runs the examples of the README and of docs/*.md as written: every line of a code block that
+starts with "$ " (with its "\\" continuation lines) runs in a scratch directory that holds the
+repository's configs, scripts and demo data, with moetrain on PATH as `make install` would put it.
+The README's run first, then each doc's, in one directory: a doc's example may read the README's
+runs. A command must exit 0, and the output lines the file shows under it must appear in its output
+in that order; a shown line ending in "..." matches as a prefix, and "..." alone or a line in
+parentheses (an editorial note) matches nothing. A command that cannot run here is shown in a
+block without "$ ". MOETRAIN names another binary to run them with (a CPU-only build's). Also
+checks every file's links (doc_links.py) and that docs/dependencies.md names every package
+scripts/deps.sh installs (deps_listed.py). Prints one PASS or FAIL line per command and check."""
+import glob
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+import deps_listed
+import doc_links
 
 repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -75,15 +82,17 @@ def scratch_dir():
     return work, bin_dir
 
 
-def main():
-    with open(os.path.join(repo, "README.md")) as f:
+def documents():
+    """README.md, then docs/*.md in name order."""
+    docs = sorted(glob.glob(os.path.join(repo, "docs", "*.md")))
+    return ["README.md"] + [os.path.relpath(d, repo) for d in docs]
+
+
+def run_examples(doc, work, env):
+    with open(os.path.join(repo, doc)) as f:
         cases = examples(f.read())
-    work, bin_dir = scratch_dir()
-    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
-    if os.getuid() == 0:  # what the README tells root users to set
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for line, cmd, shown in cases:
-        name = f"README.md:{line}: {cmd if len(cmd) < 90 else cmd[:87] + '...'}"
+        name = f"{doc}:{line}: {cmd if len(cmd) < 90 else cmd[:87] + '...'}"
         try:
             r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=work, env=env, capture_output=True,
                                text=True, timeout=900)
@@ -96,10 +105,35 @@ def main():
             continue
         missing = matches(shown, (r.stdout + r.stderr).splitlines())
         if missing is not None:
-            print(f"FAIL {name}: the output lacks the README's line {missing!r}")
+            print(f"FAIL {name}: the output lacks the line {missing!r} that {doc} shows")
             print("\n".join("    " + l for l in r.stdout.splitlines()[-8:]))
         else:
             print(f"PASS {name}")
+
+
+def check_documents():
+    for doc in documents():
+        broken = doc_links.broken_links(os.path.join(repo, doc))
+        print(f"FAIL the links of {doc}: " + "; ".join(broken) if broken else f"PASS the links of {doc}")
+    docs = [os.path.join(repo, doc) for doc in documents()[1:]]
+    unlinked = [os.path.relpath(d, repo) for d in doc_links.unlinked(os.path.join(repo, "README.md"), docs)]
+    name = "the README links every docs/*.md"
+    print(f"FAIL {name}: not {', '.join(unlinked)}" if unlinked else f"PASS {name}")
+    missing = deps_listed.unlisted(os.path.join(repo, "scripts", "deps.sh"),
+                                   os.path.join(repo, "docs", "dependencies.md"))
+    name = "docs/dependencies.md names every package scripts/deps.sh installs"
+    print(f"FAIL {name}: not {', '.join(missing)}" if missing else f"PASS {name}")
+
+
+def main():
+    check_documents()
+    sys.stdout.flush()
+    work, bin_dir = scratch_dir()
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+    if os.getuid() == 0:  # what the README tells root users to set
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for doc in documents():
+        run_examples(doc, work, env)
 
 
 if __name__ == "__main__":

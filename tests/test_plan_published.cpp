@@ -94,7 +94,7 @@ TEST_CASE("FP8's gain follows the model: every same-layout BF16/FP8 pair publish
     const double predicted = p.bf16->estimate.step_s / p.fp8->estimate.step_s;
     CHECK(published > 1.15);
     const bool moe = p.bf16->run->group == "moe";
-    // MoE pairs: NVIDIA's MoE runs gain less from FP8 (1.20-1.24x) than the model says (README).
+    // MoE pairs: NVIDIA's MoE runs gain less from FP8 (1.20-1.24x) than the model says (docs/planner.md).
     CHECK(std::abs(predicted / published - 1) < (moe ? 0.25 : 0.10));
     (moe ? n_moe : n_dense) += 1;
   }

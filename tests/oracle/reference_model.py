@@ -1,6 +1,6 @@
 """The moetrain model written again in plain PyTorch, with autograd for the gradients.
 
-Everything here follows the DeepSeek-V3 report and moetrain's README, not moetrain's code:
+Everything here follows the DeepSeek-V3 report and moetrain's docs (docs/model.md), not moetrain's code:
 it is the independent side of tests/oracle/check_step.py (in float64) and the PyTorch side of
 bench/vs_pytorch.sh (in float32): it computes in the dtype of the weights it is given.
 """
