@@ -15,7 +15,7 @@ expect "the tree keeps its layers" 0 "check_layers: ok" -- python3 $check --laye
 # A copy of what the checker reads, to plant problems in.
 fresh() {
   rm -rf "$tmp/tree" && mkdir -p "$tmp/tree/docs"
-  cp -r src kernels main.cpp "$tmp/tree/" && cp docs/architecture.md "$tmp/tree/docs/"
+  cp -r src main.cpp "$tmp/tree/" && cp docs/architecture.md "$tmp/tree/docs/"
 }
 
 fresh
