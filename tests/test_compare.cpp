@@ -15,7 +15,7 @@ namespace {
 Config schedule_config(const std::string& extend, long long steps = 10) {
   Config c;
   c.optimizer.lr = 1.0;
-  c.lr_schedule = {"cosine", 2, 0.1, extend};
+  c.lr_schedule = {LrScheduleKind::cosine, 2, 0.1, extend};
   c.training.steps = int(steps);
   return c;
 }
@@ -74,7 +74,7 @@ TEST_CASE("a decay under way stretches to the new total; a constant schedule has
   CHECK(under_way.start == 0);
   CHECK(under_way.end == 20);
   Config flat = schedule_config("refuse", 20);
-  flat.lr_schedule.kind = "constant";
+  flat.lr_schedule.kind = LrScheduleKind::constant;
   CHECK(resumed_lr_cycle(flat, {0, 10}, 10, 10, "c").end == 20);
   // Within an extension already made, a later resume keeps its cycle.
   const LrCycle later = resumed_lr_cycle(schedule_config("constant", 30), {0, 10}, 20, 15, "c");

@@ -186,7 +186,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.real("model.init_std", m.init_std, 0, kInf, true, false, "std of the normal initial weights");
 
   auto& y = m.rope_scaling;
-  b.choice("model.rope_scaling.kind", y.kind, {"none", "yarn"},
+  b.choice("model.rope_scaling.kind", y.kind,
            "RoPE scaling for long context: none, or yarn (DeepSeek-V3's context extension)");
   b.real("model.rope_scaling.factor", y.factor, 1, kInf, false, false, "yarn: context extension factor s");
   b.integer("model.rope_scaling.original_seq_len", y.original_seq_len, 1, kWidth,
@@ -201,7 +201,7 @@ std::vector<Field> schema_fields(Config& c) {
          "yarn: the attention scale multiplies by m(mscale_all_dim)^2 (0: unchanged)");
 
   auto& a = m.attention;
-  b.choice("model.attention.kind", a.kind, {"mha", "mla"},
+  b.choice("model.attention.kind", a.kind,
            "multi-head attention, or DeepSeek's multi-head latent attention");
   b.integer("model.attention.n_kv_heads", a.n_kv_heads, 0, kHeads,
             "mha: key/value heads, grouped-query attention (0 = n_heads)");
@@ -257,7 +257,7 @@ std::vector<Field> schema_fields(Config& c) {
          "decoupled weight decay (not applied to norms and biases)");
 
   auto& l = c.lr_schedule;
-  b.choice("lr_schedule.kind", l.kind, {"cosine", "constant"}, "decay after warmup");
+  b.choice("lr_schedule.kind", l.kind, "decay after warmup");
   b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kSteps, "linear warmup steps");
   b.real("lr_schedule.min_lr_ratio", l.min_lr_ratio, 0, 1, false, false, "final lr as a fraction of the peak");
   b.choice("lr_schedule.extend", l.extend, {"constant", "rewarm", "refuse"},

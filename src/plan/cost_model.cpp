@@ -58,7 +58,7 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
   const double d = m.d_model, H = m.n_heads;
   const bool selective = l.recompute == Recompute::selective;
   double attn;  // values per token
-  if (a.kind == "mla") {
+  if (a.kind == AttentionKind::mla) {
     // Layer input, normalized input, latents, per-head q/k/v from the up-projections, output.
     const double heads = H * (2.0 * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.v_head_dim);
     attn = 2 * d + a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + H * a.v_head_dim + (selective ? 0 : heads);
@@ -103,7 +103,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     redone += own * norms;
     back += moe ? 2 * d : 4 * d;
   }
-  if (a.kind == "mla") {
+  if (a.kind == AttentionKind::mla) {
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
                  v = a.v_head_dim, qk = nope + rope;
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
@@ -166,7 +166,7 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
   StageParams s;
   auto layer = [&](bool moe) {
     double p = 2 * d;  // attention and FFN norms
-    if (a.kind == "mla") {
+    if (a.kind == AttentionKind::mla) {
       const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, qk = a.qk_nope_head_dim + rope;
       const double H = m.n_heads;
       p += (ql > 0 ? ql * d + ql + H * qk * ql / l.tp : H * qk * d / l.tp) + (kl + rope) * d + kl +
@@ -374,7 +374,8 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   if (l.tp > c.domain) return "tp = " + s(l.tp) + " spans scale-up domains of " + s(c.domain) + "; keep tp <= " + s(c.domain);
   // The trainer's rules (config/validate.cpp), so that train runs whatever plan proposes.
   if (m.n_heads % l.tp != 0) return "tp = " + s(l.tp) + " does not divide the " + s(m.n_heads) + " heads";
-  if (const int kv = m.attention.n_kv_heads ? m.attention.n_kv_heads : m.n_heads; m.attention.kind == "mha" && kv % l.tp)
+  if (const int kv = m.attention.n_kv_heads ? m.attention.n_kv_heads : m.n_heads;
+      m.attention.kind == AttentionKind::mha && kv % l.tp)
     return "tp = " + s(l.tp) + " does not divide the " + s(kv) + " key/value heads";
   if (m.n_dense_layers > 0 && m.ffn_hidden % l.tp != 0)
     return "tp = " + s(l.tp) + " does not divide the dense FFN's " + s(m.ffn_hidden) + " hidden units";
@@ -454,7 +455,7 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   double cp_f = 0, cp_b = 0;
   if (l.cp > 1) {
     const auto& a = m.attention;
-    const double kv_values = a.kind == "mla"
+    const double kv_values = a.kind == AttentionKind::mla
                                  ? double(m.n_heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
                                  : 2.0 * (a.n_kv_heads ? a.n_kv_heads : m.n_heads) * m.head_dim;
     const Span s = span(c, l.cp, l.tp);
