@@ -22,7 +22,8 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
     return "cp = " + s(l.cp) + ": the sequence of " + s(m.seq_len) +
            " tokens must split into 2*cp equal pieces (each rank takes one from each end, to balance causal attention)";
-  if (l.tp > c.domain) return "tp = " + s(l.tp) + " spans scale-up domains of " + s(c.domain) + "; keep tp <= " + s(c.domain);
+  if (l.tp > c.domain)
+    return "tp = " + s(l.tp) + " spans scale-up domains of " + s(c.domain) + "; keep tp <= " + s(c.domain);
   // The trainer's rules (config/validate.cpp), so that train runs whatever plan proposes.
   if (m.n_heads % l.tp != 0) return "tp = " + s(l.tp) + " does not divide the " + s(m.n_heads) + " heads";
   if (const int kv = m.attention.n_kv_heads ? m.attention.n_kv_heads : m.n_heads;
@@ -43,19 +44,22 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
     return "the pipeline needs " + s(pieces) + " stages but the model has " + s(m.n_layers) +
            " layers (every stage needs one; the MTP modules go with the last)";
   if (global_batch % (l.dp * l.micro_batch) != 0)
-    return "dp*mbs = " + s(l.dp * l.micro_batch) + " does not divide the global batch of " + s(global_batch) + " sequences";
+    return "dp*mbs = " + s(l.dp * l.micro_batch) + " does not divide the global batch of " + s(global_batch) +
+           " sequences";
   if (l.pp == 1 && l.schedule != Kind::one_f_one_b && l.schedule != Kind::dualpipev)
     return "with pp = 1 the schedule is 1f1b (micro-batches one after another) or dualpipev (two overlapped)";
   if (l.scheduled()) {
     std::string why;
     try {
-      pipeline::validate_request({l.schedule, l.pp, global_batch / (l.dp * l.micro_batch), l.schedule == Kind::interleaved ? l.vpp : 1});
+      pipeline::validate_request({l.schedule, l.pp, global_batch / (l.dp * l.micro_batch),
+                                  l.schedule == Kind::interleaved ? l.vpp : 1});
     } catch (const UserError& e) {
       why = e.what();
     }
     if (!why.empty()) return why;
   }
-  if (moe_layer_count(m) > 0 && m.moe.aux_loss == BalanceLoss::global_batch && l.scheduled() && l.schedule != Kind::gpipe)
+  if (moe_layer_count(m) > 0 && m.moe.aux_loss == BalanceLoss::global_batch && l.scheduled() &&
+      l.schedule != Kind::gpipe)
     return "the global-batch balance loss needs every forward of the step before any backward: only gpipe schedules it";
   if (l.zero == 3 && l.scheduled())
     return "zero=3 (FSDP) with a pipeline schedule regathers weights for every micro-batch of every stage; use zero<=2 "

@@ -208,7 +208,9 @@ Memory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Pl
     Memory here;
     here.weights = 4 * (zero3 ? all.experts + shard + read_windows + all.buffers : all.params + all.buffers);
     here.grads = zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params;
-    here.optimizer = zero2 ? 8 * (shard + all.experts) : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard) : 8 * all.params;
+    here.optimizer = zero2   ? 8 * (shard + all.experts)
+                     : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard)
+                             : 8 * all.params;
     if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
   }
   return most;
