@@ -1,5 +1,6 @@
-// The kinds an experiment names (attention, RoPE scaling, learning-rate schedule) are parsed into enums
-// once, at the config border, and written back with the same spelling: stored configs keep the strings.
+// The kinds an experiment names (attention, RoPE scaling, learning-rate schedule and its extension) are
+// parsed into enums once, at the config border, and written back with the same spelling: stored configs
+// keep the strings.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -21,6 +22,7 @@ kind = "yarn"
 factor = 4.0
 [lr_schedule]
 kind = "constant"
+extend = "rewarm"
 )";
 
 }  // namespace
@@ -30,13 +32,16 @@ TEST_CASE("config kinds: parsed into enums, written back with the file's spellin
   CHECK(c.model.attention.kind == mt::AttentionKind::mla);
   CHECK(c.model.rope_scaling.kind == mt::RopeScalingKind::yarn);
   CHECK(c.lr_schedule.kind == mt::LrScheduleKind::constant);
+  CHECK(c.lr_schedule.extend == mt::LrExtend::rewarm);
   CHECK(testing::contains(c.resolved_toml, "kind = 'mla'"));
   CHECK(testing::contains(c.resolved_toml, "kind = 'yarn'"));
   CHECK(testing::contains(c.resolved_toml, "kind = 'constant'"));
+  CHECK(testing::contains(c.resolved_toml, "extend = 'rewarm'"));
   const mt::Config d = mt::parse_config("", "exp.toml", {});
   CHECK(d.model.attention.kind == mt::AttentionKind::mha);
   CHECK(d.model.rope_scaling.kind == mt::RopeScalingKind::none);
   CHECK(d.lr_schedule.kind == mt::LrScheduleKind::cosine);
+  CHECK(d.lr_schedule.extend == mt::LrExtend::constant);
 }
 
 TEST_CASE("config kinds: a bad one names the file, the key, the value and the valid ones") {

@@ -107,6 +107,14 @@ struct Names<LrScheduleKind> {
       {{"cosine", LrScheduleKind::cosine}, {"constant", LrScheduleKind::constant}}};
 };
 
+// A resumed run whose cosine decay is over, trained to a higher training.steps (lr_schedule.extend).
+enum class LrExtend { constant, rewarm, refuse };
+template <>
+struct Names<LrExtend> {
+  static constexpr std::array<std::pair<const char*, LrExtend>, 3> list{
+      {{"constant", LrExtend::constant}, {"rewarm", LrExtend::rewarm}, {"refuse", LrExtend::refuse}}};
+};
+
 struct RunConfig {
   std::string name = "tiny";
   std::string out_dir = "runs";
@@ -199,7 +207,7 @@ struct LrScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::cosine;
   int warmup_steps = 20;
   double min_lr_ratio = 0.1;
-  std::string extend = "constant";  // constant | rewarm | refuse: a finished decay and a raised training.steps
+  LrExtend extend = LrExtend::constant;
 };
 
 struct ParallelConfig {

@@ -125,21 +125,6 @@ class Binder {
         [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
   }
 
-  void choice(const std::string& key, std::string& target, const std::vector<std::string>& choices,
-              const std::string& doc) {
-    std::string valid;
-    for (auto& c : choices) valid += (valid.empty() ? "\"" : " | \"") + c + "\"";
-    out_.push_back(Field{key, "string", valid, doc,
-        [&target, choices, valid](const toml::node& n) -> std::string {
-          if (!n.is_string()) return "must be one of " + valid + ", got " + type_name(n);
-          const std::string& v = n.as_string()->get();
-          for (auto& c : choices)
-            if (v == c) { target = v; return ""; }
-          return "must be one of " + valid + ", got \"" + v + "\"";
-        },
-        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
-  }
-
   template <class E>
   void choice(const std::string& key, E& target, const std::string& doc) {
     std::string valid;
@@ -260,7 +245,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.choice("lr_schedule.kind", l.kind, "decay after warmup");
   b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kSteps, "linear warmup steps");
   b.real("lr_schedule.min_lr_ratio", l.min_lr_ratio, 0, 1, false, false, "final lr as a fraction of the peak");
-  b.choice("lr_schedule.extend", l.extend, {"constant", "rewarm", "refuse"},
+  b.choice("lr_schedule.extend", l.extend,
            "resuming a run whose cosine decay is over with a higher training.steps: constant = hold the final lr "
            "for the added steps; rewarm = warm up again from the final lr to the peak over warmup_steps, then a "
            "second cosine decay to the new training.steps; refuse = stop and name the choices");

@@ -32,9 +32,9 @@ LrCycle resumed_lr_cycle(const Config& cfg, LrCycle saved, long long saved_steps
   const bool decay_over = cfg.lr_schedule.kind == LrScheduleKind::cosine && step >= saved.end;
   if (!decay_over) return {saved.start, steps};
   if (steps <= step) return saved;  // nothing left to train
-  const std::string& extend = cfg.lr_schedule.extend;
-  if (extend == "constant") return saved;
-  if (extend == "rewarm") return {step, steps};
+  const LrExtend extend = cfg.lr_schedule.extend;
+  if (extend == LrExtend::constant) return saved;
+  if (extend == LrExtend::rewarm) return {step, steps};
   const auto at = cfg.origin.find("training.steps");
   throw UserError(checkpoint + " ends the cosine decay of this run (steps " + std::to_string(saved.start) + " to " +
                   std::to_string(saved.end) + ", lr now " + format_number("%.2e", learning_rate(cfg, saved, step)) +
