@@ -50,7 +50,8 @@ std::string resume_lr_cycle(const Config& cfg, const Resumed& r, TrainState& sta
   state.lr_start = cycle.start;
   state.lr_end = cycle.end;
   const long long decay_end = saved.end > 0 ? saved.end : saved_steps;
-  if (cfg.lr_schedule.kind != "cosine" || state.step < decay_end || state.step >= cfg.training.steps) return "";
+  if (cfg.lr_schedule.kind != LrScheduleKind::cosine || state.step < decay_end || state.step >= cfg.training.steps)
+    return "";
   return cycle.start == state.step
       ? "warms up again and decays to step " + std::to_string(cycle.end) + " (lr_schedule.extend = \"rewarm\")"
       : "held at " + format_number("%.2e", learning_rate(cfg, cycle, state.step)) + " after step " +
@@ -221,7 +222,7 @@ void Trainer::print_header() const {
   }
   const auto& a = m.attention;
   char attention[96];
-  if (a.kind == "mla")
+  if (a.kind == AttentionKind::mla)
     std::snprintf(attention, sizeof attention, "MLA %d heads (qk %d+%d, v %d, kv rank %d, q rank %d)", m.n_heads,
                   a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim, a.kv_lora_rank, a.q_lora_rank);
   else
