@@ -27,7 +27,7 @@
 #include "pipeline/generators.hpp"
 #include "train/batches.hpp"
 #include "train/memory_estimate.hpp"
-#include "train/pipeline_step.hpp"
+#include "train/transfer_buffers.hpp"
 #include "train/resume.hpp"
 #include "train/progress.hpp"
 #include "model/flops.hpp"

@@ -16,7 +16,7 @@
 #include "pipeline/schedule.hpp"
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
-#include "train/pipeline_step.hpp"
+#include "train/transfer_buffers.hpp"
 #include "train/device.hpp"
 #include "train/transport.hpp"
 

@@ -1,4 +1,4 @@
-#include "train/pipeline_step.hpp"
+#include "train/transfer_buffers.hpp"
 
 #include <algorithm>
 #include <map>
