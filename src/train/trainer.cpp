@@ -20,14 +20,12 @@
 #include "io/checkpoint.hpp"
 #include "io/run_lock.hpp"
 #include "io/run_log.hpp"
-#include "train/accumulate.hpp"
 #include "train/update.hpp"
 #include "parallel/stages.hpp"
-#include "pipeline/check.hpp"
-#include "pipeline/generators.hpp"
 #include "train/batches.hpp"
 #include "train/memory_estimate.hpp"
-#include "train/transfer_buffers.hpp"
+#include "train/forward_only.hpp"
+#include "train/step.hpp"
 #include "train/resume.hpp"
 #include "train/progress.hpp"
 #include "model/flops.hpp"
@@ -128,20 +126,14 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const auto& p = cfg.parallel;
   const auto& t = cfg.training;
   std::vector<StageSpec> stages;
-  int slots = slots_needed(cfg.model, t.global_batch, t.micro_batch, p.dp);
-  const std::string schedule = name_of(p.schedule);
-  if (p.pp > 1 || p.schedule == pipeline::Kind::dualpipev) {
-    schedule_ = pipeline::make_schedule({p.schedule, p.pp, t.global_batch / t.micro_batch / p.dp, p.vpp});
-    slots = schedule_->placement.microbatches_per_flow;
-    // The executor trusts the programs: one the checker rejects (a transfer missing, a deadlock,
-    // receives posted out of their send order) never starts.
-    if (const auto problems = pipeline::check_schedule(*schedule_); !problems.empty())
-      throw std::logic_error("the " + schedule + " schedule fails its check: " + problems[0]);
-  }
+  plan_ = plan_step(cfg.model, t.global_batch, t.micro_batch, p.dp,
+                    coords_of(layout_of(p, cfg.model), opt_.world->rank()).dp);
+  schedule_ = step_schedule(p, plan_);
+  const int slots = pipelined(schedule_) ? schedule_.placement.microbatches_per_flow : plan_.slots();
   // Before anything is allocated: a refusal here leaves nothing to release.
-  if (opt_.profile && schedule_)
+  if (opt_.profile && pipelined(schedule_))
     throw UserError(cfg.origin.at("parallel.schedule") + ": --profile times the ops of one stream, but parallel.pp = " +
-                    std::to_string(p.pp) + " with schedule \"" + schedule +
+                    std::to_string(p.pp) + " with schedule \"" + name_of(p.schedule) +
                     "\" runs a chunk per stream; profile with parallel.pp = 1 and schedule \"1f1b\"");
   // A missing NCCL needs no device to find: it stops the run before any device work.
   require_nccl_if_asked(cfg);
@@ -150,7 +142,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   rank_devices_ = all_gather_text(*opt_.world, device_.description);
   transport_ = choose_transport(cfg, device_, *opt_.world);
   groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_.transport);
-  if (schedule_) stages = stages_of(cfg.model, schedule_->placement, groups_.me.pp);
+  if (pipelined(schedule_)) stages = stages_of(cfg.model, schedule_.placement, groups_.me.pp);
   // Each chunk computes on its own stream and talks over its own tensor- and expert-parallel
   // communicators, ordered after that stream (DualPipe runs two chunks' passes at once), each timed
   // into its own counters. The first chunk uses the device's first stream and the groups' own.
@@ -206,8 +198,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
                                    matmul_setup(cfg), slots, shard, stages);
   model_->set_recompute(t.recompute);
   optimizer_ = std::make_unique<Optimizer>(*model_, cfg.optimizer, groups_, p.zero);
-  if (schedule_)
-    transfers_ = std::make_unique<TransferBuffers>(
+  transfers_ = std::make_unique<TransferBuffers>(
         device_.backend, size_t(shard.row_share(t.micro_batch * cfg.model.seq_len)) * cfg.model.d_model);
 }
 
@@ -239,7 +230,6 @@ void Trainer::print_header() const {
     for (size_t r = 0; r < rank_devices_.size(); ++r)
       std::printf("  %s rank %3zu: %s\n", r == 0 ? "device  " : "        ", r, rank_devices_[r].c_str());
   }
-  const auto& p = cfg_.parallel;
   if (transport_.transport == DeviceTransport::nccl)
     std::printf("  comm     NCCL between the GPUs, MPI for counts and scalars\n");
   else if (groups_.layout.world() > 1) {
@@ -248,14 +238,14 @@ void Trainer::print_header() const {
                 device_.backend.host_addressable() ? "handed to it in place (CPU memory)" : "staged through host memory",
                 why.c_str());
   }
-  if (groups_.layout.world() > 1 || schedule_) {
+  if (groups_.layout.world() > 1 || pipelined(schedule_)) {
     std::printf("  layout   %s: each data-parallel rank runs %d micro-batches of each step\n", layout_.c_str(),
-                cfg_.training.global_batch / cfg_.training.micro_batch / p.dp);
+                plan_.micro_batches);
     if (groups_.layout.world() > 1) std::printf("%s", placement_text(groups_.layout, m.moe.n_routed_experts).c_str());
   }
-  if (schedule_) {
+  if (pipelined(schedule_)) {
     // The cut by FLOPs (pipeline_cut): a stage's layers, the last with the head (and MTP).
-    const std::vector<int> cut = pipeline_cut(m, schedule_->placement.stages);
+    const std::vector<int> cut = pipeline_cut(m, schedule_.placement.stages);
     std::string stages;
     for (size_t s = 0; s + 1 < cut.size(); ++s)
       stages += (s ? ", " : "") + std::to_string(cut[s + 1] - cut[s]);
@@ -319,9 +309,9 @@ double Trainer::evaluation_bytes_per_token() const {
 // last holding the remainder.
 double Trainer::evaluate() {
   const int mb = cfg_.training.micro_batch, n = cfg_.training.eval_sequences;
-  if (schedule_) {
+  if (pipelined(schedule_)) {
     auto [sum, tokens] = pipeline_forward_only(
-        *model_, schedule_->placement, groups_, n, mb,
+        *model_, schedule_.placement, groups_, n, mb,
         [&](int first, int count, std::vector<int>& inputs, std::vector<int>& targets) {
           val_batches_->fill_spread(first, count, n, inputs, targets);
         },
@@ -479,7 +469,7 @@ TrainSummary Trainer::run() {
     StepRecord rec;
     const FillMicroBatch fill = [&](int mb, std::vector<int>& inputs, std::vector<int>& targets) {
       try {
-        train_batches_->fill(state.samples_seen + (long long)mb * t.micro_batch, t.micro_batch, inputs, targets);
+        train_batches_->fill(state.samples_seen + plan_.first_sample(mb), t.micro_batch, inputs, targets);
       } catch (const ShardChanged& e) {
         throw UserError(std::string(e.what()) + "; step " + std::to_string(state.step + 1) + " stopped before " +
                         "its update, and " + (last_checkpoint.empty() ? "no checkpoint was written before it"
@@ -487,8 +477,7 @@ TrainSummary Trainer::run() {
                         ": with the shard restored, the same command resumes there");
       }
     };
-    const StepTotals totals = schedule_ ? pipeline_step(*model_, *schedule_, groups_, t.global_batch, t.micro_batch, fill, *transfers_)
-                                        : accumulate_gradients(*model_, t.global_batch, t.micro_batch, fill, {}, groups_.dp, groups_.tp);
+    const StepTotals totals = run_step(*model_, schedule_, groups_, plan_, fill, *transfers_);
     CommSeconds in_layers;
     for (size_t c = 0; c < comm_seconds_.size(); ++c) {
       in_layers.tp += comm_seconds_[c].tp + comm_timers_[c].tp->take_seconds();

@@ -16,6 +16,7 @@
 #include "pipeline/schedule.hpp"
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
+#include "train/step_plan.hpp"
 #include "train/transfer_buffers.hpp"
 #include "train/device.hpp"
 #include "train/transport.hpp"
@@ -81,7 +82,8 @@ class Trainer {
   std::vector<Backend> chunk_streams_;                    // each model chunk's stream; [0]: the device's
   std::vector<Backend> side_streams_;                     // each chunk's second stream (shared experts)
   std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first
-  std::optional<pipeline::Schedule> schedule_;  // pp > 1
+  StepPlan plan_;                    // this rank's share of every step
+  pipeline::Schedule schedule_{};    // the step's; one stage of one chunk without a pipeline
   bool lead_ = true;  // world rank 0: prints and logs
   DeviceChoice device_;
   std::vector<std::string> rank_devices_;  // every rank's device description, by world rank
@@ -91,7 +93,7 @@ class Trainer {
   std::unique_ptr<Batches> train_batches_, val_batches_;  // the training order; the validation windows
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<TransferBuffers> transfers_;  // pp > 1: the pipeline's device transfer buffers
+  std::unique_ptr<TransferBuffers> transfers_;  // the pipeline's device transfer buffers
   std::unique_ptr<OpProfile> profile_;          // --profile: the model computes through it
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'
   int profiled_steps_ = 0;  // steps profiled by this run, the first included
