@@ -1,6 +1,5 @@
 #pragma once
-// The training loop: gradient accumulation over micro-batches, clipping, AdamW, the balancing
-// bias update, evaluation, logging and checkpoints.
+// The training loop: each step (step.hpp), its record in the log, evaluation and checkpoints.
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +15,7 @@
 #include "pipeline/schedule.hpp"
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
+#include "train/step.hpp"
 #include "train/step_plan.hpp"
 #include "train/transfer_buffers.hpp"
 #include "train/device.hpp"
@@ -24,6 +24,8 @@
 namespace mt {
 
 class Comm;
+struct StepRecord;
+struct TrainState;
 
 struct TrainOptions {
   bool quiet = false;       // no step lines (tests)
@@ -62,6 +64,23 @@ class Trainer {
   const std::string& run_dir() const { return run_dir_; }
 
  private:
+  // run()'s parts (trainer_open.cpp, trainer_run.cpp), around what it keeps between them.
+  struct Running;
+  struct Resumption;
+  void open_run(Running& r, TrainSummary& summary);
+  void make_run_dir(Running& r) const;
+  Resumption resume(TrainState& state);
+  void announce(const Resumption& res, const TrainState& state) const;
+  void open_log(Running& r, const Resumption& res, const TrainSummary& summary);
+  FillMicroBatch training_fill(const Running& r) const;
+  StepRecord train_step(Running& r, const TrainSummary& summary);
+  void record(Running& r, const StepRecord& rec, TrainSummary& summary);
+  void evaluate_if_due(Running& r, TrainSummary& summary);
+  void report_step(Running& r, const StepRecord& rec, const TrainSummary& summary, bool final_step);
+  bool checkpoint_if_due(Running& r, bool final_step);
+  // The constructor's parts: the step's plan and schedule (returns the model's slots); the data.
+  int plan_steps();
+  void open_data();
   TrainSummary::Memory memory_use() const;  // collective over the world
   FallbackCounts fallbacks() const;         // collective over the world
   double evaluate();
