@@ -1,7 +1,6 @@
 #pragma once
 // The training loop: each step (step.hpp), its record in the log, evaluation and checkpoints.
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +15,6 @@
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
 #include "train/step.hpp"
-#include "train/step_plan.hpp"
-#include "train/transfer_buffers.hpp"
 #include "train/device.hpp"
 #include "train/transport.hpp"
 
