@@ -2,8 +2,8 @@
 
 #include <vector>
 
+#include "config/micro_batches.hpp"
 #include "pipeline/generators.hpp"
-#include "train/step_plan.hpp"
 #include "util/error.hpp"
 
 namespace mt {

@@ -1,8 +1,8 @@
 #include "train/step_plan.hpp"
 
-namespace mt {
+#include "config/micro_batches.hpp"
 
-int micro_batches_per_rank(int global_batch, int micro_batch, int dp) { return global_batch / micro_batch / dp; }
+namespace mt {
 
 namespace {
 // The objective's weights for a step of `global_batch` sequences in micro-batches of `micro_batch`.

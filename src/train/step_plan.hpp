@@ -19,9 +19,6 @@ struct StepPlan {
   int slots() const { return global_balance ? micro_batches : 1; }
 };
 
-// Each data-parallel rank's micro-batches in a step.
-int micro_batches_per_rank(int global_batch, int micro_batch, int dp);
-
 // The step of data-parallel rank `dp_rank` of `dp`.
 StepPlan plan_step(const ModelConfig& m, int global_batch, int micro_batch, int dp = 1, int dp_rank = 0);
 
