@@ -131,13 +131,13 @@ $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 # AddressSanitizer and UBSan over the readers of user files (experiment TOML, config.json, safetensors,
 # JSON, token shards, checkpoints, the Hugging Face import): the unit tests of those readers, CPU only, in
 # build/asan/. The objects go through an archive, so the test binary takes only what those tests call; the
-# folders none of them reach (plot, sweep, and inspect but its JSON quoting and flat configs) are not
+# folders none of them reach (plot, sweep, and inspect but its flat configs) are not
 # compiled. -O1 -g1 keeps the build within a few minutes on two cores.
 ASAN := $(BUILD)/asan
 ASAN_CXXFLAGS := -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
   $(filter-out -O% -g,$(CXXFLAGS))
 ASAN_SRCS := $(filter-out src/inspect/% src/plot/% src/sweep/%,$(shell find src -name '*.cpp' | sort)) \
-  src/inspect/escape.cpp src/inspect/flat_config.cpp
+  src/inspect/flat_config.cpp
 ASAN_TESTS := tests/test_main.cpp tests/test_hf_files.cpp tests/test_config.cpp tests/test_data.cpp \
   tests/test_checkpoint_faults.cpp tests/test_fuzz_inputs.cpp tests/test_fuzz_readers.cpp tests/test_hf_inputs.cpp \
   tests/test_config_inputs.cpp tests/test_damaged_shards.cpp

@@ -28,7 +28,7 @@
 #include "plan/search.hpp"
 #include "plot/plot.hpp"
 #include "sweep/sweep.hpp"
-#include "train/device.hpp"
+#include "config/precision.hpp"
 #include "train/dump_step.hpp"
 #include "train/progress.hpp"
 #include "model/flops.hpp"

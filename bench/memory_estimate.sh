@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pre-check's host memory estimate (train/memory_estimate.hpp) against the peak resident memory
+# The pre-check's host memory estimate (parallel/memory_estimate.hpp) against the peak resident memory
 # (/usr/bin/time's maximum resident set size) of 2 training steps, their evaluation and checkpoint
 # included, for each shipped config that fits the machine and for reduced ones that span the terms.
 # A case whose estimate is over LIMIT_GB (default 8) is not run: the script shows instead that the

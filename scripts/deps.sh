@@ -10,7 +10,8 @@ SUDO=""
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
   make g++ pkg-config libtomlplusplus-dev libcli11-dev doctest-dev libhdf5-dev hdf5-tools \
-  libopenmpi-dev openmpi-bin libopenblas-dev patchelf fortunes dict-gcide librsvg2-bin python3 python3-venv inotify-tools >/dev/null
+  libopenmpi-dev openmpi-bin libopenblas-dev patchelf fortunes dict-gcide librsvg2-bin python3 python3-venv inotify-tools \
+  universal-ctags >/dev/null
 echo "deps: Debian packages installed"
 if ! .venv/bin/python -c "import torch, numpy, h5py, tokenizers, transformers, safetensors" 2>/dev/null; then
   echo "deps: downloading PyTorch, numpy, h5py, tokenizers, transformers and safetensors from PyPI into .venv"

@@ -82,6 +82,7 @@ line_suite "comparable runs and command-line edges" tests/inputs/compare_tests.s
 line_suite "data order and validation tests" tests/inputs/data_order_tests.sh
 line_suite "export to transformers and import, as the README shows" tests/inputs/export_loop_tests.sh
 line_suite "memory pre-check" tests/inputs/memory_tests.sh
+line_suite "layers and sizes of the source tree" tests/structure_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

@@ -8,8 +8,9 @@
 #include "model/flops.hpp"
 #include "ops/ops.hpp"
 #include "test_helpers.hpp"
-#include "train/device.hpp"
-#include "train/gpu_choice.hpp"
+#include "runtime/device.hpp"
+#include "runtime/gpu_choice.hpp"
+#include "runtime/gpu_peak.hpp"
 #include "util/error.hpp"
 
 TEST_CASE("the dense BF16 peak is known for SXM Hopper GPUs only") {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <functional>
 
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 #include "inspect/flat_config.hpp"
 #include "inspect/records.hpp"
 #include "inspect/run_stats.hpp"

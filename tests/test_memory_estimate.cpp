@@ -1,4 +1,4 @@
-// The host memory pre-check's estimate (train/memory_estimate.hpp): which terms it counts and when,
+// The host memory pre-check's estimate (parallel/memory_estimate.hpp): which terms it counts and when,
 // and the available memory it compares against. tests/inputs/memory_tests.sh checks it against the
 // peak of real runs.
 #include <doctest/doctest.h>
@@ -8,8 +8,8 @@
 
 #include "config/config.hpp"
 #include "model/flops.hpp"
-#include "train/device.hpp"
-#include "train/memory_estimate.hpp"
+#include "runtime/device.hpp"
+#include "parallel/memory_estimate.hpp"
 #include "util/error.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 #include "plot/charts.hpp"
 #include "plot/colour.hpp"
 #include "plot/smooth.hpp"
-#include "plot/svg.hpp"
+#include "util/svg.hpp"
 
 using namespace mt::plot;
 

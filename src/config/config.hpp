@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/names.hpp"
+#include "util/names.hpp"
 #include "pipeline/kind.hpp"
 
 namespace mt {

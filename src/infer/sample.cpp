@@ -13,7 +13,7 @@
 #include "infer/decoder.hpp"
 #include "io/bpe.hpp"
 #include "model/model.hpp"
-#include "train/device.hpp"
+#include "runtime/device.hpp"
 
 namespace mt {
 
@@ -73,7 +73,8 @@ void sample_text(const SampleOptions& o) {
     throw UserError("--prompt: " + std::to_string(prompt.size()) + " tokens with the document start; the model reads " +
                     std::to_string(m.seq_len) + " positions (model.seq_len): shorten it");
 
-  DeviceChoice device = choose_device(cfg, 1);
+  const Device chosen(choose_device(cfg, 1));
+  const DeviceChoice& device = chosen.choice;
   {
     Model model(m, uint64_t(cfg.run.seed), device.backend, {}, 1);
     const TrainState state = load_model(model, step_dir);
@@ -114,7 +115,6 @@ void sample_text(const SampleOptions& o) {
     std::fprintf(stderr, "sample: %zu tokens in %.2f s (%.0f tokens/s)%s\n", drawn.size(), seconds,
                  double(drawn.size()) / std::max(seconds, 1e-9), ended ? "; the model ended the document" : "");
   }
-  release_device(device);
 }
 
 }  // namespace mt

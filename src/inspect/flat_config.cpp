@@ -5,7 +5,7 @@
 #include <toml++/toml.h>
 
 #include "config/stored_config.hpp"
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 #include "util/error.hpp"
 
 namespace mt {

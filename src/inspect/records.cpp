@@ -3,7 +3,7 @@
 #include <cmath>
 #include <set>
 
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 
 namespace mt {
 

@@ -8,7 +8,6 @@
 #include <set>
 #include <sstream>
 
-#include "comm/comm.hpp"
 #include "infer/checkpoint_model.hpp"
 #include "infer/sample.hpp"
 #include "interop/hf_config.hpp"
@@ -17,9 +16,9 @@
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
 #include "model/flops.hpp"
-#include "parallel/groups.hpp"
 #include "model/rope_scaling.hpp"
 #include "parallel/layout.hpp"
+#include "runtime/one_rank.hpp"
 #include "util/read_file.hpp"
 
 namespace mt {
@@ -358,11 +357,10 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, con
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw UserError(out_dir + ": cannot create the directory: " + ec.message());
-  const auto one_rank = make_local_comm();
-  const ParallelGroups groups = make_groups(*one_rank, {}, cpu_backend());
+  const OneRank one(cpu_backend());
   std::vector<float> zeros(values.size(), 0.0f), zeros_sq(values.size(), 0.0f);
   save_checkpoint(out_dir, {p, values, zeros, zeros_sq}, TrainState{0, 0, seed},
-                  {written.resolved_toml, layout_text(layout_of_config(written)), 1}, groups);
+                  {written.resolved_toml, layout_text(layout_of_config(written)), 1}, one.groups);
   {
     std::ofstream f(experiment);
     f << text;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 #include "io/bpe.hpp"
 #include "io/json.hpp"
 #include "io/shards.hpp"

@@ -7,7 +7,7 @@
 #include <queue>
 #include <sstream>
 
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 #include "util/error.hpp"
 
 namespace mt {

@@ -1,7 +1,7 @@
 #pragma once
 // A JSON reader for the two JSON files moetrain reads: a Hugging Face config.json and a
 // safetensors header. Numbers are doubles; objects keep their keys sorted. Writing JSON needs no
-// reader: inspect/escape.hpp quotes strings.
+// reader: util/escape.hpp quotes strings.
 #include <map>
 #include <memory>
 #include <string>

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 #include "io/json.hpp"
 #include "ops/bf16.hpp"
 #include "util/error.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "plot/svg.hpp"
+#include "util/svg.hpp"
 
 namespace mt::pipeline {
 

@@ -3,7 +3,7 @@
 // `moetrain schedule --kind` all parse into this enum.
 #include <array>
 
-#include "config/names.hpp"
+#include "util/names.hpp"
 
 namespace mt::pipeline {
 

@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "parallel/layout.hpp"
+#include "parallel/storage_model.hpp"
 #include "pipeline/schedule.hpp"
 #include "pipeline/simulate.hpp"
 #include "plan/cluster.hpp"
@@ -19,10 +20,10 @@ using mt::layout_text;
 using mt::parse_layout;
 using mt::Storage;
 
-struct Memory {
-  double weights = 0, grads = 0, optimizer = 0, activations = 0;
-  double total() const { return weights + grads + optimizer + activations; }
-};
+// moetrain's own storage per rank and where a schedule puts the pieces (parallel/storage_model.hpp).
+using Memory = mt::RankMemory;
+using mt::placement_of;
+using mt::trainer_memory;
 
 // Seconds per step, each part exposed on the critical path (they sum to the step time).
 struct Breakdown {
@@ -53,10 +54,6 @@ struct Estimate {
 // Activation bytes (BF16) one token leaves saved for backward in every layer of one
 // tensor-parallel rank, under the layout's recomputation and precision.
 double activation_bytes_per_token(const ModelConfig& m, const Layout& l);
-
-// moetrain's own storage per rank (l.storage fp32 or mixed): weights, gradients, optimizer state
-// and the activation arenas' high water, as estimate_step reports it, without timing anything.
-Memory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l);
 
 // Empty when the layout can run this model on this cluster, else what is wrong and what fits.
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "plot/axis.hpp"
-#include "plot/svg.hpp"
+#include "util/svg.hpp"
 
 namespace mt::plot {
 

@@ -3,7 +3,7 @@
 // diverging map of the expert-load heatmap (blue below balance, white at it, red above).
 #include <cstddef>
 
-#include "plot/svg.hpp"
+#include "util/svg.hpp"
 
 namespace mt::plot {
 

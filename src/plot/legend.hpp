@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "plot/svg.hpp"
+#include "util/svg.hpp"
 
 namespace mt::plot {
 

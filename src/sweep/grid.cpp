@@ -11,7 +11,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 #include "util/error.hpp"
 #include "util/read_file.hpp"
 

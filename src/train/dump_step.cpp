@@ -2,18 +2,18 @@
 
 #include <algorithm>
 
-#include "comm/comm.hpp"
 #include "infer/checkpoint_model.hpp"
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
 #include "io/shards.hpp"
 #include "model/model.hpp"
 #include "model/flops.hpp"
-#include "parallel/groups.hpp"
+#include "runtime/device.hpp"
+#include "runtime/matmul_setup.hpp"
+#include "runtime/one_rank.hpp"
 #include "train/accumulate.hpp"
 #include "train/step_plan.hpp"
 #include "train/batches.hpp"
-#include "train/device.hpp"
 #include "train/update.hpp"
 
 namespace mt {
@@ -68,9 +68,8 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   h5::write_double_attr(f, "aux_loss", totals.aux);
   h5::write_double_attr(f, "mtp_loss", totals.mtp);
 
-  const auto one_rank = make_local_comm();
-  const ParallelGroups groups = make_groups(*one_rank, {}, be);
-  Optimizer optimizer(model, cfg.optimizer, groups, 0);
+  const OneRank one(be);
+  Optimizer optimizer(model, cfg.optimizer, one.groups, 0);
   const UpdateStats u = apply_update(model, optimizer, cfg, {0, cfg.training.steps}, 0);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);
   h5::write_double_attr(f, "lr", u.lr);
@@ -90,14 +89,8 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
 
 void dump_step(const Config& cfg, const std::string& path, bool start_only, const std::string& from) {
   const int slots = slots_needed(cfg.model, cfg.training.global_batch, cfg.training.micro_batch);
-  DeviceChoice device = choose_device(cfg, slots);
-  try {
-    dump_on(cfg, path, device.backend, slots, start_only, from);
-  } catch (...) {
-    release_device(device);
-    throw;
-  }
-  release_device(device);
+  const Device device(choose_device(cfg, slots));
+  dump_on(cfg, path, device.choice.backend, slots, start_only, from);
 }
 
 }  // namespace mt

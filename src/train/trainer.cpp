@@ -6,9 +6,10 @@
 #include "comm/comm.hpp"
 #include "comm/gather_text.hpp"
 #include "comm/timed_device_comm.hpp"
+#include "parallel/memory_estimate.hpp"
 #include "parallel/stages.hpp"
+#include "runtime/matmul_setup.hpp"
 #include "train/forward_only.hpp"
-#include "train/memory_estimate.hpp"
 #include "train/step.hpp"
 #include "util/error.hpp"
 
@@ -23,45 +24,14 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const auto& t = cfg.training;
   std::vector<StageSpec> stages;
   const int slots = plan_steps();
-  // A missing NCCL needs no device to find: it stops the run before any device work.
-  require_nccl_if_asked(cfg);
-  device_ = choose_device(cfg, slots);
-  // Every rank takes part; only the first prints them.
-  rank_devices_ = all_gather_text(*opt_.world, device_.description);
-  transport_ = choose_transport(cfg, device_, *opt_.world);
-  groups_ = make_groups(*opt_.world, layout_of(p, cfg.model), device_.backend, transport_.transport);
+  runtime_.open(cfg, *opt_.world, slots);
   if (pipelined(schedule_)) stages = stages_of(cfg.model, schedule_.placement, groups_.me.pp);
-  // Each chunk computes on its own stream and talks over its own tensor- and expert-parallel
-  // communicators, ordered after that stream (DualPipe runs two chunks' passes at once), each timed
-  // into its own counters. The first chunk uses the device's first stream and the groups' own.
-  const size_t chunks = std::max<size_t>(1, stages.size());
-  comm_seconds_.resize(chunks);
-  chunk_streams_.assign(chunks, device_.backend);
-  for (size_t c = 1; c < chunks; ++c) chunk_streams_[c] = open_stream(device_);
-  for (size_t c = 0; c < chunks; ++c)
-    comm_timers_.push_back({std::make_unique<DeviceTimer>(chunk_streams_[c]), std::make_unique<DeviceTimer>(chunk_streams_[c])});
-  // The layers' communication is timed; the optimizer's sums over the same groups are the gradient
-  // sum's time, so it keeps the untimed communicators.
-  chunk_comms_.push_back(make_timed_device_comm(*groups_.dev.tp, &comm_seconds_[0].tp, comm_timers_[0].tp.get()));
-  DeviceComm* layer_tp = chunk_comms_.back().get();
-  chunk_comms_.push_back(make_timed_device_comm(*groups_.dev.ep, &comm_seconds_[0].ep, comm_timers_[0].ep.get()));
-  DeviceComm* layer_ep = chunk_comms_.back().get();
-  auto chunk_comm = [&](DeviceComm& group, size_t c, double* seconds, DeviceTimer* timer) {
-    chunk_comms_.push_back(make_timed_device_comm(group.split_on(chunk_streams_[c], 0, group.rank()), seconds, timer));
-    return chunk_comms_.back().get();
-  };
   // The MoE's shared experts run on a second stream of each chunk, beside the routed experts; not
   // under --profile, which times the ops of one stream.
-  if (!opt_.profile && cfg.model.moe.n_shared_experts > 0 && cfg.model.n_layers > cfg.model.n_dense_layers) {
-    if (stages.empty()) stages.push_back({0, cfg.model.n_layers, true, true});
-    for (size_t c = 0; c < chunks; ++c) side_streams_.push_back(open_stream(device_));
-    for (size_t c = 0; c < chunks; ++c) stages[c].side = &side_streams_[c];
-  }
-  for (size_t c = 1; c < stages.size(); ++c) {
-    stages[c].backend = &chunk_streams_[c];
-    stages[c].tp = chunk_comm(*groups_.dev.tp, c, &comm_seconds_[c].tp, comm_timers_[c].tp.get());
-    stages[c].ep = chunk_comm(*groups_.dev.ep, c, &comm_seconds_[c].ep, comm_timers_[c].ep.get());
-  }
+  const bool side_streams =
+      !opt_.profile && cfg.model.moe.n_shared_experts > 0 && cfg.model.n_layers > cfg.model.n_dense_layers;
+  if (side_streams && stages.empty()) stages.push_back({0, cfg.model.n_layers, true, true});
+  runtime_.open_chunks(stages, side_streams);
   // Every rank computes the same losses and statistics; the first one speaks for all.
   lead_ = opt_.world->rank() == 0;
   if (!lead_) opt_.quiet = true;
@@ -69,7 +39,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   layout_ = layout_text(layout_of_config(cfg));
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
-                         .sequence_parallel = p.sequence_parallel, .tp = layer_tp, .ep = layer_ep};
+                         .sequence_parallel = p.sequence_parallel,
+                         .tp = runtime_.layer_tp(), .ep = runtime_.layer_ep()};
   if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
@@ -79,22 +50,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
         device_.backend, size_t(shard.row_share(t.micro_batch * cfg.model.seq_len)) * cfg.model.d_model);
 }
 
-Trainer::~Trainer() {
-  // Every buffer goes back to the backend before the backend itself.
-  optimizer_.reset();
-  model_.reset();
-  transfers_.reset();
-  profile_.reset();
-  // NCCL communicators live on the backend's GPU and stream: they go before it too.
-  chunk_comms_.clear();
-  // Children before the world communicator they were split from.
-  auto& d = groups_.dev;
-  for (auto* c : {&d.embedding, &d.mirror, &d.pp, &d.expert_replicas, &d.ep, &d.dp, &d.tp, &d.world}) c->reset();
-  comm_timers_.clear();
-  for (size_t c = 1; c < chunk_streams_.size(); ++c) close_stream(device_, chunk_streams_[c]);
-  for (Backend& s : side_streams_) close_stream(device_, s);
-  release_device(device_);
-}
+// The members go in reverse order of declaration: the buffers, then the runtime they live on.
+Trainer::~Trainer() = default;
 
 // The same eval_sequences windows for every micro-batch size and layout, in micro-batches, the
 // last holding the remainder.

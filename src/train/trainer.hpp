@@ -12,11 +12,10 @@
 #include "ops/op_profile.hpp"
 #include "parallel/groups.hpp"
 #include "pipeline/schedule.hpp"
+#include "runtime/runtime.hpp"
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
 #include "train/step.hpp"
-#include "train/device.hpp"
-#include "train/transport.hpp"
 
 namespace mt {
 
@@ -88,29 +87,34 @@ class Trainer {
   Config cfg_;
   TrainOptions opt_;
   std::unique_ptr<Comm> one_rank_;  // the world of a run without mpirun
-  ParallelGroups groups_;
-  TransportChoice transport_;
-  struct CommSeconds { double tp = 0, ep = 0; };
-  std::vector<CommSeconds> comm_seconds_;         // this step's host-side part, per model chunk
-  struct CommTimers { std::unique_ptr<DeviceTimer> tp, ep; };
-  std::vector<CommTimers> comm_timers_;           // the device-side part, per model chunk
+  // The device, its streams and the communicators: declared before everything that holds device
+  // memory or computes on them, so it is destroyed after them.
+  Runtime runtime_;
+  // The runtime's parts, by the names the step reads.
+  ParallelGroups& groups_ = runtime_.groups;
+  const TransportChoice& transport_ = runtime_.transport;
+  using CommSeconds = Runtime::CommSeconds;
+  std::vector<CommSeconds>& comm_seconds_ = runtime_.comm_seconds;
+  using CommTimers = Runtime::CommTimers;
+  std::vector<CommTimers>& comm_timers_ = runtime_.comm_timers;
+  const std::vector<Backend>& chunk_streams_ = runtime_.streams.chunk;  // each chunk's stream; [0]: the device's
+  const std::vector<Backend>& side_streams_ = runtime_.streams.side;    // each chunk's second (shared experts)
+  const DeviceChoice& device_ = runtime_.device.choice;
+  const std::vector<std::string>& rank_devices_ = runtime_.rank_devices;  // every rank's device description
   double eval_bytes_per_token_ = 0;  // text bytes per token of the evaluation's targets
-  std::vector<Backend> chunk_streams_;                    // each model chunk's stream; [0]: the device's
-  std::vector<Backend> side_streams_;                     // each chunk's second stream (shared experts)
-  std::vector<std::unique_ptr<DeviceComm>> chunk_comms_;  // the tp and ep groups of chunks after the first
   StepPlan plan_;                    // this rank's share of every step
   pipeline::Schedule schedule_{};    // the step's; one stage of one chunk without a pipeline
   bool lead_ = true;  // world rank 0: prints and logs
-  DeviceChoice device_;
-  std::vector<std::string> rank_devices_;  // every rank's device description, by world rank
   std::string run_dir_;
   std::string layout_;  // as plan prints it: the banner, log.h5 and checkpoints record it
   std::unique_ptr<TokenStream> train_data_, val_data_;
   std::unique_ptr<Batches> train_batches_, val_batches_;  // the training order; the validation windows
+  // Declared in the reverse of the order they go back to the backend: the optimizer's buffers
+  // before the model's, the model's before the profile it computes through.
+  std::unique_ptr<OpProfile> profile_;          // --profile: the model computes through it
+  std::unique_ptr<TransferBuffers> transfers_;  // the pipeline's device transfer buffers
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<TransferBuffers> transfers_;  // the pipeline's device transfer buffers
-  std::unique_ptr<OpProfile> profile_;          // --profile: the model computes through it
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'
   int profiled_steps_ = 0;  // steps profiled by this run, the first included
 };

@@ -9,7 +9,7 @@
 #include "comm/mpi_comm.hpp"
 #include "comm/nccl_comm.hpp"
 #include "mpi/report.hpp"
-#include "train/transport.hpp"
+#include "runtime/transport.hpp"
 #include "util/error.hpp"
 
 using namespace mt;

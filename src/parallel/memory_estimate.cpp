@@ -1,4 +1,4 @@
-#include "train/memory_estimate.hpp"
+#include "parallel/memory_estimate.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,9 +9,8 @@
 #include <glob.h>
 #include <sys/stat.h>
 
+#include "config/precision.hpp"
 #include "parallel/layout.hpp"
-#include "plan/cost_model.hpp"
-#include "train/device.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -86,14 +85,14 @@ std::string HostMemoryEstimate::table() const {
   return out + line;
 }
 
-plan::Memory run_storage(const Config& cfg) {
+RankMemory run_storage(const Config& cfg) {
   Layout l = layout_of_config(cfg);
   l.storage = bf16_activations(cfg.precision) ? Storage::mixed : Storage::fp32;
-  return plan::trainer_memory(cfg.model, cfg.training.global_batch, l);
+  return trainer_memory(cfg.model, cfg.training.global_batch, l);
 }
 
 HostMemoryEstimate estimate_host_memory(const Config& cfg, int slots, double program_bytes, double shard_bytes) {
-  const plan::Memory m = run_storage(cfg);
+  const RankMemory m = run_storage(cfg);
   // Without a pipeline schedule, each slot (a micro-batch held until the step's backward) has its
   // own arena; a schedule's arenas are the planner's already.
   const int arenas = layout_of_config(cfg).scheduled() ? 1 : std::max(1, slots);

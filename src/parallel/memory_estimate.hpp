@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "plan/cost_model.hpp"
+#include "parallel/storage_model.hpp"
 
 namespace mt {
 
@@ -30,9 +30,9 @@ struct HostMemoryEstimate {
 // the allocator's free lists and page rounding, HDF5's caches, MPI's buffers.
 inline constexpr double kMemoryMargin = 0.10;
 
-// The planner's model of this run's storage per rank: weights, gradients, AdamW moments, and the
-// arenas of one slot (of every micro-batch in flight under a pipeline schedule).
-plan::Memory run_storage(const Config& cfg);
+// This run's storage per rank (parallel/storage_model.hpp, the planner's too): weights, gradients,
+// AdamW moments, and the arenas of one slot (of every micro-batch in flight under a pipeline schedule).
+RankMemory run_storage(const Config& cfg);
 
 // `program_bytes`: what the process holds before training allocates anything (binary, shared
 // libraries, MPI), measured at the check; `shard_bytes`: the token shards, mapped and read whole.

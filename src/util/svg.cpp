@@ -1,4 +1,4 @@
-#include "plot/svg.hpp"
+#include "util/svg.hpp"
 
 #include <cstdio>
 

@@ -1,11 +1,12 @@
-#include "train/device.hpp"
+#include "runtime/device.hpp"
 
 #include <cstdio>
 
 #include "ops/cuda_backend.hpp"
 #include "parallel/layout.hpp"
-#include "train/gpu_choice.hpp"
-#include "train/memory_estimate.hpp"
+#include "parallel/memory_estimate.hpp"
+#include "runtime/gpu_choice.hpp"
+#include "runtime/gpu_peak.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -26,38 +27,8 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-Fp8Recipe fp8_recipe(const Fp8Config& c) {
-  Fp8Recipe r;
-  r.gradient = c.formats == Fp8Formats::e4m3_e5m2 ? Fp8Format::e5m2 : Fp8Format::e4m3;
-  r.tile = c.tile;
-  r.block = c.block;
-  r.per_tensor = c.scaling == Fp8Scaling::tensor;
-  r.pow2_scales = c.scale == Fp8Scale::pow2;
-  r.accumulator_bits = c.accumulator_bits;
-  r.promote_every = c.promote_every;
-  return r;
-}
-
-MatmulSetup matmul_setup(const Config& cfg) {
-  MatmulSetup m(gemm_inputs(cfg.precision));
-  m.fp8 = fp8_recipe(cfg.fp8);
-  m.fp8_head = cfg.fp8.head;
-  m.fp8_router = cfg.fp8.router;
-  m.bf16_activations = bf16_activations(cfg.precision);
-  return m;
-}
-
-double known_bf16_peak_tflops(const std::string& gpu_name) {
-  // NVIDIA's datasheets as tabulated in the scaling book and glennklockwood.com: 989.4 TFLOP/s dense
-  // BF16 for the SXM H100, the H800 (the same tensor cores) and the H200. The PCIe H100 is slower.
-  if (gpu_name.find("PCIe") != std::string::npos) return 0;
-  for (const char* sxm : {"H100", "H800", "H200"})
-    if (gpu_name.find(sxm) != std::string::npos) return 989.4;
-  return 0;
-}
-
 double estimated_step_bytes(const Config& cfg, int slots) {
-  const plan::Memory m = run_storage(cfg);
+  const RankMemory m = run_storage(cfg);
   return m.weights + m.grads + m.optimizer + (layout_of_config(cfg).scheduled() ? 1 : slots) * m.activations;
 }
 
@@ -134,6 +105,11 @@ void release_device(DeviceChoice& d) {
   if (d.owned == DeviceChoice::Owned::cuda) cuda_backend_destroy(d.backend);
   if (d.owned == DeviceChoice::Owned::strict) cpu_strict_backend_destroy(d.backend);
   d.owned = DeviceChoice::Owned::none;
+}
+
+Streams::~Streams() {
+  for (size_t c = 1; c < chunk.size(); ++c) close_stream(*device, chunk[c]);
+  for (Backend& s : side) close_stream(*device, s);
 }
 
 }  // namespace mt

@@ -1,4 +1,4 @@
-#include "train/transport.hpp"
+#include "runtime/transport.hpp"
 
 #include <vector>
 

@@ -3,9 +3,10 @@
 // device memory protected outside op calls), or "auto" (CUDA when a GPU is present, the CUDA
 // op table can run the whole model and the step's estimated memory fits, else CPU).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.hpp"
-#include "model/layer_env.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
@@ -27,27 +28,29 @@ void close_stream(const DeviceChoice& d, Backend& stream);
 
 // `slots`: micro-batches whose activations the model keeps at once (their memory counts).
 DeviceChoice choose_device(const Config& cfg, int slots);
-// Dense BF16 peak TFLOP/s of a GPU by its CUDA device name, 0 when not known.
-double known_bf16_peak_tflops(const std::string& gpu_name);
 // Device memory the step needs: the planner's weights, gradients, moments and arenas (run_storage).
 double estimated_step_bytes(const Config& cfg, int slots);
-// GEMM input precision from precision.matmul.
-inline GemmInputs gemm_inputs(const PrecisionConfig& p) {
-  switch (p.matmul) {
-    case MatmulPrecision::bf16: return GemmInputs::bf16;
-    case MatmulPrecision::fp8: return GemmInputs::fp8;
-    case MatmulPrecision::fp32: break;
-  }
-  return GemmInputs::fp32;
-}
-// Whether the run keeps what only GEMMs read in bfloat16: precision.bf16_activations, under bf16 GEMMs.
-inline bool bf16_activations(const PrecisionConfig& p) {
-  return p.bf16_activations && p.matmul == MatmulPrecision::bf16;
-}
-// The op-level FP8 recipe of the [fp8] section.
-Fp8Recipe fp8_recipe(const Fp8Config& c);
-// The model's GEMM precision from precision.matmul and [fp8].
-MatmulSetup matmul_setup(const Config& cfg);
 void release_device(DeviceChoice& d);
+
+// A chosen device, released when it goes out of scope; a default one holds nothing to release.
+struct Device {
+  DeviceChoice choice;
+  Device() = default;
+  explicit Device(DeviceChoice c) : choice(std::move(c)) {}
+  ~Device() { release_device(choice); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+};
+
+// Streams opened on a device (open_stream), closed when they go out of scope. chunk[0] is the
+// device's own backend, which the device releases.
+struct Streams {
+  const DeviceChoice* device = nullptr;
+  std::vector<Backend> chunk, side;
+  Streams() = default;
+  ~Streams();
+  Streams(const Streams&) = delete;
+  Streams& operator=(const Streams&) = delete;
+};
 
 }  // namespace mt

@@ -6,7 +6,7 @@
 #include "comm/comm.hpp"
 #include "config/config.hpp"
 #include "parallel/groups.hpp"
-#include "train/device.hpp"
+#include "runtime/device.hpp"
 
 namespace mt {
 

@@ -1,4 +1,4 @@
-#include "train/gpu_choice.hpp"
+#include "runtime/gpu_choice.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -1,4 +1,4 @@
-#include "inspect/escape.hpp"
+#include "util/escape.hpp"
 
 #include <charconv>
 #include <cmath>

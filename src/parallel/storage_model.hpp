@@ -1,0 +1,26 @@
+#pragma once
+// The storage moetrain's trainer allocates on the busiest rank of a layout (weights, gradients,
+// optimizer state, activation arenas), counted from the model's shapes without allocating it:
+// the host memory pre-check, the GPU fit check and the planner's estimate all read it.
+#include "config/config.hpp"
+#include "parallel/layout.hpp"
+#include "pipeline/schedule.hpp"
+
+namespace mt {
+
+// Bytes per rank.
+struct RankMemory {
+  double weights = 0, grads = 0, optimizer = 0, activations = 0;
+  double total() const { return weights + grads + optimizer + activations; }
+};
+
+// Where the layout's schedule puts the model's pieces: stages = pieces the model is cut into,
+// chunks_per_rank = pieces one rank holds (DualPipe's two copies included). Without a schedule,
+// one piece on every rank.
+pipeline::Placement placement_of(const Layout& l);
+
+// moetrain's own storage per rank (l.storage fp32 or mixed): weights, gradients, optimizer state
+// and the activation arenas' high water, without timing anything.
+RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l);
+
+}  // namespace mt
