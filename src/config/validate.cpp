@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "config/micro_batches.hpp"
 #include "pipeline/generators.hpp"
 #include "util/error.hpp"
 
@@ -38,7 +39,7 @@ void validate_pipeline(const Config& c) {
   const auto& m = c.model;
   const auto& t = c.training;
   const auto& p = c.parallel;
-  const int microbatches = t.global_batch / t.micro_batch / p.dp;
+  const int microbatches = micro_batches_per_rank(t.global_batch, t.micro_batch, p.dp);
   const std::string schedule = name_of(p.schedule);
   const pipeline::ScheduleRequest req{p.schedule, p.pp, microbatches, p.vpp};
   try {
