@@ -1,5 +1,5 @@
 // The step-time and memory model: estimate_step adds up the cost terms (cost_terms.hpp). Units:
-// seconds, bytes, FLOPs. The README's planner section lists the assumptions.
+// seconds, bytes, FLOPs. docs/planner.md lists the assumptions.
 #include "plan/cost_model.hpp"
 
 #include <string>
