@@ -136,7 +136,7 @@ $(BUILD)/tests/%.o: CXXFLAGS += -Itests
 ASAN := $(BUILD)/asan
 ASAN_CXXFLAGS := -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
   $(filter-out -O% -g,$(CXXFLAGS))
-ASAN_SRCS := $(filter-out src/inspect/% src/plot/% src/sweep/%,$(shell find src -name '*.cpp' | sort)) \
+ASAN_SRCS := $(filter-out src/cli/% src/inspect/% src/plot/% src/sweep/%,$(shell find src -name '*.cpp' | sort)) \
   src/inspect/flat_config.cpp
 ASAN_TESTS := tests/test_main.cpp tests/test_hf_files.cpp tests/test_config.cpp tests/test_data.cpp \
   tests/test_checkpoint_faults.cpp tests/test_fuzz_inputs.cpp tests/test_fuzz_readers.cpp tests/test_hf_inputs.cpp \

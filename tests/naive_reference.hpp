@@ -184,7 +184,7 @@ inline Vec mla(const Weights& w, const std::string& pre, const Vec& x, const mt:
 }
 
 inline Vec attention(const Weights& w, const std::string& pre, const Vec& x, const mt::ModelConfig& c, int batch) {
-  return c.attention.kind == "mla" ? mla(w, pre, x, c, batch) : mha(w, pre, x, c, batch);
+  return c.attention.kind == mt::AttentionKind::mla ? mla(w, pre, x, c, batch) : mha(w, pre, x, c, batch);
 }
 
 // Balance-loss groups: `tokens` consecutive tokens form a group, each group's loss has `weight`

@@ -55,7 +55,7 @@ TEST_CASE("the decoder with YaRN, past the original context, and with MLA's cach
   for (auto [name, m] : testing::attention_variants()) {
     if (name != "mha" && name != "mla_q_lora") continue;
     m.seq_len = 12;
-    m.rope_scaling.kind = "yarn";
+    m.rope_scaling.kind = mt::RopeScalingKind::yarn;
     m.rope_scaling.factor = 4;
     m.rope_scaling.original_seq_len = 4;
     m.rope_scaling.mscale = 1;

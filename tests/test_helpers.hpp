@@ -68,7 +68,7 @@ inline std::vector<std::pair<std::string, mt::ModelConfig>> attention_variants()
   m.attention.n_kv_heads = 2;
   out.push_back({"gqa", m});
   m = tiny_model();
-  m.attention.kind = "mla";
+  m.attention.kind = mt::AttentionKind::mla;
   m.attention.kv_lora_rank = 6;
   m.attention.qk_nope_head_dim = 4;
   m.attention.qk_rope_head_dim = 2;

@@ -83,6 +83,38 @@ struct Names<ProgressMode> {
       {{"auto", ProgressMode::automatic}, {"line", ProgressMode::line}, {"plain", ProgressMode::plain}}};
 };
 
+// Attention of every block (model.attention.kind): multi-head (with grouped-query key/value heads), or
+// DeepSeek's multi-head latent attention.
+enum class AttentionKind { mha, mla };
+template <>
+struct Names<AttentionKind> {
+  static constexpr std::array<std::pair<const char*, AttentionKind>, 2> list{
+      {{"mha", AttentionKind::mha}, {"mla", AttentionKind::mla}}};
+};
+
+enum class RopeScalingKind { none, yarn };
+template <>
+struct Names<RopeScalingKind> {
+  static constexpr std::array<std::pair<const char*, RopeScalingKind>, 2> list{
+      {{"none", RopeScalingKind::none}, {"yarn", RopeScalingKind::yarn}}};
+};
+
+// The learning rate after warmup (lr_schedule.kind).
+enum class LrScheduleKind { cosine, constant };
+template <>
+struct Names<LrScheduleKind> {
+  static constexpr std::array<std::pair<const char*, LrScheduleKind>, 2> list{
+      {{"cosine", LrScheduleKind::cosine}, {"constant", LrScheduleKind::constant}}};
+};
+
+// A resumed run whose cosine decay is over, trained to a higher training.steps (lr_schedule.extend).
+enum class LrExtend { constant, rewarm, refuse };
+template <>
+struct Names<LrExtend> {
+  static constexpr std::array<std::pair<const char*, LrExtend>, 3> list{
+      {{"constant", LrExtend::constant}, {"rewarm", LrExtend::rewarm}, {"refuse", LrExtend::refuse}}};
+};
+
 struct RunConfig {
   std::string name = "tiny";
   std::string out_dir = "runs";
@@ -103,7 +135,7 @@ struct MoeConfig {
 };
 
 struct AttentionConfig {
-  std::string kind = "mha";  // mha | mla
+  AttentionKind kind = AttentionKind::mha;
   int n_kv_heads = 0;        // mha: key/value heads for grouped-query attention (0 = n_heads)
   int q_lora_rank = 0;       // mla: query compression rank (0 = a plain query projection)
   int kv_lora_rank = 64;     // mla: key-value compression rank
@@ -117,7 +149,7 @@ struct AttentionConfig {
 // original_seq_len and the betas; cos and sin times m(mscale) / m(mscale_all_dim), and the
 // attention scale times m(mscale_all_dim)^2, with m(x) = 0.1 x ln(factor) + 1.
 struct RopeScalingConfig {
-  std::string kind = "none";  // none | yarn
+  RopeScalingKind kind = RopeScalingKind::none;
   double factor = 1.0;
   int original_seq_len = 4096;
   double beta_fast = 32.0, beta_slow = 1.0;
@@ -172,10 +204,10 @@ struct OptimizerConfig {
 };
 
 struct LrScheduleConfig {
-  std::string kind = "cosine";  // cosine | constant
+  LrScheduleKind kind = LrScheduleKind::cosine;
   int warmup_steps = 20;
   double min_lr_ratio = 0.1;
-  std::string extend = "constant";  // constant | rewarm | refuse: a finished decay and a raised training.steps
+  LrExtend extend = LrExtend::constant;
 };
 
 struct ParallelConfig {

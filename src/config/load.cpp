@@ -204,7 +204,7 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
                                   : "write it as [" + key + "] with keys inside"));
       if (key == "training.eval_batches") throw UserError(key_at + ": " + eval_batches_replaced(root, *node));
       throw UserError(key_at + ": unknown key '" + key + "'" + suggestion(key, fields) +
-                      " (the README's config reference lists every key)");
+                      " (`moetrain keys` and docs/config.md list every key)");
     }
     std::string complaint = it->read(*node);
     if (!complaint.empty()) throw UserError(at + ": " + key + " " + complaint);

@@ -125,21 +125,6 @@ class Binder {
         [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
   }
 
-  void choice(const std::string& key, std::string& target, const std::vector<std::string>& choices,
-              const std::string& doc) {
-    std::string valid;
-    for (auto& c : choices) valid += (valid.empty() ? "\"" : " | \"") + c + "\"";
-    out_.push_back(Field{key, "string", valid, doc,
-        [&target, choices, valid](const toml::node& n) -> std::string {
-          if (!n.is_string()) return "must be one of " + valid + ", got " + type_name(n);
-          const std::string& v = n.as_string()->get();
-          for (auto& c : choices)
-            if (v == c) { target = v; return ""; }
-          return "must be one of " + valid + ", got \"" + v + "\"";
-        },
-        [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
-  }
-
   template <class E>
   void choice(const std::string& key, E& target, const std::string& doc) {
     std::string valid;
@@ -186,7 +171,7 @@ std::vector<Field> schema_fields(Config& c) {
   b.real("model.init_std", m.init_std, 0, kInf, true, false, "std of the normal initial weights");
 
   auto& y = m.rope_scaling;
-  b.choice("model.rope_scaling.kind", y.kind, {"none", "yarn"},
+  b.choice("model.rope_scaling.kind", y.kind,
            "RoPE scaling for long context: none, or yarn (DeepSeek-V3's context extension)");
   b.real("model.rope_scaling.factor", y.factor, 1, kInf, false, false, "yarn: context extension factor s");
   b.integer("model.rope_scaling.original_seq_len", y.original_seq_len, 1, kWidth,
@@ -201,7 +186,7 @@ std::vector<Field> schema_fields(Config& c) {
          "yarn: the attention scale multiplies by m(mscale_all_dim)^2 (0: unchanged)");
 
   auto& a = m.attention;
-  b.choice("model.attention.kind", a.kind, {"mha", "mla"},
+  b.choice("model.attention.kind", a.kind,
            "multi-head attention, or DeepSeek's multi-head latent attention");
   b.integer("model.attention.n_kv_heads", a.n_kv_heads, 0, kHeads,
             "mha: key/value heads, grouped-query attention (0 = n_heads)");
@@ -257,10 +242,10 @@ std::vector<Field> schema_fields(Config& c) {
          "decoupled weight decay (not applied to norms and biases)");
 
   auto& l = c.lr_schedule;
-  b.choice("lr_schedule.kind", l.kind, {"cosine", "constant"}, "decay after warmup");
+  b.choice("lr_schedule.kind", l.kind, "decay after warmup");
   b.integer("lr_schedule.warmup_steps", l.warmup_steps, 0, kSteps, "linear warmup steps");
   b.real("lr_schedule.min_lr_ratio", l.min_lr_ratio, 0, 1, false, false, "final lr as a fraction of the peak");
-  b.choice("lr_schedule.extend", l.extend, {"constant", "rewarm", "refuse"},
+  b.choice("lr_schedule.extend", l.extend,
            "resuming a run whose cosine decay is over with a higher training.steps: constant = hold the final lr "
            "for the added steps; rewarm = warm up again from the final lr to the peak over warmup_steps, then a "
            "second cosine decay to the new training.steps; refuse = stop and name the choices");

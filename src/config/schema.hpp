@@ -1,6 +1,6 @@
 #pragma once
 // The config schema: one Field per TOML key, bound to a member of a Config. A field knows its
-// type, its valid values (for error messages and the README reference), how to read itself from
+// type, its valid values (for error messages and the reference in docs/config.md), how to read itself from
 // a TOML node and how to write its value back.
 #include <functional>
 #include <string>

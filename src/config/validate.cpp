@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "config/micro_batches.hpp"
 #include "pipeline/generators.hpp"
 #include "util/error.hpp"
 
@@ -38,7 +39,7 @@ void validate_pipeline(const Config& c) {
   const auto& m = c.model;
   const auto& t = c.training;
   const auto& p = c.parallel;
-  const int microbatches = t.global_batch / t.micro_batch / p.dp;
+  const int microbatches = micro_batches_per_rank(t.global_batch, t.micro_batch, p.dp);
   const std::string schedule = name_of(p.schedule);
   const pipeline::ScheduleRequest req{p.schedule, p.pp, microbatches, p.vpp};
   try {
@@ -88,7 +89,7 @@ void validate_layout(const Config& c) {
   require(m.n_heads % p.tp == 0, c, "parallel.tp",
           "= " + s(p.tp) + " must divide model.n_heads = " + s(m.n_heads) + " (each rank holds whole heads): use one of " +
               divisors(m.n_heads));
-  if (m.attention.kind == "mha") {
+  if (m.attention.kind == AttentionKind::mha) {
     const int kv = m.attention.n_kv_heads == 0 ? m.n_heads : m.attention.n_kv_heads;
     require(kv % p.tp == 0, c, "parallel.tp",
             "= " + s(p.tp) + " must divide the key/value heads = " + s(kv) + ": use one of " + divisors(kv));
@@ -136,7 +137,7 @@ void validate_config(const Config& c) {
   require(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos, c, "run.name",
           "= \"" + name + "\" must name one folder under run.out_dir: not empty, \".\" or \"..\", and without \"/\" " +
               "(put the folder part in run.out_dir)");
-  if (a.kind == "mha") {
+  if (a.kind == AttentionKind::mha) {
     require(m.head_dim % 2 == 0, c, "model.head_dim", "= " + s(m.head_dim) + " must be even (RoPE rotates pairs)");
     require(m.d_model % m.n_heads == 0, c, "model.n_heads",
             "= " + s(m.n_heads) + " must divide model.d_model = " + s(m.d_model) +
@@ -150,7 +151,7 @@ void validate_config(const Config& c) {
     require(a.n_kv_heads == 0, c, "model.attention.n_kv_heads",
             "= " + s(a.n_kv_heads) + " applies to mha only; MLA shares its compressed key-value latent, so leave it 0");
   }
-  if (m.rope_scaling.kind == "yarn")
+  if (m.rope_scaling.kind == RopeScalingKind::yarn)
     require(m.rope_scaling.beta_fast > m.rope_scaling.beta_slow, c, "model.rope_scaling.beta_fast",
             "= " + std::to_string(m.rope_scaling.beta_fast) + " must exceed model.rope_scaling.beta_slow = " +
                 std::to_string(m.rope_scaling.beta_slow) + " (the fast end of YaRN's ramp turns more often)");

@@ -12,7 +12,7 @@ Decoder::Decoder(const ModelConfig& cfg, const ParamStore& params, int max_len)
     : cfg_(cfg), params_(params), be_(params.backend()), work_(params.backend()), max_len_(max_len),
       yarn_(rope_scaling_of(cfg)), ids_(params.ids_by_name()), buffer_ids_(params.buffer_ids_by_name()) {
   const auto& a = cfg.attention;
-  const bool mla = a.kind == "mla";
+  const bool mla = a.kind == AttentionKind::mla;
   scale_ = attention_scale(cfg, mla ? a.qk_nope_head_dim + a.qk_rope_head_dim : cfg.head_dim);
   for (const ParamInfo& info : params.infos) MT_CHECK(info.shape == info.global_shape);  // one rank holds everything
   const size_t kv = size_t(a.n_kv_heads ? a.n_kv_heads : cfg.n_heads) * cfg.head_dim;
@@ -153,7 +153,7 @@ std::vector<float> Decoder::step(int token) {
   be_.embedding_forward({.rows = 1, .dim = D, .tokens = id, .table = weight("embedding"), .out = x});
   for (int i = 0; i < cfg_.n_layers; ++i) {
     const std::string p = "blocks." + std::to_string(i);
-    float* h = cfg_.attention.kind == "mla" ? mla(i, norm(x, weight(p + ".attn_norm"), D))
+    float* h = cfg_.attention.kind == AttentionKind::mla ? mla(i, norm(x, weight(p + ".attn_norm"), D))
                                             : mha(i, norm(x, weight(p + ".attn_norm"), D));
     be_.add({.n = size_t(D), .x = x, .y = h});
     const float* n2 = norm(h, weight(p + ".ffn_norm"), D);

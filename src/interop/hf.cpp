@@ -127,14 +127,15 @@ std::vector<HfName> deepseek_names(const ModelConfig& m, bool halves) {
 
 // What transformers' DeepseekV3 cannot hold.
 void check_exportable(const ModelConfig& m, const std::string& where) {
-  if (m.attention.kind != "mla" && m.n_layers > m.n_dense_layers)
-    throw UserError(where + ": model.attention.kind = \"" + m.attention.kind + "\" with MoE blocks (model.n_dense_layers = " +
+  if (m.attention.kind != AttentionKind::mla && m.n_layers > m.n_dense_layers)
+    throw UserError(where + ": model.attention.kind = \"" + name_of(m.attention.kind) +
+                    "\" with MoE blocks (model.n_dense_layers = " +
                     std::to_string(m.n_dense_layers) + " of " + std::to_string(m.n_layers) +
                     "): transformers' DeepseekV3 runs MLA, LlamaForCausalLM has no MoE, and no transformers class pairs "
                     "multi-head attention with DeepSeek-V3's sigmoid routing; export MLA models, or dense MHA ones");
   if (m.n_layers > m.n_dense_layers && m.moe.n_shared_experts == 0)
     throw UserError(where + ": model.moe.n_shared_experts = 0: transformers' DeepseekV3 always has shared experts");
-  if (m.attention.kind == "mla" && m.norm_eps != 1e-6)
+  if (m.attention.kind == AttentionKind::mla && m.norm_eps != 1e-6)
     throw UserError(where + ": model.norm_eps = " + json_float(m.norm_eps) +
                     ": transformers' DeepseekV3 keeps 1e-6 in its latent norms (q_a_layernorm, kv_a_layernorm) "
                     "whatever rms_norm_eps says; export MLA models with norm_eps = 1e-6");
@@ -148,7 +149,7 @@ std::string number(double v) { return json_float(v); }
 // m(mscale)^2 on q.k goes into cos and sin.
 std::string rope_scaling_json(const ModelConfig& m, bool deepseek) {
   const RopeScalingConfig& r = m.rope_scaling;
-  if (r.kind != "yarn") return "null";
+  if (r.kind != RopeScalingKind::yarn) return "null";
   const double m_all = yarn_magnitude(r, r.mscale_all_dim), factor = yarn_magnitude(r, r.mscale) / (deepseek ? m_all : 1.0);
   std::ostringstream o;
   o << "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": " << number(r.factor)
@@ -263,7 +264,7 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
   const std::vector<float> values = p.host_values();
   const auto ids = p.ids_by_name(), buffers = p.buffer_ids_by_name();
   std::map<std::string, Tensor> tensors;
-  const bool deepseek = m.attention.kind == "mla";
+  const bool deepseek = m.attention.kind == AttentionKind::mla;
   for (const HfName& n : deepseek ? deepseek_names(m, false) : llama_names(m)) {
     Tensor& t = tensors[n.hf];
     if (n.buffer) {

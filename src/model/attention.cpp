@@ -7,7 +7,7 @@ namespace mt {
 
 std::unique_ptr<AttentionLayer> make_attention(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
                                                int max_in_flight) {
-  if (cfg.attention.kind == "mla") return std::make_unique<Mla>(env, cfg, prefix, max_in_flight);
+  if (cfg.attention.kind == AttentionKind::mla) return std::make_unique<Mla>(env, cfg, prefix, max_in_flight);
   return std::make_unique<Mha>(env, cfg, prefix, max_in_flight);
 }
 

@@ -12,9 +12,11 @@ double swiglu_params(const ModelConfig& m, double hidden) { return 3.0 * m.d_mod
 // Query-key and value widths of one head.
 double qk_dim(const ModelConfig& m) {
   const auto& a = m.attention;
-  return a.kind == "mla" ? a.qk_nope_head_dim + a.qk_rope_head_dim : m.head_dim;
+  return a.kind == AttentionKind::mla ? a.qk_nope_head_dim + a.qk_rope_head_dim : m.head_dim;
 }
-double v_dim(const ModelConfig& m) { return m.attention.kind == "mla" ? m.attention.v_head_dim : m.head_dim; }
+double v_dim(const ModelConfig& m) {
+  return m.attention.kind == AttentionKind::mla ? m.attention.v_head_dim : m.head_dim;
+}
 
 // Matrix parameters of a block's FFN that one token passes through, or that exist.
 double ffn_active(const ModelConfig& m, bool moe) {
@@ -32,7 +34,7 @@ double ffn_total(const ModelConfig& m, bool moe) {
 // RMSNorm weights of a block: attention and FFN norms, plus MLA's latent norms.
 double block_norms(const ModelConfig& m) {
   double n = 2.0 * m.d_model;
-  if (m.attention.kind == "mla") n += m.attention.kv_lora_rank + m.attention.q_lora_rank;
+  if (m.attention.kind == AttentionKind::mla) n += m.attention.kv_lora_rank + m.attention.q_lora_rank;
   return n;
 }
 bool mtp_is_moe(const ModelConfig& m) { return m.n_layers > m.n_dense_layers; }
@@ -41,7 +43,7 @@ bool mtp_is_moe(const ModelConfig& m) { return m.n_layers > m.n_dense_layers; }
 double attention_matmul_params(const ModelConfig& m) {
   const auto& a = m.attention;
   const double d = m.d_model, H = m.n_heads;
-  if (a.kind == "mla") {
+  if (a.kind == AttentionKind::mla) {
     const double q = a.q_lora_rank > 0 ? d * a.q_lora_rank + a.q_lora_rank * H * qk_dim(m) : d * H * qk_dim(m);
     const double kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) +
                       double(a.kv_lora_rank) * H * (a.qk_nope_head_dim + a.v_head_dim);

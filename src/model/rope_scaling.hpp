@@ -9,12 +9,12 @@ namespace mt {
 
 // YaRN's magnitude m(x) = 0.1 x ln(factor) + 1 (1 without scaling).
 inline double yarn_magnitude(const RopeScalingConfig& y, double x) {
-  return y.kind == "yarn" && y.factor > 1 ? 0.1 * x * std::log(y.factor) + 1.0 : 1.0;
+  return y.kind == RopeScalingKind::yarn && y.factor > 1 ? 0.1 * x * std::log(y.factor) + 1.0 : 1.0;
 }
 
 inline RopeScaling rope_scaling_of(const ModelConfig& m) {
   const RopeScalingConfig& y = m.rope_scaling;
-  if (y.kind != "yarn") return {};
+  if (y.kind != RopeScalingKind::yarn) return {};
   return {.factor = float(y.factor), .original_seq_len = y.original_seq_len, .beta_fast = float(y.beta_fast),
           .beta_slow = float(y.beta_slow),
           .magnitude = float(yarn_magnitude(y, y.mscale) / yarn_magnitude(y, y.mscale_all_dim))};

@@ -48,7 +48,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     redone += own * norms;
     back += moe ? 2 * d : 4 * d;
   }
-  if (a.kind == "mla") {
+  if (a.kind == AttentionKind::mla) {
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
                  v = a.v_head_dim, qk = nope + rope;
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
@@ -111,7 +111,7 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
   StageParams s;
   auto layer = [&](bool moe) {
     double p = 2 * d;  // attention and FFN norms
-    if (a.kind == "mla") {
+    if (a.kind == AttentionKind::mla) {
       const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, qk = a.qk_nope_head_dim + rope;
       const double H = m.n_heads;
       p += (ql > 0 ? ql * d + ql + H * qk * ql / l.tp : H * qk * d / l.tp) + (kl + rope) * d + kl +
@@ -185,7 +185,9 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
     RankMemory here;
     here.weights = 4 * (zero3 ? all.experts + shard + read_windows + all.buffers : all.params + all.buffers);
     here.grads = zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params;
-    here.optimizer = zero2 ? 8 * (shard + all.experts) : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard) : 8 * all.params;
+    here.optimizer = zero2   ? 8 * (shard + all.experts)
+                     : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard)
+                             : 8 * all.params;
     if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
   }
   return most;

@@ -20,7 +20,7 @@ Fp8Values fp8_values(const ModelConfig& m, bool moe, int tp) {
   const double d = m.d_model, H = double(m.n_heads) / tp;
   Fp8Values v;
   auto gemm = [&](double in, double out) { v.in += in, v.out += out; };
-  if (a.kind == "mla") {
+  if (a.kind == AttentionKind::mla) {
     const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
     if (a.q_lora_rank > 0)
       gemm(d, a.q_lora_rank), gemm(a.q_lora_rank, H * qk);

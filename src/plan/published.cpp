@@ -43,6 +43,158 @@ ModelConfig model_of(const std::string& path, const std::string& name, const tom
   return parse_config(text.str(), path + " [models." + name + "]").model;
 }
 
+// One [[runs]] entry of a runs file: its keys read by name, each marked as read, so that what is
+// left over is an unknown key.
+class RunEntry {
+ public:
+  RunEntry(const std::string& path, const toml::node& entry) : path(path), entry_(entry), t_(*entry.as_table()) {}
+
+  std::string position() const { return toml_position(path, entry_); }
+  const toml::table& table() const { return t_; }
+
+  const toml::node& need(const std::string& key) {
+    const toml::node* n = t_.get(key);
+    if (!n) throw UserError(position() + ": this run lacks '" + key + "'");
+    read_.insert(key);
+    return *n;
+  }
+  // Null when absent.
+  const toml::node* optional(const std::string& key) {
+    const toml::node* n = t_.get(key);
+    if (n) read_.insert(key);
+    return n;
+  }
+  std::string text(const std::string& key) {
+    const toml::node& n = need(key);
+    if (!n.is_string()) throw UserError(toml_position(path, n) + ": " + key + " must be a string");
+    return n.value<std::string>().value();
+  }
+  int integer(const std::string& key) {
+    const toml::node& n = need(key);
+    if (!n.is_integer() || n.value<int64_t>().value() < 1)
+      throw UserError(toml_position(path, n) + ": " + key + " must be a positive integer");
+    return static_cast<int>(n.value<int64_t>().value());
+  }
+  void refuse_unread() {
+    for (const char* k : {"seq_len", "note"}) read_.insert(k);
+    for (const auto& [k, v] : t_)
+      if (!read_.count(std::string(k.str())))
+        throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) +
+                        "' in a run; valid: name, source, model, cluster, gpus, seq_len, global_batch, layout, "
+                        "software, calibration, published, note");
+  }
+
+  const std::string& path;
+
+ private:
+  const toml::node& entry_;
+  const toml::table& t_;
+  std::set<std::string> read_;
+};
+
+// The run's software table: which overlaps its framework has, on the run's copy of the profile.
+void read_software(const std::string& path, const toml::node& s, Cluster& cluster) {
+  const toml::table* sw = s.as_table();
+  if (!sw) throw UserError(toml_position(path, s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep");
+  for (const auto& [k, v] : *sw) {
+    bool* flag = k.str() == "overlap_tp"   ? &cluster.overlap_tp
+                 : k.str() == "overlap_dp" ? &cluster.overlap_dp
+                 : k.str() == "overlap_ep" ? &cluster.overlap_ep
+                                           : nullptr;
+    if (!flag || !v.is_boolean())
+      throw UserError(toml_position(path, v) + ": software." + std::string(k.str()) +
+                      ": valid are overlap_tp, overlap_dp and overlap_ep, true or false");
+    *flag = v.value<bool>().value();
+  }
+}
+
+// The step time a run's published table gives: measured, or implied by its throughput, its FLOP
+// rate or its MFU.
+double published_step_s(const std::string& path, const toml::node& pub, const PublishedRun& r, int gpus) {
+  const toml::table* p = pub.as_table();
+  if (!p) throw UserError(toml_position(path, pub) + ": published must be a table");
+  const double tokens = double(r.global_batch) * r.model.seq_len;
+  auto number = [&](const char* key) {
+    const toml::node* n = p->get(key);
+    if (!n->is_number() || n->value<double>().value() <= 0)
+      throw UserError(toml_position(path, *n) + ": published." + key + " must be a positive number");
+    return n->value<double>().value();
+  };
+  auto convention = [&]() {
+    const toml::node* n = p->get("flops");
+    const std::string c = n && n->is_string() ? n->value<std::string>().value() : "";
+    if (c != "causal" && c != "full" && c != "megatron2021")
+      throw UserError(toml_position(path, pub) +
+                      ": published.flops must say how the publisher counted FLOPs: causal, full or megatron2021");
+    return c;
+  };
+  double step_s = 0;
+  if (p->get("step_s")) {
+    step_s = number("step_s");
+  } else if (p->get("tokens_per_s_per_gpu")) {
+    step_s = tokens / (number("tokens_per_s_per_gpu") * gpus);
+  } else if (p->get("tflops_per_gpu")) {
+    const double rate = number("tflops_per_gpu") * 1e12;
+    step_s = published_flops(r.model, tokens, convention()) / (rate * gpus);
+  } else if (p->get("mfu")) {
+    const double rate = number("mfu") * r.cluster.accel.bf16_flops;
+    step_s = published_flops(r.model, tokens, convention()) / (rate * gpus);
+  } else {
+    throw UserError(toml_position(path, pub) +
+                    ": published needs one of step_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu");
+  }
+  for (const auto& [k, v] : *p)
+    if (k.str() != "step_s" && k.str() != "tokens_per_s_per_gpu" && k.str() != "tflops_per_gpu" &&
+        k.str() != "mfu" && k.str() != "flops")
+      throw UserError(toml_position(path, v) + ": unknown key published." + std::string(k.str()));
+  return step_s;
+}
+
+// The run's model: its [models.NAME] table, at the run's sequence length.
+void read_model(RunEntry& e, const toml::table& models, const std::string& where, PublishedRun& r) {
+  r.model_name = e.text("model");
+  const toml::table* model = models.get_as<toml::table>(r.model_name);
+  if (!model) throw UserError(where + ": model '" + r.model_name + "' has no [models." + r.model_name + "] table");
+  if (!model->get_as<std::string>("source"))
+    throw UserError(e.path + ": [models." + r.model_name + "] needs a source (where its dimensions are published)");
+  const int seq_len = e.table().get("seq_len") ? e.integer("seq_len") : 0;
+  r.model = model_of(e.path, r.model_name, *model, seq_len);
+  r.group = r.model.moe.n_routed_experts > 0 && r.model.n_layers > r.model.n_dense_layers ? "moe" : "dense";
+}
+
+// clusters: the profiles read so far, by file name (beside the runs file).
+PublishedRun read_run(RunEntry& e, const toml::table& models, std::map<std::string, Cluster>& clusters) {
+  PublishedRun r;
+  r.name = e.text("name");
+  const std::string where = e.position() + " (" + r.name + ")";
+  r.source = e.text("source");
+  read_model(e, models, where, r);
+  const std::string profile = e.text("cluster");
+  const std::string dir = std::filesystem::path(e.path).parent_path().string();
+  if (!clusters.count(profile)) clusters[profile] = load_cluster((std::filesystem::path(dir) / profile).string());
+  r.cluster = clusters[profile];
+  const int gpus = e.integer("gpus");
+  // A run's cluster is as large as the run.
+  r.cluster.accelerators = std::max(gpus, r.cluster.domain);
+  if (const toml::node* s = e.optional("software")) read_software(e.path, *s, r.cluster);
+  r.global_batch = e.integer("global_batch");
+  try {
+    r.layout = parse_layout(e.text("layout"), gpus);
+  } catch (const UserError& err) {
+    throw UserError(where + ": " + err.what());
+  }
+  if (r.layout.world() != gpus)
+    throw UserError(where + ": the layout uses " + std::to_string(r.layout.world()) + " accelerators but gpus = " +
+                    std::to_string(gpus));
+  r.step_s = published_step_s(e.path, e.need("published"), r, gpus);
+  if (const toml::node* n = e.optional("calibration")) {
+    if (!n->is_boolean()) throw UserError(toml_position(e.path, *n) + ": calibration must be true or false");
+    r.calibration = n->value<bool>().value();
+  }
+  e.refuse_unread();
+  return r;
+}
+
 }  // namespace
 
 std::vector<PublishedRun> load_published_runs(const std::string& path) {
@@ -50,122 +202,18 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
   const toml::table* models = root["models"].as_table();
   const toml::array* list = root["runs"].as_array();
   if (!models || !list || list->empty())
-    throw UserError(path + ": a runs file holds [models.NAME] tables and [[runs]] entries (see configs/published/runs.toml)");
+    throw UserError(path + ": a runs file holds [models.NAME] tables and [[runs]] entries "
+                           "(see configs/published/runs.toml)");
   for (const auto& [k, v] : root)
     if (k.str() != "models" && k.str() != "runs")
-      throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) + "'; a runs file holds models and runs");
-  const std::string dir = std::filesystem::path(path).parent_path().string();
+      throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) +
+                      "'; a runs file holds models and runs");
   std::map<std::string, Cluster> clusters;
   std::vector<PublishedRun> runs;
   for (const auto& entry : *list) {
-    const toml::table* t = entry.as_table();
-    if (!t) throw UserError(toml_position(path, entry) + ": every [[runs]] entry is a table");
-    std::set<std::string> read;
-    auto need = [&](const std::string& key) -> const toml::node& {
-      const toml::node* n = t->get(key);
-      if (!n) throw UserError(toml_position(path, entry) + ": this run lacks '" + key + "'");
-      read.insert(key);
-      return *n;
-    };
-    auto text = [&](const std::string& key) {
-      const toml::node& n = need(key);
-      if (!n.is_string()) throw UserError(toml_position(path, n) + ": " + key + " must be a string");
-      return n.value<std::string>().value();
-    };
-    auto integer = [&](const std::string& key) {
-      const toml::node& n = need(key);
-      if (!n.is_integer() || n.value<int64_t>().value() < 1)
-        throw UserError(toml_position(path, n) + ": " + key + " must be a positive integer");
-      return static_cast<int>(n.value<int64_t>().value());
-    };
-    PublishedRun r;
-    r.name = text("name");
-    const std::string where = toml_position(path, entry) + " (" + r.name + ")";
-    r.source = text("source");
-    r.model_name = text("model");
-    const toml::table* model = models->get_as<toml::table>(r.model_name);
-    if (!model) throw UserError(where + ": model '" + r.model_name + "' has no [models." + r.model_name + "] table");
-    if (!model->get_as<std::string>("source"))
-      throw UserError(path + ": [models." + r.model_name + "] needs a source (where its dimensions are published)");
-    const int seq_len = t->get("seq_len") ? integer("seq_len") : 0;
-    r.model = model_of(path, r.model_name, *model, seq_len);
-    r.group = r.model.moe.n_routed_experts > 0 && r.model.n_layers > r.model.n_dense_layers ? "moe" : "dense";
-    const std::string profile = text("cluster");
-    if (!clusters.count(profile)) clusters[profile] = load_cluster((std::filesystem::path(dir) / profile).string());
-    r.cluster = clusters[profile];
-    const int gpus = integer("gpus");
-    // A run's cluster is as large as the run.
-    r.cluster.accelerators = std::max(gpus, r.cluster.domain);
-    if (const toml::node* s = t->get("software")) {
-      read.insert("software");
-      const toml::table* sw = s->as_table();
-      if (!sw) throw UserError(toml_position(path, *s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep");
-      for (const auto& [k, v] : *sw) {
-        bool* flag = k.str() == "overlap_tp" ? &r.cluster.overlap_tp
-                     : k.str() == "overlap_dp" ? &r.cluster.overlap_dp
-                     : k.str() == "overlap_ep" ? &r.cluster.overlap_ep
-                                               : nullptr;
-        if (!flag || !v.is_boolean())
-          throw UserError(toml_position(path, v) + ": software." + std::string(k.str()) +
-                          ": valid are overlap_tp, overlap_dp and overlap_ep, true or false");
-        *flag = v.value<bool>().value();
-      }
-    }
-    r.global_batch = integer("global_batch");
-    try {
-      r.layout = parse_layout(text("layout"), gpus);
-    } catch (const UserError& e) {
-      throw UserError(where + ": " + e.what());
-    }
-    if (r.layout.world() != gpus)
-      throw UserError(where + ": the layout uses " + std::to_string(r.layout.world()) + " accelerators but gpus = " +
-                      std::to_string(gpus));
-    const toml::node& pub = need("published");
-    const toml::table* p = pub.as_table();
-    if (!p) throw UserError(toml_position(path, pub) + ": published must be a table");
-    const double tokens = double(r.global_batch) * r.model.seq_len;
-    auto number = [&](const char* key) {
-      const toml::node* n = p->get(key);
-      if (!n->is_number() || n->value<double>().value() <= 0)
-        throw UserError(toml_position(path, *n) + ": published." + key + " must be a positive number");
-      return n->value<double>().value();
-    };
-    auto convention = [&]() {
-      const toml::node* n = p->get("flops");
-      const std::string c = n && n->is_string() ? n->value<std::string>().value() : "";
-      if (c != "causal" && c != "full" && c != "megatron2021")
-        throw UserError(toml_position(path, pub) + ": published.flops must say how the publisher counted FLOPs: causal, full or megatron2021");
-      return c;
-    };
-    if (p->get("step_s")) {
-      r.step_s = number("step_s");
-    } else if (p->get("tokens_per_s_per_gpu")) {
-      r.step_s = tokens / (number("tokens_per_s_per_gpu") * gpus);
-    } else if (p->get("tflops_per_gpu")) {
-      const double rate = number("tflops_per_gpu") * 1e12;
-      r.step_s = published_flops(r.model, tokens, convention()) / (rate * gpus);
-    } else if (p->get("mfu")) {
-      const double rate = number("mfu") * r.cluster.accel.bf16_flops;
-      r.step_s = published_flops(r.model, tokens, convention()) / (rate * gpus);
-    } else {
-      throw UserError(toml_position(path, pub) + ": published needs one of step_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu");
-    }
-    for (const auto& [k, v] : *p)
-      if (k.str() != "step_s" && k.str() != "tokens_per_s_per_gpu" && k.str() != "tflops_per_gpu" &&
-          k.str() != "mfu" && k.str() != "flops")
-        throw UserError(toml_position(path, v) + ": unknown key published." + std::string(k.str()));
-    if (const toml::node* n = t->get("calibration")) {
-      read.insert("calibration");
-      if (!n->is_boolean()) throw UserError(toml_position(path, *n) + ": calibration must be true or false");
-      r.calibration = n->value<bool>().value();
-    }
-    for (const char* k : {"seq_len", "note"}) read.insert(k);
-    for (const auto& [k, v] : *t)
-      if (!read.count(std::string(k.str())))
-        throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) +
-                        "' in a run; valid: name, source, model, cluster, gpus, seq_len, global_batch, layout, software, "
-                        "calibration, published, note");
-    runs.push_back(std::move(r));
+    if (!entry.as_table()) throw UserError(toml_position(path, entry) + ": every [[runs]] entry is a table");
+    RunEntry e(path, entry);
+    runs.push_back(read_run(e, *models, clusters));
   }
   return runs;
 }

@@ -7,10 +7,12 @@
 #include "io/param_h5.hpp"
 #include "io/shards.hpp"
 #include "model/model.hpp"
+#include "model/flops.hpp"
 #include "runtime/device.hpp"
 #include "runtime/matmul_setup.hpp"
 #include "runtime/one_rank.hpp"
 #include "train/accumulate.hpp"
+#include "train/step_plan.hpp"
 #include "train/batches.hpp"
 #include "train/update.hpp"
 
@@ -71,7 +73,7 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   const UpdateStats u = apply_update(model, optimizer, cfg, {0, cfg.training.steps}, 0);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);
   h5::write_double_attr(f, "lr", u.lr);
-  const hsize_t moe_layers = model.moe_layers().size();
+  const hsize_t moe_layers = moe_layer_count(m);
   if (moe_layers > 0)
     h5::write_floats(f, "/expert_load", u.expert_load.data(), {moe_layers, hsize_t(m.moe.n_routed_experts)});
   write_param_set(f, "/after/params", model.params, model.params.host_values());

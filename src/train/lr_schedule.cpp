@@ -14,9 +14,9 @@ double learning_rate(const Config& cfg, const LrCycle& cycle, long long step) {
   const double min_lr = peak * s.min_lr_ratio;
   const long long k = step - cycle.start;
   // A second cycle warms up from where the first ended, not from zero.
-  const double from = cycle.start > 0 && s.kind == "cosine" ? min_lr : 0.0;
+  const double from = cycle.start > 0 && s.kind == LrScheduleKind::cosine ? min_lr : 0.0;
   if (k < s.warmup_steps) return from + (peak - from) * double(k + 1) / s.warmup_steps;
-  if (s.kind == "constant") return peak;
+  if (s.kind == LrScheduleKind::constant) return peak;
   const long long decay_steps = cycle.end - cycle.start - s.warmup_steps;
   if (decay_steps <= 1) return peak;
   const double progress = std::min(1.0, double(k - s.warmup_steps) / double(decay_steps - 1));
@@ -29,12 +29,12 @@ LrCycle resumed_lr_cycle(const Config& cfg, LrCycle saved, long long saved_steps
                          const std::string& checkpoint) {
   if (saved.end == 0) saved = {0, saved_steps};
   const long long steps = cfg.training.steps;
-  const bool decay_over = cfg.lr_schedule.kind == "cosine" && step >= saved.end;
+  const bool decay_over = cfg.lr_schedule.kind == LrScheduleKind::cosine && step >= saved.end;
   if (!decay_over) return {saved.start, steps};
   if (steps <= step) return saved;  // nothing left to train
-  const std::string& extend = cfg.lr_schedule.extend;
-  if (extend == "constant") return saved;
-  if (extend == "rewarm") return {step, steps};
+  const LrExtend extend = cfg.lr_schedule.extend;
+  if (extend == LrExtend::constant) return saved;
+  if (extend == LrExtend::rewarm) return {step, steps};
   const auto at = cfg.origin.find("training.steps");
   throw UserError(checkpoint + " ends the cosine decay of this run (steps " + std::to_string(saved.start) + " to " +
                   std::to_string(saved.end) + ", lr now " + format_number("%.2e", learning_rate(cfg, saved, step)) +

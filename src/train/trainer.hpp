@@ -1,8 +1,6 @@
 #pragma once
-// The training loop: gradient accumulation over micro-batches, clipping, AdamW, the balancing
-// bias update, evaluation, logging and checkpoints.
+// The training loop: each step (step.hpp), its record in the log, evaluation and checkpoints.
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +15,13 @@
 #include "runtime/runtime.hpp"
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
-#include "train/pipeline_step.hpp"
+#include "train/step.hpp"
 
 namespace mt {
 
 class Comm;
+struct StepRecord;
+struct TrainState;
 
 struct TrainOptions {
   bool quiet = false;       // no step lines (tests)
@@ -60,6 +60,23 @@ class Trainer {
   const std::string& run_dir() const { return run_dir_; }
 
  private:
+  // run()'s parts (trainer_open.cpp, trainer_run.cpp), around what it keeps between them.
+  struct Running;
+  struct Resumption;
+  void open_run(Running& r, TrainSummary& summary);
+  void make_run_dir(Running& r) const;
+  Resumption resume(TrainState& state);
+  void announce(const Resumption& res, const TrainState& state) const;
+  void open_log(Running& r, const Resumption& res, const TrainSummary& summary);
+  FillMicroBatch training_fill(const Running& r) const;
+  StepRecord train_step(Running& r, const TrainSummary& summary);
+  void record(Running& r, const StepRecord& rec, TrainSummary& summary);
+  void evaluate_if_due(Running& r, TrainSummary& summary);
+  void report_step(Running& r, const StepRecord& rec, const TrainSummary& summary, bool final_step);
+  bool checkpoint_if_due(Running& r, bool final_step);
+  // The constructor's parts: the step's plan and schedule (returns the model's slots); the data.
+  int plan_steps();
+  void open_data();
   TrainSummary::Memory memory_use() const;  // collective over the world
   FallbackCounts fallbacks() const;         // collective over the world
   double evaluate();
@@ -85,7 +102,8 @@ class Trainer {
   const DeviceChoice& device_ = runtime_.device.choice;
   const std::vector<std::string>& rank_devices_ = runtime_.rank_devices;  // every rank's device description
   double eval_bytes_per_token_ = 0;  // text bytes per token of the evaluation's targets
-  std::optional<pipeline::Schedule> schedule_;  // pp > 1
+  StepPlan plan_;                    // this rank's share of every step
+  pipeline::Schedule schedule_{};    // the step's; one stage of one chunk without a pipeline
   bool lead_ = true;  // world rank 0: prints and logs
   std::string run_dir_;
   std::string layout_;  // as plan prints it: the banner, log.h5 and checkpoints record it
@@ -94,7 +112,7 @@ class Trainer {
   // Declared in the reverse of the order they go back to the backend: the optimizer's buffers
   // before the model's, the model's before the profile it computes through.
   std::unique_ptr<OpProfile> profile_;          // --profile: the model computes through it
-  std::unique_ptr<TransferBuffers> transfers_;  // pp > 1: the pipeline's device transfer buffers
+  std::unique_ptr<TransferBuffers> transfers_;  // the pipeline's device transfer buffers
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/flops.hpp"
+#include "model/step_statistics.hpp"
 #include "ops/backend/device_timer.hpp"
 #include "train/lr_schedule.hpp"
 
@@ -26,20 +27,15 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   const size_t all = size_t(moe_layer_count(cfg.model)) * E;
   std::vector<float> rows(2 * all, 0.0f);
   const ParallelGroups& g = optimizer.groups();
-  const std::vector<int> index = model.moe_layer_indices();
-  const std::vector<MoE*> layers = model.moe_layers();
-  for (size_t i = 0; i < layers.size(); ++i) {
-    Router& router = layers[i]->router();
-    router.update_bias();
-    if (g.mirror->rank() != 0) continue;
-    const size_t at = size_t(index[i]) * E;
-    const std::vector<double> load = router.step_load().to_host_f64();
-    const std::vector<float> bias = model.params.host_buffer(router.bias);
-    for (int e = 0; e < E; ++e) {
-      rows[at + e] = float(load[e] / routed);
-      rows[all + at + e] = bias[e];
+  update_biases(model);
+  if (g.mirror->rank() == 0)
+    for (const LayerStatistics& layer : step_statistics(model)) {
+      const size_t at = size_t(layer.layer) * E;
+      for (int e = 0; e < E; ++e) {
+        rows[at + e] = float(layer.load[e] / routed);
+        rows[all + at + e] = layer.bias[e];
+      }
     }
-  }
   g.pp->all_reduce_sum(rows);
   u.expert_load.assign(rows.begin(), rows.begin() + all);
   u.expert_bias.assign(rows.begin() + all, rows.end());

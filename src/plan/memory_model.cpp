@@ -1,0 +1,79 @@
+// Activation bytes per token as the planner models them: per layer, for the whole model, and the
+// BF16 recipe's activations on a rank (moetrain's own storage is parallel/storage_model.cpp).
+#include "plan/memory_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/flops.hpp"
+#include "plan/cost_model.hpp"
+#include "plan/step_shape.hpp"
+
+namespace mt::plan {
+
+using pipeline::Kind;
+
+namespace {
+
+// Activation bytes one token leaves saved in one layer for backward (BF16), before tensor
+// parallelism divides them: layer inputs, normalized inputs, projections and FFN intermediates.
+struct LayerActivations {
+  double attention;  // split by tensor (sequence) parallelism
+  double ffn;        // dense FFN: split by tensor parallelism; MoE: not split
+};
+LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout& l) {
+  const auto& a = m.attention;
+  const double d = m.d_model, H = m.n_heads;
+  const bool selective = l.recompute == Recompute::selective;
+  double attn;  // values per token
+  if (a.kind == AttentionKind::mla) {
+    // Layer input, normalized input, latents, per-head q/k/v from the up-projections, output.
+    const double heads = H * (2.0 * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.v_head_dim);
+    attn = 2 * d + a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + H * a.v_head_dim + (selective ? 0 : heads);
+  } else {
+    attn = 2 * d + 2.0 * H * m.head_dim + 2.0 * (a.n_kv_heads > 0 ? a.n_kv_heads : H) * m.head_dim;
+  }
+  const double experts = moe ? m.moe.top_k + m.moe.n_shared_experts : 1;
+  const double hidden = moe ? m.moe.expert_hidden : m.ffn_hidden;
+  // FFN input per expert copy, gate and up outputs, their SwiGLU product (recomputed when selective).
+  double ffn = 2 * d + experts * (d + (selective ? 2 : 3) * hidden);
+  // Selective recompute also redoes the RMSNorms (DeepSeek-V3 report §3.2.3).
+  if (selective) attn -= d, ffn -= d;
+  // FP8 training caches the FFN inputs in FP8 (DeepSeek-V3 report §3.3, low-precision storage).
+  const double ffn_bytes = l.fp8 ? 1 : 2;
+  return {2 * attn, ffn_bytes * ffn + (moe ? 4.0 * m.moe.n_routed_experts : 0)};
+}
+
+// Activation bytes one token leaves in all layers (MTP blocks included) on one tensor-parallel
+// rank, under the layout's recomputation and precision.
+double model_activations_per_token(const ModelConfig& m, const Layout& l) {
+  const int moe_blocks = moe_layer_count(m), dense_blocks = m.n_layers + m.mtp.depth - moe_blocks;
+  const LayerActivations dense = layer_activations(m, false, l), moe = layer_activations(m, true, l);
+  return dense_blocks * (dense.attention + dense.ffn) / l.tp + moe_blocks * (moe.attention / l.tp + moe.ffn);
+}
+
+}  // namespace
+
+// The BF16 recipe's activation bytes on a rank: `live` micro-batches of its pieces' saved
+// tensors, and the logits.
+double recipe_activations(const ModelConfig& m, const Layout& l, double T, int pieces, int live) {
+  double per_token_piece = model_activations_per_token(m, l) / pieces;
+  if (l.recompute == Recompute::full) {
+    // Only each layer's input is kept (BF16; under sequence parallelism its 1/tp of the rows); one
+    // layer is rebuilt at a time during backward.
+    Layout plain = l;
+    plain.recompute = Recompute::none;
+    LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
+    const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
+    const double input_share = l.sp && l.tp > 1 ? 1.0 / l.tp : 1.0;
+    per_token_piece = 2.0 * m.d_model * layers_per_piece * input_share +
+                      (a.attention + a.ffn) / l.tp / std::max(1.0, double(live));
+  }
+  const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
+  return per_token_piece * T * live + logits;
+}
+
+double activation_bytes_per_token(const ModelConfig& m, const Layout& l) { return model_activations_per_token(m, l); }
+
+
+}  // namespace mt::plan
