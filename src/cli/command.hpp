@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "comm/comm.hpp"
 
@@ -14,6 +16,11 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
+
+// The repeatable `--set section.key=value` of the commands that read an experiment (train, dump-step).
+inline void add_set_option(CLI::App* cmd, std::vector<std::string>& sets) {
+  cmd->add_option("--set", sets, "override a key: --set section.key=value (repeatable)")->allow_extra_args(false);
+}
 
 // world: the ranks mpirun started (null without mpirun); only the commands that care take it.
 Command add_train(CLI::App& app, Comm* world);

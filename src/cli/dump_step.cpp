@@ -27,8 +27,7 @@ Command add_dump_step(CLI::App& app) {
       "Run an experiment's first optimizer step and write its inputs, logits, gradients and updated state to HDF5");
   dump->add_option("experiment", a->experiment, "experiment file")->required();
   dump->add_option("--out", a->out, "output HDF5 file")->required();
-  dump->add_option("--set", a->sets, "override a key: --set section.key=value (repeatable)")
-      ->allow_extra_args(false);
+  add_set_option(dump, a->sets);
   dump->add_flag("--start-only", a->start_only, "write only the config, the initial state and the batch");
   dump->add_option("--from", a->from,
                    "a checkpoint directory of the same model: its parameters instead of the initial ones")

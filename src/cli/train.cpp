@@ -113,8 +113,7 @@ Command add_train(CLI::App& app, Comm* world) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* train = app.add_subcommand("train", "Train the experiment described by a TOML file");
   train->add_option("experiment", a->path, "experiment file, e.g. configs/tiny.toml")->required();
-  train->add_option("--set", a->sets, "override a key: --set section.key=value (repeatable)")
-      ->allow_extra_args(false);
+  add_set_option(train, a->sets);
   train->add_flag("--dry-run", a->dry_run, "validate the experiment and print the resolved config, then stop");
   train->add_option("--stop-after", a->stop_after,
                     "stop with a checkpoint once N steps are done in total; the same command resumes")
