@@ -3,7 +3,7 @@
 
 Layers: the order is the ```layers block of docs/architecture.md (lowest first, one rank a line;
 names on one line share a rank, names joined by + are peers that may include each other). Every
-#include "..." in src/, kernels/ and main.cpp must stay in its own folder or reach a lower rank.
+#include "..." in src/ and main.cpp must stay in its own folder or reach a lower rank.
 Sizes: every file there at most MAX_FILE_LINES lines, every function (Universal Ctags, with end
 lines) at most MAX_FUNCTION_LINES, but for the declarative tables of ALLOWED_FUNCTIONS.
 
@@ -53,14 +53,13 @@ def read_layers(doc):
 def sources(root):
     """Paths (relative to root) of the files the layers cover."""
     found = ["main.cpp"] if os.path.exists(os.path.join(root, "main.cpp")) else []
-    for top in ("src", "kernels"):
-        for folder, _, files in os.walk(os.path.join(root, top)):
-            found += [os.path.relpath(os.path.join(folder, f), root) for f in files if f.endswith(SOURCE_SUFFIXES)]
+    for folder, _, files in os.walk(os.path.join(root, "src")):
+        found += [os.path.relpath(os.path.join(folder, f), root) for f in files if f.endswith(SOURCE_SUFFIXES)]
     return sorted(found)
 
 
 def layer_of(path):
-    """The layer a file belongs to: its top folder under src/, kernels, or main.cpp."""
+    """The layer a file belongs to: its top folder under src/, or main.cpp."""
     parts = path.split(os.sep)
     if parts[0] == "src":
         return parts[1] if len(parts) > 2 else path
@@ -68,8 +67,8 @@ def layer_of(path):
 
 
 def resolve(root, path, include):
-    """The file an include names, as the build finds it (-Isrc -Ikernels, then beside the file)."""
-    for base in ("src", "kernels", os.path.dirname(path)):
+    """The file an include names, as the build finds it (-Isrc, then beside the file)."""
+    for base in ("src", os.path.dirname(path)):
         candidate = os.path.normpath(os.path.join(base, include))
         if os.path.isfile(os.path.join(root, candidate)):
             return candidate

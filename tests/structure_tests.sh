@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 source tests/expect.sh
 check=scripts/check_layers.py
 
-expect "the tree keeps its layers" 0 "check_layers: ok" -- python3 $check --layers-only
+expect "the tree keeps its layers and sizes" 0 "check_layers: ok" -- python3 $check
 
 # A copy of what the checker reads, to plant problems in.
 fresh() {
