@@ -79,7 +79,8 @@ class MpiComm final : public Comm {
   }
   std::unique_ptr<Request> iall_reduce_sum(std::span<float> d) override {
     auto r = std::make_unique<MpiRequest>();
-    check(MPI_Iallreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_, r->handle()), "MPI_Iallreduce");
+    check(MPI_Iallreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_, r->handle()),
+          "MPI_Iallreduce");
     return r;
   }
   std::unique_ptr<Request> iall_to_all_v(std::span<const float> send, const std::vector<int>& send_counts,

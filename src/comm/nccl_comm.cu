@@ -89,7 +89,8 @@ class NcclComm final : public DeviceComm {
     // expected and the communicator is aborted instead of flushed.
     const bool unwinding = std::uncaught_exceptions() > 0;
     if (!pending_.empty() && !unwinding)
-      std::fprintf(stderr, "moetrain: NcclComm on rank %d of %d destroyed with %zu point-to-point calls never waited for\n",
+      std::fprintf(stderr,
+                   "moetrain: NcclComm on rank %d of %d destroyed with %zu point-to-point calls never waited for\n",
                    host_.rank(), host_.size(), pending_.size());
     activate(state_);
     const ncclResult_t r = (broken_ || unwinding) ? nccl_.CommAbort(comm_) : nccl_.CommDestroy(comm_);
@@ -152,8 +153,9 @@ class NcclComm final : public DeviceComm {
     for (int r = 0; r < size(); ++r) {
       // Zero counts are left out on both sides alike: my send count to r is r's receive count from me.
       if (send_counts[r] > 0)
-        check(nccl_.Send(static_cast<char*>(send.data) + send_at * bytes, size_t(send_counts[r]), nccl_type(send.dtype), r,
-                       comm_, stream_), what + ": ncclSend to rank " + std::to_string(r));
+        check(nccl_.Send(static_cast<char*>(send.data) + send_at * bytes, size_t(send_counts[r]), nccl_type(send.dtype),
+                         r, comm_, stream_),
+              what + ": ncclSend to rank " + std::to_string(r));
       if (recv_counts[r] > 0)
         check(nccl_.Recv(static_cast<char*>(recv.data) + recv_at * bytes, size_t(recv_counts[r]), nccl_type(recv.dtype),
                        r, comm_, stream_), what + ": ncclRecv from rank " + std::to_string(r));
@@ -318,8 +320,9 @@ class NcclComm final : public DeviceComm {
 
   std::unique_ptr<Request> hold(bool send, DeviceSpan data, int peer) {
     require(!one_way_, "a link's calls go through issue()");
-    require(peer >= 0 && peer < size(), std::string(send ? "isend to" : "irecv from") + " rank " + std::to_string(peer) +
-                                            ": the group has ranks 0 to " + std::to_string(size() - 1));
+    require(peer >= 0 && peer < size(), std::string(send ? "isend to" : "irecv from") + " rank " +
+                                            std::to_string(peer) + ": the group has ranks 0 to " +
+                                            std::to_string(size() - 1));
     auto done = std::make_shared<Completion>();
     pending_.push_back({send, data, peer, done});
     return std::make_unique<NcclRequest>(*this, done);
@@ -346,8 +349,8 @@ class NcclComm final : public DeviceComm {
       require(c >= 0, what + ": a negative count");
       total += size_t(c);
     }
-    require(total <= span.count, what + ": the counts add up to " + std::to_string(total) + " elements, the buffer holds " +
-                                     std::to_string(span.count));
+    require(total <= span.count, what + ": the counts add up to " + std::to_string(total) +
+                                     " elements, the buffer holds " + std::to_string(span.count));
   }
 
   void require_sum_type(const DeviceSpan& s, const char* call) const {
@@ -356,8 +359,9 @@ class NcclComm final : public DeviceComm {
 
   // A misuse of the interface by moetrain's own code.
   void require(bool ok, const std::string& what) const {
-    if (!ok) throw std::logic_error("NcclComm on rank " + std::to_string(host_.rank()) + " of " + std::to_string(size()) +
-                                    ": " + what);
+    if (!ok)
+      throw std::logic_error("NcclComm on rank " + std::to_string(host_.rank()) + " of " + std::to_string(size()) +
+                             ": " + what);
   }
 
   void check(ncclResult_t r, const std::string& what) {
@@ -415,7 +419,8 @@ std::unique_ptr<DeviceComm> make_nccl_comm(Comm& host, const Backend& backend) {
     const ncclResult_t r = nccl->GetUniqueId(&id);
     if (r != ncclSuccess)
       throw std::runtime_error(std::string("NCCL ncclGetUniqueId failed on rank 0 of ") + std::to_string(host.size()) +
-                               ": " + nccl->GetErrorString(r) + "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
+                               ": " + nccl->GetErrorString(r) +
+                               "; NCCL_DEBUG=WARN in the environment makes NCCL log why");
   }
   const std::string sent = host.rank() == 0 ? std::string(id.internal, sizeof id.internal) : std::string();
   const std::string got = all_gather_text(host, sent)[0];

@@ -81,7 +81,8 @@ class StagedComm final : public DeviceComm {
 
   std::unique_ptr<Request> iall_to_all_v(DeviceSpan send, const std::vector<int>& send_counts, DeviceSpan recv,
                                          const std::vector<int>& recv_counts) override {
-    if (send.dtype != recv.dtype) throw std::invalid_argument("StagedComm::iall_to_all_v: send and receive dtypes differ");
+    if (send.dtype != recv.dtype)
+      throw std::invalid_argument("StagedComm::iall_to_all_v: send and receive dtypes differ");
     if (direct_ && send.dtype == DType::f32)
       return host_->iall_to_all_v({static_cast<const float*>(send.data), send.count}, send_counts,
                                   {static_cast<float*>(recv.data), recv.count}, recv_counts);

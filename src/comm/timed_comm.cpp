@@ -37,7 +37,9 @@ class TimedComm final : public Comm {
   }
   void send(std::span<const float> d, int to, int tag) override { timed([&] { inner_->send(d, to, tag); }); }
   void recv(std::span<float> d, int from, int tag) override { timed([&] { inner_->recv(d, from, tag); }); }
-  std::unique_ptr<Request> isend(std::span<const float> d, int to, int tag) override { return inner_->isend(d, to, tag); }
+  std::unique_ptr<Request> isend(std::span<const float> d, int to, int tag) override {
+    return inner_->isend(d, to, tag);
+  }
   std::unique_ptr<Request> irecv(std::span<float> d, int from, int tag) override { return inner_->irecv(d, from, tag); }
   void barrier() override { timed([&] { inner_->barrier(); }); }
   std::unique_ptr<Comm> split(int color, int key) override { return inner_->split(color, key); }

@@ -233,7 +233,8 @@ Config parse_config(const std::string& toml_text, const std::string& source_name
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_config(read_file(path, "cannot open the experiment file (check the path; configs/tiny.toml is the demo)"),
+  return parse_config(read_file(path, "cannot open the experiment file "
+                                      "(check the path; configs/tiny.toml is the demo)"),
                       path, overrides);
 }
 

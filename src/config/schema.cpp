@@ -278,7 +278,8 @@ std::vector<Field> schema_fields(Config& c) {
            "where the step runs (cpu-strict: the CPU with device memory unreadable outside ops, for tests)");
   b.choice("precision.matmul", pr.matmul, "GEMM input precision (fp32 accumulation always; fp8: see [fp8])");
   b.flag("precision.bf16_activations", pr.bf16_activations,
-         "with matmul = \"bf16\": keep activations that only GEMMs or attention read (normed inputs, queries, keys, values, SwiGLU products) in bfloat16: the same products, half their memory");
+         "with matmul = \"bf16\": keep activations that only GEMMs or attention read (normed inputs, queries, keys, "
+         "values, SwiGLU products) in bfloat16: the same products, half their memory");
   b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
          "device peak TFLOP/s for MFU (0 = the GPU's dense BF16 peak if known: H100, H800, H200 SXM)");
 

@@ -52,7 +52,8 @@ void validate_pipeline(const Config& c) {
   // Every stage needs a block: checked before placement_for, whose int stage count would
   // overflow for pp * vpp beyond any model.
   const long long wanted =
-      (long long)p.pp * (p.schedule == pipeline::Kind::interleaved ? p.vpp : p.schedule == pipeline::Kind::dualpipev ? 2 : 1);
+      (long long)p.pp * (p.schedule == pipeline::Kind::interleaved ? p.vpp
+                         : p.schedule == pipeline::Kind::dualpipev ? 2 : 1);
   require(wanted <= m.n_layers, c, "model.n_layers",
           "= " + s(m.n_layers) + " is fewer than the " + s(wanted) + " pipeline stages of parallel.schedule = \"" +
               schedule + "\" with pp = " + s(p.pp) + (p.vpp > 1 ? " and vpp = " + s(p.vpp) : "") +
@@ -72,9 +73,10 @@ void validate_layout(const Config& c) {
   // two half-model chunks, one micro-batch's forward beside another's backward.
   using pipeline::Kind;
   require(p.pp > 1 || p.schedule == Kind::one_f_one_b || p.schedule == Kind::dualpipev, c, "parallel.schedule",
-          "= \"" + std::string(name_of(p.schedule)) + "\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage: use "
-          "\"1f1b\" (micro-batches one after another), \"dualpipev\" (two half-model chunks on the rank, one micro-batch's "
-          "forward overlapping another's backward), or parallel.pp > 1");
+          "= \"" + std::string(name_of(p.schedule)) +
+              "\" orders micro-batches over pipeline stages, but parallel.pp = 1 has one stage: use "
+              "\"1f1b\" (micro-batches one after another), \"dualpipev\" (two half-model chunks on the rank, "
+              "one micro-batch's forward overlapping another's backward), or parallel.pp > 1");
   if (p.pp > 1 || p.schedule == Kind::dualpipev) validate_pipeline(c);
   // The planner refuses the same (layout_problem).
   require(p.zero < 3 || (p.pp == 1 && p.schedule == Kind::one_f_one_b), c, "parallel.zero",
@@ -87,8 +89,8 @@ void validate_layout(const Config& c) {
           "= " + s(p.vpp) + " applies to parallel.schedule = \"interleaved\" only (now \"" + name_of(p.schedule) +
               "\"); set it to 1");
   require(m.n_heads % p.tp == 0, c, "parallel.tp",
-          "= " + s(p.tp) + " must divide model.n_heads = " + s(m.n_heads) + " (each rank holds whole heads): use one of " +
-              divisors(m.n_heads));
+          "= " + s(p.tp) + " must divide model.n_heads = " + s(m.n_heads) +
+              " (each rank holds whole heads): use one of " + divisors(m.n_heads));
   if (m.attention.kind == AttentionKind::mha) {
     const int kv = m.attention.n_kv_heads == 0 ? m.n_heads : m.attention.n_kv_heads;
     require(kv % p.tp == 0, c, "parallel.tp",
@@ -96,15 +98,18 @@ void validate_layout(const Config& c) {
   }
   if (m.n_dense_layers > 0)
     require(m.ffn_hidden % p.tp == 0, c, "parallel.tp",
-            "= " + s(p.tp) + " must divide model.ffn_hidden = " + s(m.ffn_hidden) + " (the dense FFN's hidden units split tp ways)");
+            "= " + s(p.tp) + " must divide model.ffn_hidden = " + s(m.ffn_hidden) +
+                " (the dense FFN's hidden units split tp ways)");
   require(!p.sequence_parallel || p.tp > 1, c, "parallel.sequence_parallel",
           "= true splits rows over the tensor-parallel ranks and needs parallel.tp > 1 (now 1): set it to false or "
           "raise parallel.tp");
   if (m.n_layers > m.n_dense_layers || p.sequence_parallel) {
     const long long tokens = (long long)t.micro_batch * m.seq_len;
     require(tokens % p.tp == 0, c, "parallel.tp",
-            "= " + s(p.tp) + " must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = " +
-                s(tokens) + " (the MoE and sequence parallelism split them over the tensor-parallel ranks): use one of " + divisors(tokens));
+            "= " + s(p.tp) +
+                " must divide the tokens of a micro-batch, training.micro_batch * model.seq_len = " + s(tokens) +
+                " (the MoE and sequence parallelism split them over the tensor-parallel ranks): use one of " +
+                divisors(tokens));
     // Validation runs its sequences in micro-batches, the last holding the remainder.
     const long long last = (long long)(t.eval_sequences % t.micro_batch) * m.seq_len;
     require(t.eval_every == 0 || last % p.tp == 0, c, "training.eval_sequences",
@@ -122,7 +127,8 @@ void validate_layout(const Config& c) {
               " (each rank holds n_routed_experts / ep experts): use one of " + divisors(m.moe.n_routed_experts));
   const long long dp_micro = (long long)p.dp * t.micro_batch;
   require(t.global_batch % dp_micro == 0, c, "training.global_batch",
-          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " + s(dp_micro) + " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
+          "= " + s(t.global_batch) + " must be a multiple of parallel.dp * training.micro_batch = " + s(dp_micro) +
+              " (each data-parallel rank runs global_batch / dp sequences in whole micro-batches)");
 }
 
 }  // namespace
@@ -144,7 +150,8 @@ void validate_config(const Config& c) {
             " (pick n_heads among the divisors of d_model)");
     const int kv = a.n_kv_heads == 0 ? m.n_heads : a.n_kv_heads;
     require(m.n_heads % kv == 0, c, "model.attention.n_kv_heads",
-            "= " + s(kv) + " must divide model.n_heads = " + s(m.n_heads) + " (each key/value head serves a group of query heads)");
+            "= " + s(kv) + " must divide model.n_heads = " + s(m.n_heads) +
+                " (each key/value head serves a group of query heads)");
   } else {
     require(a.qk_rope_head_dim % 2 == 0, c, "model.attention.qk_rope_head_dim",
             "= " + s(a.qk_rope_head_dim) + " must be even (RoPE rotates pairs)");
@@ -168,7 +175,8 @@ void validate_config(const Config& c) {
           "= " + s(e.top_k) + " exceeds the experts in the allowed groups (topk_groups * experts per group = " +
               s(allowed) + ")");
   require(m.mtp.depth < m.seq_len, c, "model.mtp.depth",
-          "= " + s(m.mtp.depth) + " must be < model.seq_len = " + s(m.seq_len) + " (depth k predicts k+1 tokens ahead)");
+          "= " + s(m.mtp.depth) + " must be < model.seq_len = " + s(m.seq_len) +
+              " (depth k predicts k+1 tokens ahead)");
   // Token counts are 32-bit inside a step: the rows of a step, and of a micro-batch's routed copies.
   constexpr long long kRows = 2147483647;
   const long long step_tokens = (long long)t.global_batch * m.seq_len;

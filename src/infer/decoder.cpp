@@ -47,7 +47,8 @@ float* Decoder::norm(const float* x, const float* w, int dim) {
 float* Decoder::swiglu(const float* x, const float* gate, const float* up, const float* down, int hidden) {
   const int D = cfg_.d_model;
   float* h = work_.floats(size_t(hidden));
-  be_.swiglu_forward({.n = size_t(hidden), .gate = linear(x, gate, 1, D, hidden), .up = linear(x, up, 1, D, hidden), .h = h});
+  be_.swiglu_forward(
+      {.n = size_t(hidden), .gate = linear(x, gate, 1, D, hidden), .up = linear(x, up, 1, D, hidden), .h = h});
   return linear(h, down, 1, hidden, D);
 }
 

@@ -81,7 +81,9 @@ void sample_text(const SampleOptions& o) {
     const int room = m.seq_len - int(prompt.size()), n = std::min(o.tokens, room);
     std::fprintf(stderr, "sample: %s, step %lld (%s); %s; %s; %d new tokens%s, temperature %g, top-k %d, seed %llu\n",
                  o.run_dir.c_str(), state.step, step_dir.c_str(), device.description.c_str(),
-                 tokenizer_path.empty() ? "byte-level tokens" : (tokenizer_path + ", " + std::to_string(tokenizer.vocab()) + " tokens").c_str(),
+                 tokenizer_path.empty()
+                     ? "byte-level tokens"
+                     : (tokenizer_path + ", " + std::to_string(tokenizer.vocab()) + " tokens").c_str(),
                  n, n < o.tokens ? (" (model.seq_len = " + std::to_string(m.seq_len) + " positions)").c_str() : "",
                  o.temperature, o.top_k, (unsigned long long)o.seed);
 

@@ -49,8 +49,9 @@ std::vector<std::pair<std::string, std::string>> config_highlights(const FlatCon
                                    " sequences x " + num(c, "model.seq_len") + " tokens (" + std::to_string(tokens) +
                                    " tokens), micro-batch " + num(c, "training.micro_batch"));
   out.emplace_back("optimizer", "AdamW lr " + num(c, "optimizer.lr") + ", " + num(c, "lr_schedule.kind") +
-                                    " schedule, warmup " + num(c, "lr_schedule.warmup_steps") + " steps; weight decay " +
-                                    num(c, "optimizer.weight_decay") + ", clip " + num(c, "training.grad_clip"));
+                                    " schedule, warmup " + num(c, "lr_schedule.warmup_steps") +
+                                    " steps; weight decay " + num(c, "optimizer.weight_decay") + ", clip " +
+                                    num(c, "training.grad_clip"));
   out.emplace_back("precision", num(c, "precision.matmul") + " matmuls, device " + num(c, "precision.device"));
   if (config_int(c, "model.n_layers", 0) > config_int(c, "model.n_dense_layers", 0))
     out.emplace_back("balance", balance_line(c));

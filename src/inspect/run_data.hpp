@@ -24,8 +24,12 @@ struct RunData {
 
   const std::vector<double>& scalar(const std::string& name) const;
   // load or bias of (step index, moe layer, expert)
-  float load(size_t step, int layer, int expert) const { return expert_load[(step * moe_layers + layer) * experts + expert]; }
-  float bias(size_t step, int layer, int expert) const { return expert_bias[(step * moe_layers + layer) * experts + expert]; }
+  float load(size_t step, int layer, int expert) const {
+    return expert_load[(step * moe_layers + layer) * experts + expert];
+  }
+  float bias(size_t step, int layer, int expert) const {
+    return expert_bias[(step * moe_layers + layer) * experts + expert];
+  }
   float phase(size_t step, int rank, int phase) const {
     return rank_phases[(step * ranks + rank) * phase_names.size() + phase];
   }

@@ -117,10 +117,12 @@ std::vector<HfName> deepseek_names(const ModelConfig& m, bool halves) {
     add(".moe.router", ".mlp.gate.weight");
     out.push_back({b + ".moe.router_bias", h + ".mlp.gate.e_score_correction_bias", -1, true});
     if (m.moe.n_shared_experts > 0)
-      for (auto& p : projections) add(std::string(".moe.shared.") + p[0], std::string(".mlp.shared_experts.") + p[1] + ".weight");
+      for (auto& p : projections)
+        add(std::string(".moe.shared.") + p[0], std::string(".mlp.shared_experts.") + p[1] + ".weight");
     for (int e = 0; e < m.moe.n_routed_experts; ++e)
       for (auto& p : projections)
-        out.push_back({b + ".moe.experts." + p[0], h + ".mlp.experts." + std::to_string(e) + "." + p[1] + ".weight", e});
+        out.push_back(
+            {b + ".moe.experts." + p[0], h + ".mlp.experts." + std::to_string(e) + "." + p[1] + ".weight", e});
   }
   return out;
 }
@@ -129,10 +131,11 @@ std::vector<HfName> deepseek_names(const ModelConfig& m, bool halves) {
 void check_exportable(const ModelConfig& m, const std::string& where) {
   if (m.attention.kind != AttentionKind::mla && m.n_layers > m.n_dense_layers)
     throw UserError(where + ": model.attention.kind = \"" + name_of(m.attention.kind) +
-                    "\" with MoE blocks (model.n_dense_layers = " +
-                    std::to_string(m.n_dense_layers) + " of " + std::to_string(m.n_layers) +
-                    "): transformers' DeepseekV3 runs MLA, LlamaForCausalLM has no MoE, and no transformers class pairs "
-                    "multi-head attention with DeepSeek-V3's sigmoid routing; export MLA models, or dense MHA ones");
+                    "\" with MoE blocks (model.n_dense_layers = " + std::to_string(m.n_dense_layers) + " of " +
+                    std::to_string(m.n_layers) +
+                    "): transformers' DeepseekV3 runs MLA, LlamaForCausalLM has no MoE, and no transformers class "
+                    "pairs multi-head attention with DeepSeek-V3's sigmoid routing; "
+                    "export MLA models, or dense MHA ones");
   if (m.n_layers > m.n_dense_layers && m.moe.n_shared_experts == 0)
     throw UserError(where + ": model.moe.n_shared_experts = 0: transformers' DeepseekV3 always has shared experts");
   if (m.attention.kind == AttentionKind::mla && m.norm_eps != 1e-6)
@@ -150,7 +153,8 @@ std::string number(double v) { return json_float(v); }
 std::string rope_scaling_json(const ModelConfig& m, bool deepseek) {
   const RopeScalingConfig& r = m.rope_scaling;
   if (r.kind != RopeScalingKind::yarn) return "null";
-  const double m_all = yarn_magnitude(r, r.mscale_all_dim), factor = yarn_magnitude(r, r.mscale) / (deepseek ? m_all : 1.0);
+  const double m_all = yarn_magnitude(r, r.mscale_all_dim),
+               factor = yarn_magnitude(r, r.mscale) / (deepseek ? m_all : 1.0);
   std::ostringstream o;
   o << "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": " << number(r.factor)
     << ", \"original_max_position_embeddings\": " << r.original_seq_len << ", \"beta_fast\": " << number(r.beta_fast)
@@ -294,7 +298,8 @@ void export_hf(const std::string& run_dir, const std::string& out_dir) {
     if (!f.flush()) throw UserError(out_dir + "/" + name + ": cannot write (is the disk full?)");
   }
   std::printf("export: %s (step %lld) -> %s: config.json (%s), model.safetensors (%zu tensors), tokenizer.json (%s)\n",
-              step_dir.c_str(), state.step, out_dir.c_str(), deepseek ? "DeepseekV3ForCausalLM" : "LlamaForCausalLM", tensors.size(),
+              step_dir.c_str(), state.step, out_dir.c_str(), deepseek ? "DeepseekV3ForCausalLM" : "LlamaForCausalLM",
+              tensors.size(),
               tokenizer.empty() ? "bytes" : ("BPE of " + std::to_string(bpe.vocab()) + " tokens").c_str());
   if (m.mtp.depth > 0)
     std::printf("export: the %d MTP module(s) are left out: transformers' classes do not run them\n", m.mtp.depth);
@@ -309,7 +314,8 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, con
   const Json hf = parse_json(read_file(config_path), config_path);
   const HfModel hf_model = hf_model_of(hf, config_path);
   const std::string& table = hf_model.toml;
-  const Config cfg = parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
+  const Config cfg =
+      parse_config(table + "[run]\nseed = " + std::to_string(seed) + "\n", config_path + " (as moetrain's [model])");
   const ModelConfig& m = cfg.model;
   std::map<std::string, Tensor> tensors = read_weights(hf_dir);
   // Every parameter comes from the files, so a config.json larger than them is refused before the
@@ -342,7 +348,8 @@ std::string import_hf(const std::string& hf_dir, const std::string& out_dir, con
       size_t first = 0;
       const std::vector<int64_t> want = slice_shape(info, n.expert, &first);
       if (t.shape != want)
-        throw UserError(hf_dir + ": " + n.hf + " has shape " + shape_text(t.shape) + ", config.json makes it " + shape_text(want));
+        throw UserError(hf_dir + ": " + n.hf + " has shape " + shape_text(t.shape) + ", config.json makes it " +
+                        shape_text(want));
       const std::vector<float> ours =
           n.rope.width ? to_halves(t.values, size_t(want[0]), size_t(want[1]), n.rope, true) : t.values;
       std::copy(ours.begin(), ours.end(), values.begin() + long(info.offset + first));

@@ -24,9 +24,9 @@ namespace mt {
 // Writes out_dir/{config.json, model.safetensors, tokenizer.json} from the run's newest checkpoint;
 // an MHA model with MoE blocks (no transformers class has them) is refused.
 void export_hf(const std::string& run_dir, const std::string& out_dir);
-// Reads hf_dir/config.json (model_type deepseek_v3 or llama) and its safetensors (one file, or several by model.safetensors.index.json);
-// makes out_dir a run directory holding the checkpoint ckpt/step_00000000 (AdamW moments zero,
-// trained with `seed`) and experiment.toml, which trains it on the shards of `data_dir` as is
+// Reads hf_dir/config.json (model_type deepseek_v3 or llama) and its safetensors (one file, or several by
+// model.safetensors.index.json); makes out_dir a run directory holding the checkpoint ckpt/step_00000000 (AdamW moments
+// zero, trained with `seed`) and experiment.toml, which trains it on the shards of `data_dir` as is
 // (import_experiment.hpp). Nothing else is written. Returns the checkpoint's directory.
 std::string import_hf(const std::string& hf_dir, const std::string& out_dir, const std::string& data_dir,
                       long long seed);

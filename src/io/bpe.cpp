@@ -88,7 +88,9 @@ Bpe Bpe::train(const std::vector<std::string_view>& documents, int vocab, const 
     }
   // The most frequent pair first, the smaller key on a tie; stale entries are skipped.
   using Entry = std::pair<long, uint64_t>;
-  auto later = [](const Entry& x, const Entry& y) { return x.first != y.first ? x.first < y.first : x.second > y.second; };
+  auto later = [](const Entry& x, const Entry& y) {
+    return x.first != y.first ? x.first < y.first : x.second > y.second;
+  };
   std::priority_queue<Entry, std::vector<Entry>, decltype(later)> heap(later);
   for (const auto& [k, n] : pairs) heap.push({n, k});
   std::vector<std::pair<int, int>> merges;
@@ -148,8 +150,9 @@ Bpe Bpe::load(const std::string& path) {
                       " as two token ids (the file ends early or holds something else)");
     if (left < 0 || right < 0 || left >= id || right >= id || left == kDocumentStart || right == kDocumentStart)
       throw UserError(path + ": line " + std::to_string(line) + ": merge " + std::to_string(id - kFirstMerge) + " (" +
-                      std::to_string(left) + " " + std::to_string(right) + ") must join two earlier tokens other than " +
-                      "the document start (ids below " + std::to_string(id) + ", not 256)");
+                      std::to_string(left) + " " + std::to_string(right) +
+                      ") must join two earlier tokens other than " + "the document start (ids below " +
+                      std::to_string(id) + ", not 256)");
     merges.push_back({left, right});
   }
   if (in >> word) throw UserError(path + ": more merges than vocab " + std::to_string(vocab) + " holds");
@@ -196,8 +199,9 @@ std::vector<uint16_t> Bpe::encode(std::string_view text) const {
 std::string Bpe::decode(const std::vector<uint16_t>& ids) const {
   std::string out;
   for (uint16_t id : ids) {
-    if (id >= bytes_.size()) throw UserError("token id " + std::to_string(id) + " is beyond the tokenizer's vocabulary of " +
-                                             std::to_string(bytes_.size()));
+    if (id >= bytes_.size())
+      throw UserError("token id " + std::to_string(id) + " is beyond the tokenizer's vocabulary of " +
+                      std::to_string(bytes_.size()));
     out += bytes_[id];
   }
   return out;

@@ -106,20 +106,23 @@ void write_string_attr(hid_t obj, const std::string& name, const std::string& va
 
 void write_double_attr(hid_t obj, const std::string& name, double value) {
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name), H5Aclose);
+  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name),
+           H5Aclose);
   check(H5Awrite(a, H5T_NATIVE_DOUBLE, &value), "writing attribute " + name);
 }
 
 void write_int_attr(hid_t obj, const std::string& name, long long value) {
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name), H5Aclose);
+  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name),
+           H5Aclose);
   check(H5Awrite(a, H5T_NATIVE_LLONG, &value), "writing attribute " + name);
 }
 
 void write_ints_attr(hid_t obj, const std::string& name, const std::vector<long long>& values) {
   const hsize_t n = values.size();
   Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name), H5Aclose);
+  Handle a(check(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attribute " + name),
+           H5Aclose);
   check(H5Awrite(a, H5T_NATIVE_LLONG, values.data()), "writing attribute " + name);
 }
 
@@ -181,7 +184,8 @@ static void write_dataset(hid_t file, const std::string& path, hid_t file_type, 
   Handle lcpl = intermediate_groups_lcpl();
   Handle dcpl = checksummed_dcpl(dims, element_bytes);
   Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
-  Handle d(check(H5Dcreate2(file, path.c_str(), file_type, space, lcpl, dcpl, H5P_DEFAULT), "creating " + path), H5Dclose);
+  Handle d(check(H5Dcreate2(file, path.c_str(), file_type, space, lcpl, dcpl, H5P_DEFAULT), "creating " + path),
+           H5Dclose);
   check(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing " + path);
 }
 
@@ -210,7 +214,8 @@ std::vector<float> read_floats(hid_t file, const std::string& path, size_t expec
   Handle space(H5Dget_space(d), H5Sclose);
   const size_t n = elements(extent(space, "opening " + path));
   if (n != expected)
-    throw UserError("HDF5: dataset " + path + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
+    throw UserError("HDF5: dataset " + path + " has " + std::to_string(n) + " values, expected " +
+                    std::to_string(expected));
   std::vector<float> out(expected);
   check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "reading " + path);
   return out;
@@ -227,7 +232,8 @@ std::vector<float> read_floats_along(hid_t file, const std::string& path, int di
                     std::to_string(begin + count) + ") along dimension " + std::to_string(dim));
   start[dim] = begin;
   dims[dim] = count;
-  check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr), "selecting in " + path);
+  check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr),
+        "selecting in " + path);
   Handle memory(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
   std::vector<float> out(elements(dims));
   check(H5Dread(d, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, out.data()), "reading " + path);
@@ -241,7 +247,8 @@ Handle create_series(hid_t file, const std::string& path, hid_t type, const std:
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_chunk(dcpl, int(chunk.size()), chunk.data());
   Handle lcpl = intermediate_groups_lcpl();
-  return Handle(check(H5Dcreate2(file, path.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT), "creating " + path), H5Dclose);
+  return Handle(check(H5Dcreate2(file, path.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT), "creating " + path),
+                H5Dclose);
 }
 
 void append_rows(hid_t dset, hid_t mem_type, const void* data, hsize_t rows) {

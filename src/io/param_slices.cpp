@@ -19,7 +19,8 @@ int64_t extent_along(hid_t dataset, int dim) {
   h5::Handle space(H5Dget_space(dataset), H5Sclose);
   const std::vector<hsize_t> dims = h5::extent(space, "reading a slice's shape");
   if (size_t(dim) >= dims.size())
-    throw UserError("HDF5: a slice has " + std::to_string(dims.size()) + " dimensions, no dimension " + std::to_string(dim));
+    throw UserError("HDF5: a slice has " + std::to_string(dims.size()) + " dimensions, no dimension " +
+                    std::to_string(dim));
   return int64_t(dims[size_t(dim)]);
 }
 
@@ -42,7 +43,8 @@ ParamSlices::ParamSlices(const std::vector<std::string>& paths) : paths_(paths) 
   for (auto& path : paths) files_.push_back(h5::open_file(path, false));
 }
 
-size_t ParamSlices::read_piece(size_t fi, const std::string& path, const ParamInfo& info, std::vector<float>& data) const {
+size_t ParamSlices::read_piece(size_t fi, const std::string& path, const ParamInfo& info,
+                               std::vector<float>& data) const {
   hid_t f = files_[fi];
   h5::Handle d(h5::check(H5Dopen2(f, path.c_str(), H5P_DEFAULT), "opening " + path), H5Dclose);
   const std::vector<long long> g = h5::read_ints_attr(d, "global_shape");
@@ -94,7 +96,8 @@ void ParamSlices::read(const std::string& group, const ParamStore& p, std::vecto
       }
     }
     if (filled != info.numel)
-      throw UserError(path + ": the checkpoint holds " + std::to_string(filled) + " of the " + std::to_string(info.numel) +
+      throw UserError(path + ": the checkpoint holds " + std::to_string(filled) + " of the " +
+                      std::to_string(info.numel) +
                       " values this rank needs (files missing from the checkpoint directory?)");
   }
 }

@@ -150,7 +150,8 @@ void RunLog::create(const std::string& path, const RunFacts& facts) {
   for (auto& [k, v] : facts.texts) h5::write_string_attr(file_, k, v);
   // SWMR forbids creating objects later: every dataset exists before writing starts.
   series_["step"] = h5::create_series(file_, "/step", H5T_STD_I64LE, {});
-  for (auto& [name, member] : kScalars) series_[name] = h5::create_series(file_, std::string("/") + name, H5T_IEEE_F64LE, {});
+  for (auto& [name, member] : kScalars)
+    series_[name] = h5::create_series(file_, std::string("/") + name, H5T_IEEE_F64LE, {});
   if (row_floats_ > 0) {  // a model of dense blocks only has no expert statistics
     const std::vector<hsize_t> moe_shape{hsize_t(facts.moe_layers), hsize_t(facts.experts)};
     series_["expert_load"] = h5::create_series(file_, "/moe/expert_load", H5T_IEEE_F32LE, moe_shape);

@@ -93,7 +93,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   const uint64_t length = h.size();
   f.write(reinterpret_cast<const char*>(&length), 8);
   f.write(h.data(), std::streamsize(h.size()));
-  for (const auto& [name, t] : tensors) f.write(reinterpret_cast<const char*>(t.values.data()), std::streamsize(4 * t.values.size()));
+  for (const auto& [name, t] : tensors)
+    f.write(reinterpret_cast<const char*>(t.values.data()), std::streamsize(4 * t.values.size()));
   if (!f.flush()) throw UserError(path + ": cannot write (is the directory there, is the disk full?)");
 }
 
@@ -104,7 +105,8 @@ std::map<std::string, Tensor> read_safetensors(const std::string& path) {
   f.read(reinterpret_cast<char*>(&length), 8);
   f.seekg(0, std::ios::end);
   const uint64_t size = uint64_t(f.tellg());
-  if (!f || length > size - 8) throw UserError(path + ": not a safetensors file (the header length is beyond the file)");
+  if (!f || length > size - 8)
+    throw UserError(path + ": not a safetensors file (the header length is beyond the file)");
   std::string h(length, '\0');
   f.seekg(8);
   f.read(h.data(), std::streamsize(length));

@@ -107,8 +107,9 @@ TokenStream::TokenStream(const std::string& pattern, const std::string& key, int
     for (size_t i = 0; i < m.count; ++i) {
       if (m.tokens[i] >= vocab_size)
         throw UserError(f + ": byte " + std::to_string(1024 + 2 * i) + ": token " + std::to_string(m.tokens[i]) +
-                        " at position " + std::to_string(i) + " is outside model.vocab_size = " +
-                        std::to_string(vocab_size) + " (raise model.vocab_size or use shards made with this vocabulary)");
+                        " at position " + std::to_string(i) +
+                        " is outside model.vocab_size = " + std::to_string(vocab_size) +
+                        " (raise model.vocab_size or use shards made with this vocabulary)");
       ++counts[m.tokens[i]];
     }
     ::madvise(base, bytes, MADV_RANDOM);

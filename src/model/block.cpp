@@ -49,7 +49,8 @@ double Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const fl
   attn_->forward(slot, arena, redo, temp, s.n1, batch, attn_out);
   env_.tp_sum_rows(attn_out, s.x1, n);
   // The residual add happens in the norm, in place: x1 = attention's output + x.
-  s.n2 = env_.gather_rows(redo, norm(mine, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1), n);  // the MoE also moves the rows to its experts
+  // The MoE also moves the rows to its experts.
+  s.n2 = env_.gather_rows(redo, norm(mine, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1), n);
   double aux = 0;
   if (moe_) aux = moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, recompute);
   else {
@@ -115,8 +116,10 @@ void Block::backward_weight(int slot) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
-  be.rmsnorm_backward_weight({.rows = s.rows, .dim = d_, .dy = s.dn2, .x = s.x1, .rstd = s.rstd2, .dweight = p.grad(norm2)});
-  be.rmsnorm_backward_weight({.rows = s.rows, .dim = d_, .dy = s.dn1, .x = s.x, .rstd = s.rstd1, .dweight = p.grad(norm1)});
+  be.rmsnorm_backward_weight(
+      {.rows = s.rows, .dim = d_, .dy = s.dn2, .x = s.x1, .rstd = s.rstd2, .dweight = p.grad(norm2)});
+  be.rmsnorm_backward_weight(
+      {.rows = s.rows, .dim = d_, .dy = s.dn1, .x = s.x, .rstd = s.rstd1, .dweight = p.grad(norm1)});
   attn_->backward_weight(slot);
   if (moe_) moe_->backward_weight(slot);
   else swiglu_backward_weight(env_, dense_weights(), {p.grad(ffn_gate), p.grad(ffn_up), p.grad(ffn_down)}, s.ffn);

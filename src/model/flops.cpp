@@ -150,7 +150,8 @@ double total_params(const ModelConfig& m) {
   for (int i = 0; i < m.n_layers; ++i) n += ffn_total(m, i >= m.n_dense_layers);
   n += 2.0 * double(m.vocab_size) * d + d;  // embedding, head, final norm
   // MTP modules share the embedding and the head: projection, three norms and a block each.
-  n += m.mtp.depth * (2.0 * d * d + 3.0 * d + attention_matmul_params(m) + block_norms(m) + ffn_total(m, mtp_is_moe(m)));
+  n += m.mtp.depth *
+       (2.0 * d * d + 3.0 * d + attention_matmul_params(m) + block_norms(m) + ffn_total(m, mtp_is_moe(m)));
   return n;
 }
 

@@ -6,24 +6,24 @@ namespace {
 // out[rows, n_out] (= or +=) x[rows, n_in] W_g^T for each group's rows; W: [groups, n_out, n_in].
 void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
                             GemmOperand x, const float* weights, int n_in, int n_out, float* out, bool accumulate) {
-  env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .m = rows, .n = n_out, .k = n_in,
-                         .a = x.f32, .b = weights, .trans_b = true, .c = out, .beta = accumulate ? 1.0f : 0.0f,
-                         .inputs = env.gemm_inputs,
+  env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .m = rows, .n = n_out,
+                         .k = n_in, .a = x.f32, .b = weights, .trans_b = true, .c = out,
+                         .beta = accumulate ? 1.0f : 0.0f, .inputs = env.gemm_inputs,
                          .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16});
 }
 // dx[rows, n_in] (= or +=) dy[rows, n_out] W_g.
 void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
                                    const float* dy, const float* weights, int n_in, int n_out, float* dx,
                                    bool accumulate) {
-  env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .m = rows, .n = n_in, .k = n_out,
-                         .a = dy, .b = weights, .trans_b = false, .c = dx, .beta = accumulate ? 1.0f : 0.0f,
+  env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::rows, .m = rows, .n = n_in,
+                         .k = n_out, .a = dy, .b = weights, .trans_b = false, .c = dx, .beta = accumulate ? 1.0f : 0.0f,
                          .inputs = env.gemm_inputs, .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
 }
 // dW_g[n_out, n_in] += dy_g^T x_g.
 void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const int* offsets, int rows,
                                     const float* dy, GemmOperand x, int n_in, int n_out, float* dw) {
-  env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::reduce, .m = n_out, .n = n_in, .k = rows,
-                         .a = dy, .b = x.f32, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs,
+  env.be().grouped_gemm({.groups = w.groups, .offsets = offsets, .ragged = Ragged::reduce, .m = n_out, .n = n_in,
+                         .k = rows, .a = dy, .b = x.f32, .c = dw, .beta = 1.0f, .inputs = env.gemm_inputs,
                          .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::activation), .b_bf16 = x.bf16});
 }
 }  // namespace

@@ -46,7 +46,8 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     if (chunks_[c].last) last_env = env;
     for (int i = chunks_[c].first_block; i < chunks_[c].end_block; ++i) {
       const int before = int(params.infos.size());
-      blocks_[i] = std::make_unique<Block>(env, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
+      blocks_[i] =
+          std::make_unique<Block>(env, cfg, "blocks." + std::to_string(i), i >= cfg.n_dense_layers, max_in_flight);
       for (int id = before; id < int(params.infos.size()); ++id) block_ids_[size_t(i)].push_back(id);
     }
   }
@@ -61,7 +62,8 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
       m.embed_norm = params.add(prefix + ".embed_norm", {D}, I::ones, false);
       m.proj = params.add(prefix + ".proj", {D, 2 * D}, I::normal, true);
       // The MTP block has the kind of the model's deeper blocks: MoE if there are any.
-      m.block = std::make_unique<Block>(last_env, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
+      m.block =
+          std::make_unique<Block>(last_env, cfg, prefix + ".block", cfg.n_layers > cfg.n_dense_layers, max_in_flight);
       m.out_norm = params.add(prefix + ".out_norm", {D}, I::ones, false);
       std::vector<int>& rest = mtp_rest_ids_.emplace_back();
       std::vector<int>& read = mtp_read_ids_.emplace_back(std::vector<int>{head, embedding});
@@ -178,7 +180,8 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.mtp.resize(mtp.size());
   r.mtp_ce_sums.assign(mtp.size(), 0.0);
   for (size_t k = 0; k < mtp.size(); ++k)
-    with_values(chunk, mtp_values(int(k)), [&] { r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), scales, &r.aux_sum); });
+    with_values(chunk, mtp_values(int(k)),
+                [&] { r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), scales, &r.aux_sum); });
   return r;
 }
 
@@ -218,7 +221,8 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   float* h = arena.floats(mine);
   Arena& temp = scratch_[chunk];
   temp.reset();
-  *aux += mod.block->forward(slot, arena, arena, temp, m.hp + size_t(shard.first_row(rows)) * D, s.rows / T, h, scales.aux);
+  *aux +=
+      mod.block->forward(slot, arena, arena, temp, m.hp + size_t(shard.first_row(rows)) * D, s.rows / T, h, scales.aux);
   m.h = env.gather_rows(arena, h, mine);
   m.n = arena.floats(n);
   m.n_rstd = arena.floats(rows);
@@ -288,7 +292,8 @@ void Model::mtp_backward_weight(int chunk, int slot, int k) {
                                 .dweight = params.grad(mod.embed_norm)});
   });
   weigh(chunk, {embedding}, [&] {
-    be.embedding_backward({.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
+    be.embedding_backward(
+        {.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
   });
 }
 
@@ -368,7 +373,8 @@ void Model::backward_weight(int chunk, int slot) {
     // Every row's gradient, so that each tensor-parallel rank's copy of the embedding gets the whole sum.
     const float* dout = env.gather_rows(arenas_[chunk][slot], s.grads[0], size_t(env.shard.row_share(s.rows)) * D);
     weigh(chunk, {embedding}, [&] {
-      be.embedding_backward({.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = dout, .dtable = params.grad(embedding)});
+      be.embedding_backward(
+          {.rows = s.rows, .dim = D, .tokens = s.inputs, .dout = dout, .dtable = params.grad(embedding)});
     });
   }
 }

@@ -114,7 +114,9 @@ class Model {
   const float* input_grad(int chunk, int slot) const { return saved_[chunk][slot].grads[0]; }
 
   // The whole model (one chunk).
-  ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales) { return forward(0, slot, mb, nullptr, scales); }
+  ForwardResult forward(int slot, const MicroBatch& mb, const LossScales& scales) {
+    return forward(0, slot, mb, nullptr, scales);
+  }
   void backward_input(int slot, bool weights_now = false) { backward_input(0, slot, nullptr, weights_now); }
   void backward_weight(int slot) { backward_weight(0, slot); }
   void retire(int slot) { retire(0, slot); }

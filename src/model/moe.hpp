@@ -30,11 +30,11 @@ class MoE {
  public:
   MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
   // x: [batch*seq, d_model]; y the same, or this rank's share of the rows under sequence
-  // parallelism (ShardPlace::split_rows), as dy and dx in backward_input. aux_weight is the weight of one group's balance loss in the
-  // objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of
-  // alpha sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns).
-  // `recompute`: a repeat of this micro-batch's forward, which adds nothing to the step's load.
-  // The experts' SwiGLU products go to `redo` (see swiglu_forward).
+  // parallelism (ShardPlace::split_rows), as dy and dx in backward_input. aux_weight is the weight of one group's
+  // balance loss in the objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of alpha
+  // sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns). `recompute`: a repeat of this
+  // micro-batch's forward, which adds nothing to the step's load. The experts' SwiGLU products go to `redo` (see
+  // swiglu_forward).
   double forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
                  bool recompute = false);
   // Selective recomputation: the SwiGLU products again, in `redo`; x is the input's recomputed copy.
@@ -63,7 +63,8 @@ class MoE {
   // Whether the shares' outputs and input gradients are gathered into whole rows.
   bool gathered() const { return tp_ > 1 && !env_.shard.split_rows(); }
   // Runs the shared experts' part of a pass (or y = 0 without them) beside `routed`, the rest.
-  void beside_shared(const std::function<void()>& shared, const std::function<void(const std::function<void()>&)>& routed);
+  void beside_shared(const std::function<void()>& shared,
+                     const std::function<void(const std::function<void()>&)>& routed);
 
   LayerEnv env_;
   LayerEnv shared_env_;  // env_ on the side stream, when there is one

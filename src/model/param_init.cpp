@@ -43,10 +43,12 @@ void draw_initial_values(const std::vector<ParamInfo>& infos, const std::vector<
       const size_t b = std::min(end, a + block);
       // The parameter holding element a: the last whose offset is not past it.
       size_t i = size_t(std::upper_bound(infos.begin(), infos.end(), a,
-                                         [](size_t x, const ParamInfo& q) { return x < q.offset; }) - infos.begin()) - 1;
+                                         [](size_t x, const ParamInfo& q) { return x < q.offset; }) -
+                        infos.begin()) - 1;
       for (size_t at = a; at < b; ++i) {
         const size_t stop = std::min(b, infos[i].offset + infos[i].numel);
-        draw_param(infos[i], inits[i], seed, init_std, at - infos[i].offset, stop - infos[i].offset, out + (at - begin));
+        draw_param(infos[i], inits[i], seed, init_std, at - infos[i].offset, stop - infos[i].offset,
+                   out + (at - begin));
         at = stop;
       }
     }

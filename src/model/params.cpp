@@ -34,7 +34,8 @@ int ParamStore::add(const std::string& name, std::vector<int64_t> shape, Init in
     // The layout validator refuses splits that do not divide; reaching this is a bug.
     if (piece * split.parts != shape[split.dim])
       throw std::logic_error(name + ": dimension " + std::to_string(split.dim) + " of size " +
-                             std::to_string(shape[split.dim]) + " does not split " + std::to_string(split.parts) + " ways");
+                             std::to_string(shape[split.dim]) + " does not split " + std::to_string(split.parts) +
+                             " ways");
     shape[split.dim] = piece;
     p.split_dim = split.dim;
     p.split_start = piece * split.index;

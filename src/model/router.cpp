@@ -3,7 +3,8 @@
 namespace mt {
 
 Router::Router(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix)
-    : env_(env.fp8_router ? env : env.high_precision()), d_(cfg.d_model), seq_(cfg.seq_len), experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
+    : env_(env.fp8_router ? env : env.high_precision()), d_(cfg.d_model), seq_(cfg.seq_len),
+      experts_(cfg.moe.n_routed_experts), top_k_(cfg.moe.top_k),
       n_groups_(cfg.moe.n_groups), topk_groups_(cfg.moe.topk_groups), route_scale_(float(cfg.moe.route_scale)),
       gamma_(float(cfg.moe.bias_update_speed)), alpha_(float(cfg.moe.aux_alpha)),
       balance_(cfg.moe.aux_loss),

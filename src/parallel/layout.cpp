@@ -77,7 +77,8 @@ Layout parse_layout(const std::string& text, int gpus) {
       if (!value_of(value, l.storage))
         throw bad("storage must be bf16 (the BF16 recipe), fp32 (moetrain) or mixed (moetrain under bf16 GEMMs)");
     } else {
-      throw bad("unknown key; valid keys are dp, tp, pp, ep, cp, vpp, schedule, zero, mbs, recompute, fp8, sp, storage");
+      throw bad(
+          "unknown key; valid keys are dp, tp, pp, ep, cp, vpp, schedule, zero, mbs, recompute, fp8, sp, storage");
     }
   }
   if (l.sp && l.tp == 1) throw UserError("--layout " + text + ": sp (sequence parallelism) needs tp > 1");

@@ -74,8 +74,8 @@ ChunkCompute chunk_compute(const ModelConfig& m, const Cluster& c, const Layout&
   const double bf16 = c.accel.bf16_flops * c.matmul_efficiency_bf16;
   const double rate = l.fp8 ? c.accel.fp8_flops * c.matmul_efficiency_fp8 : bf16;
   const double per_rank = tokens / l.tp / pieces;  // this rank's share of the model's per-token work
-  const double experts_efficiency =
-      gemm_roofline(rows_per_expert(m, l, tokens), d, 2.0 * m.moe.expert_hidden, l.fp8 ? 1 : 2, rate, c.accel.hbm_bandwidth);
+  const double experts_efficiency = gemm_roofline(rows_per_expert(m, l, tokens), d, 2.0 * m.moe.expert_hidden,
+                                                  l.fp8 ? 1 : 2, rate, c.accel.hbm_bandwidth);
 
   ChunkCompute out;
   out.linear_gemms = per_rank * linear / rate;

@@ -38,8 +38,8 @@ class Reader {
     if (!n->is_number()) throw UserError(toml_position(path_, *n) + ": " + key + " must be a number");
     out = n->value<double>().value();
     if (!(out >= lo && out <= hi))
-      throw UserError(toml_position(path_, *n) + ": " + key + " = " + std::to_string(out) + " is outside [" + std::to_string(lo) +
-                      ", " + std::to_string(hi) + "]");
+      throw UserError(toml_position(path_, *n) + ": " + key + " = " + std::to_string(out) + " is outside [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return out;
   }
   void integer(const std::string& key, int lo, int hi, int& out) {
@@ -47,8 +47,8 @@ class Reader {
     if (!n->is_integer()) throw UserError(toml_position(path_, *n) + ": " + key + " must be an integer");
     int64_t v = n->value<int64_t>().value();
     if (v < lo || v > hi)
-      throw UserError(toml_position(path_, *n) + ": " + key + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) +
-                      ", " + std::to_string(hi) + "]");
+      throw UserError(toml_position(path_, *n) + ": " + key + " = " + std::to_string(v) + " is outside [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
     out = static_cast<int>(v);
   }
   void string(const std::string& key, const std::vector<std::string>& valid, std::string& out) {
@@ -69,7 +69,8 @@ class Reader {
   void int_list(const std::string& key, std::vector<int>& out) {
     const toml::node* n = find(key);
     const toml::array* a = n->as_array();
-    if (!a || a->empty()) throw UserError(toml_position(path_, *n) + ": " + key + " must be a non-empty array of integers");
+    if (!a || a->empty())
+      throw UserError(toml_position(path_, *n) + ": " + key + " must be a non-empty array of integers");
     for (const auto& e : *a) {
       if (!e.is_integer() || e.value<int64_t>().value() < 1)
         throw UserError(toml_position(path_, e) + ": " + key + " must hold positive integers");
@@ -80,13 +81,15 @@ class Reader {
 
   // Every leaf of the file must have been read.
   void refuse_unknown() const {
-    std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& t, const std::string& pre) {
+    std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& t,
+                                                                           const std::string& pre) {
       for (const auto& [k, v] : t) {
         std::string key = pre.empty() ? std::string(k.str()) : pre + "." + std::string(k.str());
         if (const auto* sub = v.as_table())
           walk(*sub, key);
         else if (!read_.count(key))
-          throw UserError(toml_position(path_, v) + ": unknown key '" + key + "' in a cluster profile (see configs/clusters/h800-deepseek.toml for every key)");
+          throw UserError(toml_position(path_, v) + ": unknown key '" + key +
+                          "' in a cluster profile (see configs/clusters/h800-deepseek.toml for every key)");
       }
     };
     walk(root_, "");
@@ -95,7 +98,8 @@ class Reader {
  private:
   const toml::node* find(const std::string& key) {
     const toml::node* n = root_.at_path(key).node();
-    if (!n) throw UserError(path_ + ": missing key '" + key + "' (every cluster profile sets it; see configs/clusters/)");
+    if (!n)
+      throw UserError(path_ + ": missing key '" + key + "' (every cluster profile sets it; see configs/clusters/)");
     read_.insert(key);
     return n;
   }

@@ -40,8 +40,8 @@ struct Cluster {
   // them; gradient reduction with the last backward and the weight gather with the first
   // forward; in 1F1B schedules, one micro-batch's all-to-alls with another's compute.
   bool overlap_tp = false, overlap_dp = false, overlap_ep = false;
-  double comm_sm_share = 0;
-  bool fp8_dispatch = false;  // under FP8, tokens travel to their experts in FP8  // of the compute units, what an all-to-all beside compute takes
+  double comm_sm_share = 0;           // of the compute units, what an all-to-all beside compute takes
+  bool fp8_dispatch = false;          // under FP8, tokens travel to their experts in FP8
   double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
   double memory_usable = 0;            // fraction of HBM a training process can use
 

@@ -24,7 +24,8 @@ namespace {
 double published_flops(const ModelConfig& m, double tokens, const std::string& convention) {
   if (convention == "causal") return training_flops_per_token(m) * tokens;
   // The whole attention matrix (Megatron-LM's and PaLM's count): the causal core twice.
-  if (convention == "full") return (training_flops_per_token(m) + 3 * attention_core_forward_flops_per_token(m)) * tokens;
+  if (convention == "full")
+    return (training_flops_per_token(m) + 3 * attention_core_forward_flops_per_token(m)) * tokens;
   // Narayanan et al. 2021 eq. (3): a GPT with a 4h MLP, full recomputation counted.
   const double s = m.seq_len, h = m.d_model, L = m.n_layers, V = m.vocab_size, B = tokens / s;
   return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
@@ -222,7 +223,8 @@ std::vector<CheckedRun> check_published_runs(const std::vector<PublishedRun>& ru
   std::vector<CheckedRun> out;
   for (const PublishedRun& r : runs) {
     if (std::string why = layout_problem(r.model, r.global_batch, r.cluster, r.layout); !why.empty())
-      throw UserError("published run '" + r.name + "': the planner refuses its layout " + layout_text(r.layout) + ": " + why);
+      throw UserError("published run '" + r.name + "': the planner refuses its layout " + layout_text(r.layout) + ": " +
+                      why);
     CheckedRun c;
     c.run = &r;
     c.estimate = estimate_step(r.model, r.global_batch, r.cluster, r.layout);
@@ -234,7 +236,8 @@ std::vector<CheckedRun> check_published_runs(const std::vector<PublishedRun>& ru
 
 double share_within(const std::vector<CheckedRun>& checked, double bound) {
   if (checked.empty()) return 0;
-  const auto n = std::count_if(checked.begin(), checked.end(), [&](const CheckedRun& c) { return std::abs(c.error) <= bound; });
+  const auto n =
+      std::count_if(checked.begin(), checked.end(), [&](const CheckedRun& c) { return std::abs(c.error) <= bound; });
   return double(n) / checked.size();
 }
 
@@ -245,8 +248,8 @@ std::string published_report(const std::vector<CheckedRun>& checked) {
     const CheckedRun& c = checked[i];
     out << format_number("%2.0f", double(i + 1)) << format_number("  %11.3f", c.run->step_s)
         << format_number("  %11.3f", c.estimate.step_s) << format_number("  %+5.1f%%", 100 * c.error)
-        << (c.estimate.fits ? "   yes" : "    no") << " | " << c.run->name << (c.run->calibration ? " (calibration)" : "")
-        << "\n";
+        << (c.estimate.fits ? "   yes" : "    no") << " | " << c.run->name
+        << (c.run->calibration ? " (calibration)" : "") << "\n";
   }
   // The distribution, overall and by group.
   std::map<std::string, std::vector<CheckedRun>> groups;
@@ -263,7 +266,9 @@ std::string published_report(const std::vector<CheckedRun>& checked) {
     std::sort(e.begin(), e.end());
     const double median = e.size() % 2 ? e[e.size() / 2] : (e[e.size() / 2 - 1] + e[e.size() / 2]) / 2;
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%-18s %4zu runs  within 10%%: %3.0f%%  20%%: %3.0f%%  30%%: %3.0f%%  median |error| %4.1f%%  worst %5.1f%%\n",
+    std::snprintf(buf, sizeof buf,
+                  "%-18s %4zu runs  within 10%%: %3.0f%%  20%%: %3.0f%%  30%%: %3.0f%%"
+                  "  median |error| %4.1f%%  worst %5.1f%%\n",
                   label.c_str(), v.size(), 100 * share_within(v, 0.10), 100 * share_within(v, 0.20),
                   100 * share_within(v, 0.30), 100 * median, 100 * e.back());
     out << buf;

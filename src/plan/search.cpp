@@ -26,7 +26,8 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
         const int dp = gpus / (tp * cp * pp);
         std::vector<std::pair<Kind, int>> schedules = {{Kind::one_f_one_b, 1}, {Kind::dualpipev, 1}};
         if (pp > 1)
-          schedules = {{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::zb_h1, 1}, {Kind::dualpipe, 1}, {Kind::dualpipev, 1}};
+          schedules = {{Kind::one_f_one_b, 1}, {Kind::interleaved, 2}, {Kind::zb_h1, 1}, {Kind::dualpipe, 1},
+                       {Kind::dualpipev, 1}};
         for (int ep : moe ? powers_of_two_up_to(std::min(dp * tp * cp, m.moe.n_routed_experts)) : std::vector<int>{1})
           for (auto [kind, vpp] : schedules)
             for (int zero : {1, 2, 3})

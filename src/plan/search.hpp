@@ -21,6 +21,7 @@ struct SearchResult {
 std::string no_layout_reason(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8,
                              const SearchResult& r);
 
-SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8, int max_cp = 1);
+SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8,
+                            int max_cp = 1);
 
 }  // namespace mt::plan

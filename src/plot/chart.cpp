@@ -83,12 +83,14 @@ std::string draw_panel(const Panel& p, const Box& box) {
         xr.add(s.x[i]), yr.add(s.y[i]);
   if (xr.empty()) {
     out += svg::rect(area.x, area.y, area.w, area.h, "none", " stroke=\"#999\"");
-    return out + svg::text(area.x + area.w / 2, area.y + area.h / 2, 12, "no finite values", "middle", " fill=\"#777\"");
+    return out +
+           svg::text(area.x + area.w / 2, area.y + area.h / 2, 12, "no finite values", "middle", " fill=\"#777\"");
   }
   // A little air above and below the lines; steps run edge to edge.
   const double pad = p.log_y ? std::pow(yr.hi / yr.lo, 0.04) : (yr.hi - yr.lo) * 0.04;
   const Axis x(xr.lo, xr.hi, area.x, area.x + area.w, p.log_x);
-  const Axis y(p.log_y ? yr.lo / pad : yr.lo - pad, p.log_y ? yr.hi * pad : yr.hi + pad, area.y + area.h, area.y, p.log_y);
+  const Axis y(p.log_y ? yr.lo / pad : yr.lo - pad, p.log_y ? yr.hi * pad : yr.hi + pad, area.y + area.h, area.y,
+               p.log_y);
   out += x_axis_marks(x, area, p.x_label + (p.log_x ? " (log scale)" : ""));
   out += y_axis_marks(y, area, p.y_label + (p.log_y ? " (log scale)" : ""));
   for (const Series& s : p.series) out += draw_series(s, x, y);

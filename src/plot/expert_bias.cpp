@@ -53,7 +53,8 @@ Chart expert_bias_chart(const std::vector<Run>& runs, bool log_steps) {
     for (int e = 0; e < experts; ++e) legend.push_back({"expert " + std::to_string(e), category_colour(e)});
   const double legend_x = 10 + columns * kPanelW + 6;
   body += draw_legend(legend, legend_x, kPageTop + 26);
-  const std::string note = std::string("one line per expert") + (experts > 10 ? " (colours repeat every 10 experts)" : "") +
+  const std::string note = std::string("one line per expert") +
+                           (experts > 10 ? " (colours repeat every 10 experts)" : "") +
                            "; raised for experts below the mean load, lowered above";
   return {"expert_bias.svg",
           page("Expert balancing bias", note, legend_x + legend_width(legend) + 20,

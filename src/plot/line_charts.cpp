@@ -58,7 +58,8 @@ Chart loss_chart(const std::vector<Run>& runs, bool log_steps, long long window)
   // Validation dots last, over the lines.
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunData& r = runs[i].data;
-    p.series.push_back({"eval", category_colour(i), {r.eval_steps.begin(), r.eval_steps.end()}, r.eval_loss, 0, 1, true});
+    p.series.push_back(
+        {"eval", category_colour(i), {r.eval_steps.begin(), r.eval_steps.end()}, r.eval_loss, 0, 1, true});
   }
   std::vector<LegendEntry> legend = run_legend(runs);
   if (evals) legend.push_back({"validation loss", {110, 110, 110}, LegendEntry::Swatch::dot});

@@ -75,7 +75,8 @@ Chart phases_chart(const std::vector<Run>& runs) {
     for (int k = 0; k < run->data.ranks; ++k) {
       parts.back().push_back(rank_parts(run->data, k));
       double total = 0;
-      for (int i = 0; i < kNumParts; ++i) total += parts.back().back()[i], used[i] = used[i] || parts.back().back()[i] > 0;
+      for (int i = 0; i < kNumParts; ++i)
+        total += parts.back().back()[i], used[i] = used[i] || parts.back().back()[i] > 0;
       top = std::max(top, total);
     }
   }

@@ -85,7 +85,8 @@ PlotResult plot_runs(const std::vector<std::string>& requested_dirs, const std::
   }
   if (runs.empty())
     throw UserError("nothing to plot: no step is logged yet in " + run_dirs.front() + "/log.h5" +
-                    (run_dirs.size() > 1 ? " or the other runs" : "") + " (plot again once training has logged a step)");
+                    (run_dirs.size() > 1 ? " or the other runs" : "") +
+                    " (plot again once training has logged a step)");
   make_out_dir(out_dir);
   long long longest = 0;
   for (const Run& r : runs) longest = std::max(longest, r.data.steps.back());

@@ -53,7 +53,8 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   if (usable && gpu < 0) {
     usable = false;
     const std::string n = std::to_string(cuda_device_count());
-    why += "; start at most " + n + " ranks per node (a smaller mpirun -np, or --map-by ppr:" + n + ":node), or let them share with --set parallel.share_gpu=true";
+    why += "; start at most " + n + " ranks per node (a smaller mpirun -np, or --map-by ppr:" + n +
+           ":node), or let them share with --set parallel.share_gpu=true";
   }
   if (usable) {
     const CudaDeviceInfo info = cuda_device_info(gpu);

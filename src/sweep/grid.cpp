@@ -170,7 +170,8 @@ Grid load_grid(const std::string& path) {
   g.path = path;
   for (auto&& [k, v] : root)
     if (k.str() != "experiment" && k.str() != "name" && k.str() != "grid" && k.str() != "set")
-      throw UserError(r.at(k.source()) + ": unknown key '" + std::string(k.str()) + "'; a grid file holds experiment = \"...\", "
+      throw UserError(r.at(k.source()) + ": unknown key '" + std::string(k.str()) +
+                      "'; a grid file holds experiment = \"...\", "
                       "name = \"...\", [grid] (lists of values per config key) and [set] (values every run shares)");
 
   const toml::node* exp = root.get("experiment");

@@ -83,7 +83,8 @@ int run_sweep(const std::string& grid_path) {
     const PlannedRun& p = plan[i];
     SweepRow row{{}, p.dir, "not started"};
     for (const GridValue* v : p.run->values) row.values.push_back(v->text);
-    const std::string head = "[" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) + "] " + p.run->labels + ": ";
+    const std::string head =
+        "[" + std::to_string(i + 1) + "/" + std::to_string(plan.size()) + "] " + p.run->labels + ": ";
     // After a stop request the remaining runs stay "not started"; the same command trains them.
     stopped = stopped || runner.stop_requested();
     if (stopped) {
@@ -96,7 +97,8 @@ int run_sweep(const std::string& grid_path) {
       row.status = "complete";
       ++complete;
     } else {
-      std::printf("%s%s\n", head.c_str(), before > 0 ? ("resumed from step " + std::to_string(before)).c_str() : "running");
+      std::printf("%s%s\n", head.c_str(),
+                  before > 0 ? ("resumed from step " + std::to_string(before)).c_str() : "running");
       const ChildResult res = runner.run(p.train_args);
       const long long after = checkpointed_step(p.dir);
       // Without a final checkpoint, training's exit status alone says that it reached the last step.

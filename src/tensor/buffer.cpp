@@ -16,7 +16,9 @@ size_t dtype_bytes(DType t) {
   return 0;
 }
 
-Buffer::Buffer(const Backend& backend, DType dtype, size_t count) : Buffer(backend, dtype, count, Unfilled{}) { zero(); }
+Buffer::Buffer(const Backend& backend, DType dtype, size_t count) : Buffer(backend, dtype, count, Unfilled{}) {
+  zero();
+}
 
 Buffer::Buffer(const Backend& backend, DType dtype, size_t count, Unfilled)
     : backend_(backend), dtype_(dtype), count_(count) {

@@ -20,7 +20,8 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
     if (s == Spread::tensor_partial) partial_.push_back(int(i));
   }
   // A DualPipe pair declares the same parameters in different orders: they exchange by name.
-  std::sort(by_name_.begin(), by_name_.end(), [&](int a, int b) { return params.infos[a].name < params.infos[b].name; });
+  std::sort(by_name_.begin(), by_name_.end(),
+            [&](int a, int b) { return params.infos[a].name < params.infos[b].name; });
   pieces_.assign(params.infos.size(), {});
   size_t moments = 0;
   if (zero_ >= 1) {
@@ -67,8 +68,8 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
         shard_values_ = Buffer(be(), DType::f32, shard_);
         for (const Run& r : runs_)
           if (r.sharded)
-            be().copy(shard_values_.f32() + r.grad_offset, params_.values_data() + params.infos[r.param].offset + r.begin,
-                      r.len * sizeof(float));
+            be().copy(shard_values_.f32() + r.grad_offset,
+                      params_.values_data() + params.infos[r.param].offset + r.begin, r.len * sizeof(float));
         params_.release_values(sharded_);
       }
       received_ = Buffer(be(), DType::f32, batch_);
@@ -77,7 +78,8 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
     }
     packed_ = Buffer(be(), DType::f32, batch_ * ranks);
   } else {
-    for (size_t i = 0; i < params.infos.size(); ++i) runs_.push_back({int(i), 0, params.infos[i].numel, params.infos[i].offset, false, 0});
+    for (size_t i = 0; i < params.infos.size(); ++i)
+      runs_.push_back({int(i), 0, params.infos[i].numel, params.infos[i].offset, false, 0});
     moments = params.total();
   }
   m_ = Buffer(be(), DType::f32, moments);
@@ -216,10 +218,12 @@ void Optimizer::sum_over(const std::vector<int>& ids, DeviceComm& group) {
   for (int id : ids) n += gradient_size(id);
   Buffer buf(be(), DType::f32, n);
   size_t at = 0;
-  for (int id : ids) be().copy(buf.f32() + at, gradient_of(id), gradient_size(id) * sizeof(float)), at += gradient_size(id);
+  for (int id : ids)
+    be().copy(buf.f32() + at, gradient_of(id), gradient_size(id) * sizeof(float)), at += gradient_size(id);
   group.all_reduce_sum(device_span(buf));
   at = 0;
-  for (int id : ids) be().copy(gradient_of(id), buf.f32() + at, gradient_size(id) * sizeof(float)), at += gradient_size(id);
+  for (int id : ids)
+    be().copy(gradient_of(id), buf.f32() + at, gradient_size(id) * sizeof(float)), at += gradient_size(id);
 }
 
 double Optimizer::reduce_gradients() {
@@ -301,7 +305,8 @@ void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float*
   for (int q = 0; q < ranks; ++q) {
     const float* in = packed_.f32() + size_t(q) * section;
     for (int id : ids) {
-      if (const size_t len = piece_len(id, q)) be().copy(to(id) + size_t(q) * pieces_[id].size, in, len * sizeof(float));
+      if (const size_t len = piece_len(id, q))
+        be().copy(to(id) + size_t(q) * pieces_[id].size, in, len * sizeof(float));
       in += pieces_[id].size;
     }
   }
@@ -344,7 +349,8 @@ void Optimizer::assemble(const std::vector<float>& stored, At at, const std::vec
 void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
   for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
     const std::vector<float> here = mine->to_host_f32();
-    assemble(here, [](const Run& r) { return r.moment; }, std::vector<float>(here.begin(), here.begin() + shard_), *full);
+    assemble(here, [](const Run& r) { return r.moment; }, std::vector<float>(here.begin(), here.begin() + shard_),
+             *full);
   }
 }
 

@@ -100,7 +100,8 @@ class Optimizer : public ParamShards {
   // The full layout (ParamStore offsets) of every parameter from this rank's `stored` (values or
   // moments: the unsharded runs at `at(run)`) and every rank's pieces (`pieces`, shard_ each).
   template <class At>
-  void assemble(const std::vector<float>& stored, At at, const std::vector<float>& pieces, std::vector<float>& full) const;
+  void assemble(const std::vector<float>& stored, At at, const std::vector<float>& pieces,
+                std::vector<float>& full) const;
   size_t gradient_size(int id) const;
   // All-gathers the updated pieces into every rank's weights, in batches that fit the packed buffer.
   void gather_weights();

@@ -48,7 +48,8 @@ std::string step_text(const StepReport& r) {
   else std::snprintf(mfu, sizeof mfu, "n/a");
   if (r.mtp_loss >= 0) std::snprintf(mtp, sizeof mtp, " | mtp %.4f", r.mtp_loss);
   std::snprintf(buf, sizeof buf,
-                "step %5lld/%lld | loss %.4f%s | aux %.5f | lr %.2e | gnorm %.3f | %.0f tok/s | %.2f GFLOP/s | MFU %s | eta %s",
+                "step %5lld/%lld | loss %.4f%s | aux %.5f | lr %.2e | gnorm %.3f | "
+                "%.0f tok/s | %.2f GFLOP/s | MFU %s | eta %s",
                 r.step, r.steps, r.loss, mtp, r.aux_loss, r.lr, r.grad_norm, r.tokens_per_s, r.flops_per_s / 1e9, mfu,
                 human_duration(r.eta_s).c_str());
   return buf;

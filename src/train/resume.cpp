@@ -43,8 +43,9 @@ std::optional<Resumed> resume_checkpoint(const std::string& run_dir, const std::
                                  ? "resuming from the previous complete checkpoint " + candidates[i + 1] + " instead"
                                  : "no older complete checkpoint is left";
     if (!problem.empty())
-      std::fprintf(stderr, "warning: %s%s; %s\n", world.size() > 1 ? ("rank " + std::to_string(world.rank()) + ": ").c_str() : "",
-                   problem.c_str(), next.c_str());
+      std::fprintf(stderr, "warning: %s%s; %s\n",
+                   world.size() > 1 ? ("rank " + std::to_string(world.rank()) + ": ").c_str() : "", problem.c_str(),
+                   next.c_str());
     else if (world.rank() == 0)
       std::fprintf(stderr, "warning: %s cannot be read on %.0f of %d ranks (their warnings say why); %s\n",
                    candidates[i].c_str(), damaged[0], world.size(), next.c_str());

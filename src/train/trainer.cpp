@@ -101,7 +101,8 @@ TrainSummary::Memory Trainer::memory_use() const {
   const std::vector<float> mine{float(double(optimizer_->weight_floats() + buffers) * sizeof(float) / 1e6),
                                 float(double(optimizer_->gradient_floats()) * sizeof(float) / 1e6),
                                 float(double(optimizer_->state_floats()) * sizeof(float) / 1e6),
-                                float(double(model_->arena_bytes()) / 1e6), float(double(model_->arena_high_water()) / 1e6)};
+                                float(double(model_->arena_bytes()) / 1e6),
+                                float(double(model_->arena_high_water()) / 1e6)};
   std::vector<float> all(mine.size() * size_t(opt_.world->size()));
   opt_.world->all_gather(mine, all);
   std::vector<double> most(mine.size(), 0.0);

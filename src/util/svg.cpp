@@ -59,13 +59,14 @@ std::string circle(double cx, double cy, double r, const std::string& fill, cons
 }
 
 std::string text(double x, double y, double size, const std::string& s, const char* anchor, const std::string& attrs) {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + format_number("%.1f", size) + "\" text-anchor=\"" +
-         anchor + "\" dominant-baseline=\"central\"" + attrs + ">" + escape(s) + "</text>\n";
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + format_number("%.1f", size) +
+         "\" text-anchor=\"" + anchor + "\" dominant-baseline=\"central\"" + attrs + ">" + escape(s) + "</text>\n";
 }
 
 std::string document(double width, double height, const std::string& body) {
   const std::string w = format_number("%.0f", width), h = format_number("%.0f", height);
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+         "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
          w + "\" height=\"" + h + "\" viewBox=\"0 0 " + w + " " + h + "\" font-family=\"sans-serif\">\n" +
          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body + "</svg>\n";
 }

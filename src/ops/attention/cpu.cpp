@@ -51,7 +51,8 @@ void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
   const bool bf16 = a.inputs != GemmPrecision::fp32;
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || bf16);
   const size_t rows = size_t(a.batch) * T;
-  const Operand Q(a.q, rows * ldq, bf16, a.q_bf16), K(a.k, rows * ldq, bf16, a.k_bf16), V(a.v, rows * ldv, bf16, a.v_bf16);
+  const Operand Q(a.q, rows * ldq, bf16, a.q_bf16), K(a.k, rows * ldq, bf16, a.k_bf16),
+      V(a.v, rows * ldv, bf16, a.v_bf16);
   std::vector<float> P(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < H; ++h) {
@@ -85,7 +86,8 @@ void attention_backward(DeviceState*, const AttentionBackwardArgs& a) {
   const bool bf16 = a.inputs != GemmPrecision::fp32;
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || bf16);
   const size_t rows = size_t(a.batch) * T;
-  const Operand Q(a.q, rows * ldq, bf16, a.q_bf16), K(a.k, rows * ldq, bf16, a.k_bf16), V(a.v, rows * ldv, bf16, a.v_bf16);
+  const Operand Q(a.q, rows * ldq, bf16, a.q_bf16), K(a.k, rows * ldq, bf16, a.k_bf16),
+      V(a.v, rows * ldv, bf16, a.v_bf16);
   const Operand dO(a.dout, rows * ldv, bf16);
   std::vector<float> P(size_t(T) * T), Pr(bf16 ? P.size() : 0), dS(size_t(T) * T);
   for (int b = 0; b < a.batch; ++b)

@@ -34,7 +34,9 @@ using Shape = AttentionShape;
 __host__ __device__ int padded(int dim) { return dim + 1; }
 
 // A value as the products take it: rounded to bfloat16 under bf16 inputs.
-__device__ float product_input(const Shape& s, float x) { return s.bf16 ? __bfloat162float(__float2bfloat16_rn(x)) : x; }
+__device__ float product_input(const Shape& s, float x) {
+  return s.bf16 ? __bfloat162float(__float2bfloat16_rn(x)) : x;
+}
 
 __device__ float warp_max(float v) {
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
@@ -293,8 +295,8 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
   const size_t bytes = forward_bytes(s);
   allow_shared(st, forward_kernel, bytes, s);
-  forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16),
-                                                                   head_input(a.v, a.v_bf16), a.out, a.lse);
+  forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(
+      s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16), head_input(a.v, a.v_bf16), a.out, a.lse);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -56,7 +56,8 @@ __device__ inline size_t head_offset(const AttentionShape& s, int bh, int dim) {
 // Per-row values of one head ([batch, heads, seq] layout) for `rows` rows from row0; 0 past the end.
 __device__ inline void load_row_values(float* __restrict__ dst, const float* __restrict__ src, const AttentionShape& s,
                                        int bh, int row0, int rows) {
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) dst[r] = row0 + r < s.seq ? src[size_t(bh) * s.seq + row0 + r] : 0.0f;
+  for (int r = threadIdx.x; r < rows; r += blockDim.x)
+    dst[r] = row0 + r < s.seq ? src[size_t(bh) * s.seq + row0 + r] : 0.0f;
 }
 
 // Blocks of a tile-per-block launch.

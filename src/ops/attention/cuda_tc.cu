@@ -77,7 +77,9 @@ __device__ void load_bf16(bf16* __restrict__ dst, int ld, const HeadInput& src, 
   for (int e = threadIdx.x; e < kRows * dim; e += kThreads) {
     const int r = e / dim, c = e - r * dim;
     const size_t i = at + size_t(row0 + r) * gld + c;
-    dst[r * ld + c] = row0 + r >= seq ? __float2bfloat16_rn(0.0f) : src.bf16 ? src.bf16[i] : __float2bfloat16_rn(src.f32[i]);
+    dst[r * ld + c] = row0 + r >= seq ? __float2bfloat16_rn(0.0f)
+                      : src.bf16      ? src.bf16[i]
+                                      : __float2bfloat16_rn(src.f32[i]);
   }
 }
 
@@ -107,8 +109,8 @@ __device__ void warp_scores(float* dst, const bf16* a_rows, int lda, const bf16*
 #pragma unroll
   for (int n = 0; n < kRows / kF; ++n) wmma::fill_fragment(acc[n], 0.0f);
   warp_product<kRows / kF, Dim / kF, FragA, FragBt>(
-      acc, [&](int kk) { return a_rows + kk * kF; }, lda, [&](int kk, int n) { return b_tile + n * kF * ldb + kk * kF; },
-      ldb);
+      acc, [&](int kk) { return a_rows + kk * kF; }, lda,
+      [&](int kk, int n) { return b_tile + n * kF * ldb + kk * kF; }, ldb);
 #pragma unroll
   for (int n = 0; n < kRows / kF; ++n) wmma::store_matrix_sync(dst + n * kF, acc[n], kLdS, wmma::mem_row_major);
 }
@@ -382,8 +384,8 @@ bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a) {
     using D = decltype(d);
     const size_t bytes = ForwardSmem<D>().bytes;
     allow_shared(st, forward_kernel<D>, bytes, s);
-    forward_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16),
-                                                                      head_input(a.v, a.v_bf16), a.out, a.lse);
+    forward_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(
+        s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16), head_input(a.v, a.v_bf16), a.out, a.lse);
     MT_CUDA_CHECK_LAUNCH();
   });
 }

@@ -190,7 +190,8 @@ void add_op_times(std::vector<OpKindTime>& sum, const std::vector<OpKindTime>& m
 }
 
 std::string op_profile_table(std::vector<OpKindTime> total, int steps) {
-  total.erase(std::remove_if(total.begin(), total.end(), [](const OpKindTime& t) { return t.calls == 0; }), total.end());
+  total.erase(std::remove_if(total.begin(), total.end(), [](const OpKindTime& t) { return t.calls == 0; }),
+              total.end());
   std::sort(total.begin(), total.end(), [](const OpKindTime& a, const OpKindTime& b) { return a.seconds > b.seconds; });
   double all = 0;
   for (const OpKindTime& t : total) all += t.seconds;

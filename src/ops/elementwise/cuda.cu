@@ -88,7 +88,8 @@ void copy_columns(DeviceState* s, const CopyColumnsArgs& a) {
   activate(s);
   const size_t n = size_t(a.rows) * a.cols;
   copy_columns_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(
-      a.rows, a.cols, a.src, a.src_stride, a.dst, a.dst_stride, a.accumulate, reinterpret_cast<__nv_bfloat16*>(a.dst_bf16));
+      a.rows, a.cols, a.src, a.src_stride, a.dst, a.dst_stride, a.accumulate,
+      reinterpret_cast<__nv_bfloat16*>(a.dst_bf16));
   MT_CUDA_CHECK_LAUNCH();
 }
 

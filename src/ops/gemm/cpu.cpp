@@ -25,8 +25,10 @@ void gemm(DeviceState*, const GemmArgs& g) {
   if (g.inputs == GemmPrecision::bf16) {
     a16.resize(size_t(g.m) * g.k);
     b16.resize(size_t(g.k) * g.n);
-    for (size_t i = 0; i < a16.size(); ++i) a16[i] = g.a_bf16 ? bf16_bits_to_float(g.a_bf16[i].bits) : round_to_bf16(g.a[i]);
-    for (size_t i = 0; i < b16.size(); ++i) b16[i] = g.b_bf16 ? bf16_bits_to_float(g.b_bf16[i].bits) : round_to_bf16(g.b[i]);
+    for (size_t i = 0; i < a16.size(); ++i)
+      a16[i] = g.a_bf16 ? bf16_bits_to_float(g.a_bf16[i].bits) : round_to_bf16(g.a[i]);
+    for (size_t i = 0; i < b16.size(); ++i)
+      b16[i] = g.b_bf16 ? bf16_bits_to_float(g.b_bf16[i].bits) : round_to_bf16(g.b[i]);
     a = a16.data();
     b = b16.data();
   }

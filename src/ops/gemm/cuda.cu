@@ -24,13 +24,15 @@ constexpr int kThreads = 256;
 
 __global__ void round_to_bf16_kernel(const float* __restrict__ in, __nv_bfloat16* __restrict__ out, size_t n) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = __float2bfloat16_rn(in[i]);
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i] = __float2bfloat16_rn(in[i]);
 }
 
 // k == 0: the product is empty, so C = beta*C (beta == 0 writes zeros, as BLAS does).
 __global__ void scale_kernel(float* __restrict__ c, size_t n, float beta) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    c[i] = beta == 0.0f ? 0.0f : beta * c[i];
 }
 
 // Enough blocks to fill the GPU a few times over; grid-stride loops cover the rest.
@@ -114,7 +116,8 @@ void gemm_lt(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cu
 
   MT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
   const uint64_t ws = s->workspace_bytes;
-  MT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  MT_CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b);
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a);
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.c);

@@ -33,8 +33,8 @@ __global__ void rope_kernel(float* x, int rows, int heads, int head_dim, int rot
 // The rotation with a bfloat16 output: one item per output feature (x is only read). A rotated
 // feature computes its pair's rotation and keeps its own half; the others are copied, rounded.
 __global__ void rope_bf16_kernel(const float* __restrict__ x, __nv_bfloat16* __restrict__ out, int rows, int heads,
-                                 int head_dim, int rot_offset, int rot_dim, int seq_len, int first_position, float theta,
-                                 RopeScaling scaling, bool inverse) {
+                                 int head_dim, int rot_offset, int rot_dim, int seq_len, int first_position,
+                                 float theta, RopeScaling scaling, bool inverse) {
   const size_t n = size_t(rows) * heads * head_dim;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const int f = int(i % head_dim) - rot_offset;

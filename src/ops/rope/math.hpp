@@ -26,7 +26,9 @@ MT_HD inline double rope_frequency(int pair, int rot_dim, float theta, const Rop
   if (y.factor <= 1.0f) return freq;
   // The pair index at which the frequency turns `turns` times over the original context.
   const double two_pi = 6.283185307179586, log_theta = log(double(theta));
-  auto pair_turning = [&](double turns) { return rot_dim * log(y.original_seq_len / (turns * two_pi)) / (2.0 * log_theta); };
+  auto pair_turning = [&](double turns) {
+    return rot_dim * log(y.original_seq_len / (turns * two_pi)) / (2.0 * log_theta);
+  };
   const double low = fmax(floor(pair_turning(y.beta_fast)), 0.0);
   double high = fmin(ceil(pair_turning(y.beta_slow)), double(rot_dim - 1));
   if (high == low) high += 0.001;
