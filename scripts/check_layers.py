@@ -6,6 +6,7 @@ names on one line share a rank, names joined by + are peers that may include eac
 #include "..." in src/ and main.cpp must stay in its own folder or reach a lower rank.
 Sizes: every file there at most MAX_FILE_LINES lines, every function (Universal Ctags, with end
 lines) at most MAX_FUNCTION_LINES, but for the declarative tables of ALLOWED_FUNCTIONS.
+Line length: every line there at most MAX_LINE_CHARS characters, but for those of ALLOWED_LINES.
 
 Usage: scripts/check_layers.py [--root DIR] [--layers-only]. Prints one line per problem and exits
 1 when there is any, 2 when the layer block cannot be read.
@@ -19,11 +20,15 @@ import sys
 
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
+MAX_LINE_CHARS = 120
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh", ".h")
 # Functions longer than the limit that are tables, each with why it is one.
 ALLOWED_FUNCTIONS = {
     "src/config/schema.cpp:schema_fields": "the experiment schema: one line per key with its range and help",
 }
+# Lines longer than the limit that cannot be wrapped without changing what the program prints, as
+# "path:text of the line with its indentation" (a line number would go stale), each with why.
+ALLOWED_LINES = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -131,10 +136,21 @@ def check_sizes(root):
     return problems
 
 
+def check_line_lengths(root):
+    problems = []
+    for path in sources(root):
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if len(line) > MAX_LINE_CHARS and f"{path}:{line}" not in ALLOWED_LINES:
+                    problems.append(f"{path}:{number}: {len(line)} characters, more than {MAX_LINE_CHARS}")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    parser.add_argument("--layers-only", action="store_true", help="check the includes, not the sizes")
+    parser.add_argument("--layers-only", action="store_true", help="check the includes, not the sizes and line lengths")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     doc = "docs/architecture.md"
@@ -142,6 +158,7 @@ def main():
     problems = check_layers(root, rank, peers, doc)
     if not args.layers_only:
         problems += check_sizes(root)
+        problems += check_line_lengths(root)
     for p in problems:
         print(p)
     print(f"check_layers: {len(problems)} problem(s)" if problems else "check_layers: ok")

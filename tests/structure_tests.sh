@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The layer and size checker (scripts/check_layers.py): it passes on the tree, and it fails on a
-# copy of the tree with one include that runs upward, one sideways between folders of a rank, one
-# folder that the layer order does not place, or one function over the size limit.
+# The layer, size and line-length checker (scripts/check_layers.py): it passes on the tree, and it
+# fails on a copy of the tree with one include that runs upward, one sideways between folders of a
+# rank, one folder that the layer order does not place, one function over the size limit, or one
+# line over the length limit.
 set -u
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -61,3 +62,13 @@ expect "a function of 81 lines fails" 1 "src/util/planted.cpp:1: planted is 81 l
 sizes 10
 for i in $(seq 1 501); do echo "// line $i"; done > "$tmp/tree/src/util/long.hpp"
 expect "a file of 501 lines fails" 1 "src/util/long.hpp: 501 lines, more than 500" -- python3 $check --root "$tmp/tree"
+
+# The line-length part: a line of 121 characters fails, one of 120 passes.
+line_of() { printf '//%*s\n' $(($1 - 2)) '' | tr ' ' x; }
+sizes 10
+line_of 120 >> "$tmp/tree/src/util/planted.cpp"
+expect "a line of 120 characters passes" 0 "check_layers: ok" -- python3 $check --root "$tmp/tree"
+sizes 10
+line_of 121 >> "$tmp/tree/src/util/planted.cpp"
+expect "a line of 121 characters fails" 1 "src/util/planted.cpp:11: 121 characters, more than 120" -- \
+  python3 $check --root "$tmp/tree"
