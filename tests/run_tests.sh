@@ -20,7 +20,6 @@
 #   plot:   tests/plot_tests.sh (moetrain plot on real runs; the SVGs rendered by rsvg-convert)
 #   plan:   tests/plan_train_tests.sh (every layout plan proposes, accepted by train --dry-run as printed)
 #   readme: tests/readme_examples.sh (the "$ " commands of the README and docs/, run as written; their links)
-#           and again with the CPU-only binary a CUDA build also links (build/cpu-only/moetrain)
 #   gpu check: tests/gpu_check_tests.sh (scripts/gpu_check.sh's stand-in: every section on the strict CPU backend)
 #   bundle: scripts/test_gpu_bundle.sh (gpu-bundle/ in a chroot without the build's libraries; CUDA builds)
 set -u
@@ -70,8 +69,6 @@ MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cpu-strict line_suite "multi-rank layouts on
 line_suite "plot tests" tests/plot_tests.sh
 line_suite "plan and train agree" tests/plan_train_tests.sh
 line_suite "README and docs examples" tests/readme_examples.sh
-[[ -x build/cpu-only/moetrain ]] &&
-  MOETRAIN=build/cpu-only/moetrain line_suite "README and docs examples, CPU-only build" tests/readme_examples.sh
 line_suite "GPU check stand-in" tests/gpu_check_tests.sh
 doctest_suite "AddressSanitizer and UBSan: the readers' unit tests" bash tests/asan_tests.sh
 line_suite "damaged, missing and live runs, logs and shards" tests/inputs/damaged_runs_tests.sh
