@@ -7,11 +7,8 @@
 
 #include "model/flops.hpp"
 #include "plan/cost_model.hpp"
-#include "plan/step_shape.hpp"
 
 namespace mt::plan {
-
-using pipeline::Kind;
 
 namespace {
 
