@@ -5,8 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
+#include <tuple>
+#include <type_traits>
 #include <unordered_map>
 
 #include "ops/backend/cuda_check.cuh"
@@ -40,12 +41,22 @@ struct LtCall {
   }
 };
 
-// Mixes values into one hash.
-inline size_t hash_values(std::initializer_list<unsigned long long> values) {
-  size_t h = 0;
-  for (unsigned long long v : values) h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
+// A hash of a key's fields() (a tuple of numbers, enums, flags and pointers).
+struct FieldsHash {
+  template <class T>
+  static unsigned long long bits(T v) {
+    if constexpr (std::is_pointer_v<T>) return reinterpret_cast<uintptr_t>(v);
+    else return static_cast<unsigned long long>(v);
+  }
+  template <class Key>
+  size_t operator()(const Key& key) const {
+    return std::apply([](auto... v) {
+      size_t h = 0;
+      ((h ^= bits(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)), ...);
+      return h;
+    }, key.fields());
+  }
+};
 
 // Everything that decides an fp32/bf16 GEMM's cuBLASLt plan (descriptors, heuristic, algorithm):
 // the input type (compute, scale and output types are always fp32), the shape, the transposes,
@@ -60,14 +71,9 @@ struct LtKey {
   uint32_t align_a = 0, align_b = 0, align_c = 0;
   size_t workspace = 0;
   bool operator==(const LtKey&) const = default;
-};
-struct LtKeyHash {
-  size_t operator()(const LtKey& k) const {
-    return hash_values({(unsigned long long)k.type, (unsigned long long)k.m, (unsigned long long)k.n,
-                        (unsigned long long)k.k, (unsigned long long)k.lda, (unsigned long long)k.ldb,
-                        (unsigned long long)k.ldc, (unsigned long long)k.batch, (unsigned long long)k.trans_a,
-                        (unsigned long long)k.trans_b, (unsigned long long)k.batch_a, (unsigned long long)k.batch_b,
-                        (unsigned long long)k.batch_c, k.align_a, k.align_b, k.align_c, k.workspace});
+  auto fields() const {
+    return std::tuple(type, m, n, k, lda, ldb, ldc, batch, trans_a, trans_b, batch_a, batch_b, batch_c, align_a,
+                      align_b, align_c, workspace);
   }
 };
 
@@ -83,13 +89,9 @@ struct Fp8LtKey {
   uint32_t align_a = 0, align_b = 0, align_d = 0;
   size_t workspace = 0;
   bool operator==(const Fp8LtKey&) const = default;
-};
-struct Fp8LtKeyHash {
-  size_t operator()(const Fp8LtKey& k) const {
-    return hash_values({(unsigned long long)k.type_a, (unsigned long long)k.type_b, (unsigned long long)k.mode_a,
-                        (unsigned long long)k.mode_b, (unsigned long long)k.k_pad, (unsigned long long)k.outer_a,
-                        (unsigned long long)k.outer_b, reinterpret_cast<uintptr_t>(k.scales_a),
-                        reinterpret_cast<uintptr_t>(k.scales_b), k.align_a, k.align_b, k.align_d, k.workspace});
+  auto fields() const {
+    return std::tuple(type_a, type_b, mode_a, mode_b, k_pad, outer_a, outer_b, scales_a, scales_b, align_a, align_b,
+                      align_d, workspace);
   }
 };
 
@@ -103,8 +105,8 @@ struct LtPlan {
 // The plans of one device's GEMMs so far (DeviceState::lt_plans). A training step repeats the
 // same few shapes, so after the first step no GEMM builds a descriptor or runs the heuristic.
 struct LtPlans {
-  std::unordered_map<LtKey, std::unique_ptr<LtPlan>, LtKeyHash> plans;
-  std::unordered_map<Fp8LtKey, std::unique_ptr<LtPlan>, Fp8LtKeyHash> fp8_plans;
+  std::unordered_map<LtKey, std::unique_ptr<LtPlan>, FieldsHash> plans;
+  std::unordered_map<Fp8LtKey, std::unique_ptr<LtPlan>, FieldsHash> fp8_plans;
 };
 
 // The device's plans, made on first use.
