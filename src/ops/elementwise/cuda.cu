@@ -42,9 +42,9 @@ __global__ void add_kernel(size_t n, const float* x, float* y) {
   for (size_t i = first_index(); i < n; i += grid_stride()) y[i] += x[i];
 }
 
-// One item per (row, column) of the window; consecutive threads take consecutive columns of a row.
-// One thread per (group, row, column) element; with dst_group 0 one per (row, column), summing the
-// groups in order, so the result matches the CPU's group-by-group calls bit for bit.
+// One item per (group, row, column) of the windows, consecutive threads taking consecutive columns
+// of a row; with dst_group 0 one per (row, column), summing the groups in order, so the result
+// matches the CPU's group-by-group calls bit for bit.
 __global__ void copy_columns_kernel(CopyColumnsArgs a, __nv_bfloat16* dst_bf16) {
   const bool summed = a.dst_group == 0 && a.groups > 1;
   const size_t per_group = size_t(a.rows) * a.cols, n = per_group * (summed ? 1 : a.groups);
