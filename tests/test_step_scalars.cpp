@@ -12,6 +12,7 @@
 
 #include "model/model.hpp"
 #include "model/step_scalars.hpp"
+#include "ops/backend/cpu_ops.hpp"
 #include "runtime/one_rank.hpp"
 #include "train/accumulate.hpp"
 #include "train/update.hpp"
@@ -180,4 +181,40 @@ TEST_CASE("a step whose loss is not finite changes no weight, moment or bias, de
   for (size_t i = 0; i < m.size(); ++i) moved += m[i] != 0.0f || v[i] != 0.0f;
   CHECK(moved == 0);
   CHECK(model.params.host_buffer(model.moe_layers()[0]->router().bias) == biases);
+}
+
+TEST_CASE("clipping, AdamW and the bias update read the step's norm and loss check from device memory") {
+  const std::vector<float> g{3.0f, -4.0f};
+  auto clipped = [&](double norm_sq, double clip) {
+    std::vector<float> x = g;
+    mt::cpu::scale(nullptr, {.n = x.size(), .x = x.data(), .norm_sq = &norm_sq, .clip = clip});
+    return x;
+  };
+  CHECK(clipped(25.0, 1.0) == std::vector<float>{0.6f, -0.8f});  // norm 5 clipped to 1
+  CHECK(clipped(25.0, 5.0) == g);                                // at the limit: unchanged
+  CHECK(clipped(NAN, 1.0) == g);
+  CHECK(clipped(INFINITY, 1.0) == g);
+
+  // The loss check: 0 times each loss, NaN once one is not finite.
+  const std::vector<double> losses{2.5, INFINITY};
+  double check = 0.0;
+  mt::cpu::sum_scalars(nullptr, {.n = 1, .x = losses.data(), .scale = 0.0, .sum = &check});
+  CHECK(check == 0.0);
+  mt::cpu::sum_scalars(nullptr, {.n = 2, .x = losses.data(), .scale = 0.0, .sum = &check});
+  CHECK(std::isnan(check));
+
+  for (const std::vector<double>& guard : {std::vector<double>{1.0, 0.0}, {1.0, NAN}, {INFINITY, 0.0}, {NAN, 0.0}}) {
+    const bool passes = std::isfinite(guard[0]) && std::isfinite(guard[1]);
+    CAPTURE(guard[0]);
+    CAPTURE(guard[1]);
+    std::vector<float> value{1.0f, 2.0f}, m{0.0f, 0.0f}, v{0.0f, 0.0f};
+    mt::cpu::adamw(nullptr, {.n = 2, .lr = 0.1, .grad = g.data(), .value = value.data(), .m = m.data(),
+                             .v = v.data(), .guard = guard.data()});
+    CHECK((value != std::vector<float>{1.0f, 2.0f}) == passes);
+    const std::vector<double> load{1, 3};
+    std::vector<float> bias{0.0f, 0.0f};
+    mt::cpu::bias_update(nullptr, {.experts = 2, .gamma = 0.5f, .load = load.data(), .bias = bias.data(),
+                                   .guard = guard.data()});
+    CHECK(bias == (passes ? std::vector<float>{0.5f, -0.5f} : std::vector<float>{0.0f, 0.0f}));
+  }
 }

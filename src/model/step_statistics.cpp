@@ -42,6 +42,8 @@ void finish_global_balance(Model& model, long tokens, double* sum) {
 }
 
 void update_biases(Model& model, const double* guard) {
+  // The guard is written on the model's first stream; the routers' biases live on their chunks'.
+  for (size_t c = 0; c < model.chunks().size(); ++c) order_after(model.backend(int(c)), model.backend());
   for (MoE* moe : model.moe_layers()) moe->router().update_bias(guard);
 }
 

@@ -22,7 +22,7 @@ void sum_step_statistics(Model& model, DeviceComm& group);
 // every layer's f and adds the loss to *sum (device memory).
 void finish_global_balance(Model& model, long tokens, double* sum);
 // The auxiliary-loss-free bias update of every layer from the step's load, unless the step's
-// `guard` (device memory, BiasUpdateArgs) fails.
+// `guard` (device memory, BiasUpdateArgs; written on the model's first stream) fails.
 void update_biases(Model& model, const double* guard);
 
 }  // namespace mt
