@@ -27,7 +27,9 @@ void check_block(int index, const mt::ModelConfig& cfg = testing::tiny_model()) 
   mt::Arena arena(be);
   // The balance loss's own gradient is scaled by aux_grad_scale; with scale 1 the objective is
   // sum(y r) + aux.
-  const double aux = block.forward(0, arena, arena, arena, x_dev.f32(), batch, y_dev.f32(), 1.0f);
+  const mt::Buffer aux_dev(be, mt::DType::f64, 1);
+  block.forward(0, arena, arena, arena, x_dev.f32(), batch, y_dev.f32(), 1.0f, aux_dev.f64());
+  const double aux = aux_dev.to_host_f64()[0];
   block.backward_input(0, arena, r_dev.f32(), dx_dev.f32());
   block.backward_weight(0);
   const std::vector<float> y = y_dev.to_host_f32(), dx = dx_dev.to_host_f32(), grads = params.host_grads();
@@ -125,7 +127,7 @@ std::pair<std::vector<float>, std::vector<float>> block_grads(const mt::ModelCon
   const mt::Buffer r = dev.upload(testing::random_floats(size_t(rows) * D, 22));
   const mt::Buffer y = dev.floats(x.count()), dx = dev.floats(x.count());
   mt::Arena arena(dev.be);
-  block.forward(0, arena, arena, arena, x.f32(), batch, y.f32(), 1.0f);
+  block.forward(0, arena, arena, arena, x.f32(), batch, y.f32(), 1.0f, nullptr);
   block.backward_input(0, arena, r.f32(), dx.f32());
   block.backward_weight(0);
   return {dx.to_host_f32(), params.host_grads()};

@@ -196,9 +196,10 @@ TEST_CASE("balance statistics: per-group loss, global-batch sums and f, against 
   const std::vector<float> scores = sigmoid_scores(size_t(tokens) * experts, 21);
   const Routed r = select(scores, std::vector<float>(experts, 0.0f), tokens, routing_config(experts, top_k, 1, 1));
   std::vector<double> f(size_t(tokens / group) * experts);
-  const double loss = mt::cpu::balance_loss(nullptr, {.tokens = tokens, .experts = experts, .top_k = top_k, .group = group,
-                                                      .alpha = 0.5f, .scores = scores.data(), .chosen = r.chosen.data(),
-                                                      .f = f.data()});
+  double loss = 1.0;  // the op adds weight * the loss
+  mt::cpu::balance_loss(nullptr, {.tokens = tokens, .experts = experts, .top_k = top_k, .group = group, .alpha = 0.5f,
+                                  .scores = scores.data(), .chosen = r.chosen.data(), .f = f.data(), .weight = 2.0,
+                                  .sum = &loss});
   double want = 0;
   std::vector<double> prob_sum(experts, 0.0);
   for (int g = 0; g < tokens / group; ++g)
@@ -215,7 +216,7 @@ TEST_CASE("balance statistics: per-group loss, global-batch sums and f, against 
       CHECK(f[size_t(g) * experts + i] == doctest::Approx(fi).epsilon(1e-12));
       want += 0.5 * fi * P / group;
     }
-  CHECK(loss == doctest::Approx(want).epsilon(1e-6));
+  CHECK(loss == doctest::Approx(1.0 + 2.0 * want).epsilon(1e-6));
 
   std::vector<double> sums(experts, 2.0);
   mt::cpu::balance_prob_sums(nullptr, {.tokens = tokens, .experts = experts, .scores = scores.data(), .prob_sum = sums.data()});
@@ -223,8 +224,9 @@ TEST_CASE("balance statistics: per-group loss, global-batch sums and f, against 
 
   const std::vector<double> load{3, 5, 0, 8};
   std::vector<double> gf(experts);
-  const double global = mt::cpu::global_balance(nullptr, {.experts = experts, .top_k = top_k, .tokens = 8, .alpha = 0.5f,
-                                                          .load = load.data(), .prob_sum = prob_sum.data(), .f = gf.data()});
+  double global = 0.0;
+  mt::cpu::global_balance(nullptr, {.experts = experts, .top_k = top_k, .tokens = 8, .alpha = 0.5f, .load = load.data(),
+                                    .prob_sum = prob_sum.data(), .f = gf.data(), .sum = &global});
   double want_global = 0;
   for (int i = 0; i < experts; ++i) {
     CHECK(gf[i] == doctest::Approx(load[i] * experts / (top_k * 8.0)).epsilon(1e-12));
@@ -285,7 +287,11 @@ TEST_CASE("optimizer ops: sum of squares, scaling and AdamW against float64") {
   const std::vector<float> g = testing::random_floats(1000, 41);
   double ss = 0;
   for (float v : g) ss += double(v) * v;
-  CHECK(mt::cpu::sum_squares(nullptr, {.n = g.size(), .x = g.data()}) == doctest::Approx(ss).epsilon(1e-12));
+  const float* runs[] = {g.data(), g.data() + 400};
+  const size_t lengths[] = {400, g.size() - 400};
+  double sum = 0.5;  // the op adds to it
+  mt::cpu::sum_squares(nullptr, {.runs = 2, .x = runs, .n = lengths, .sum = &sum});
+  CHECK(sum == doctest::Approx(0.5 + ss).epsilon(1e-12));
   std::vector<float> scaled = g;
   mt::cpu::scale(nullptr, {.n = scaled.size(), .factor = 0.5f, .x = scaled.data()});
   for (size_t i = 0; i < g.size(); ++i) CHECK(scaled[i] == g[i] * 0.5f);

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/step_statistics.hpp"
+#include "model/moe.hpp"
 #include "train/accumulate.hpp"
 #include "test_helpers.hpp"
 
@@ -79,12 +79,12 @@ TEST_CASE("one step without a pipeline: every micro-batch once, in order, and ea
     CHECK(forwards == std::vector<std::pair<int, int>>{{0, 0}, {1, global ? 1 : 0}, {2, global ? 2 : 0}});
     CHECK(totals.ce_sum > 0);
     CHECK(totals.aux > 0);
-    const std::vector<mt::LayerStatistics> layers = mt::step_statistics(model);
+    const std::vector<mt::MoE*> layers = model.moe_layers();
     REQUIRE(layers.size() == size_t(m.n_layers - m.n_dense_layers));
-    for (size_t i = 0; i < layers.size(); ++i) {
-      CHECK(layers[i].layer == int(i));
+    CHECK(model.moe_layer_indices() == std::vector<int>{0, 1});
+    for (mt::MoE* layer : layers) {
       double routed = 0;
-      for (double tokens_to_expert : layers[i].load) routed += tokens_to_expert;
+      for (double tokens_to_expert : layer->router().step_load().to_host_f64()) routed += tokens_to_expert;
       CHECK(routed == double(batch) * m.seq_len * m.moe.top_k);
     }
   }

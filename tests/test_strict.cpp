@@ -108,7 +108,10 @@ TEST_CASE("strict streams: host reads and numbers wait for the stream's own queu
     mt::Buffer x(a, mt::DType::f32, 3);
     x.from_host(std::vector<float>{3, 4, 12});
     a.scale({.n = 3, .factor = 2.0f, .x = x.f32()});  // queued
-    CHECK(a.sum_squares({.n = 3, .x = x.f32()}) == doctest::Approx(4 * 169.0));  // runs the queue first
+    mt::Buffer sum(a, mt::DType::f64, 1);
+    sum.from_host(std::vector<double>{0.0});
+    a.sum_scalars({.n = 1, .x = sum.f64(), .scale = 0.0, .sum = sum.f64()});  // queued too
+    CHECK(sum.to_host_f64() == std::vector<double>{0.0});  // runs the queue first
     CHECK(x.to_host_f32() == std::vector<float>{6, 8, 24});
   }
   mt::cpu_strict_backend_destroy(a);

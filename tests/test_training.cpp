@@ -173,12 +173,12 @@ TEST_CASE("auxiliary-loss-free bias: +gamma below the mean load, -gamma above") 
   const mt::Buffer x = dev.upload(testing::random_floats(size_t(2) * m.seq_len * m.d_model, 3));
   const mt::Buffer y = dev.floats(x.count());
   mt::Arena arena(dev.be);
-  moe.forward(0, arena, arena, x.f32(), 2, y.f32(), 0.0f);
+  moe.forward(0, arena, arena, x.f32(), 2, y.f32(), 0.0f, nullptr);
   const std::vector<double> load = moe.router().step_load().to_host_f64();
   double total = 0;
   for (double l : load) total += l;
   CHECK(total == 2 * m.seq_len * m.moe.top_k);
-  moe.router().update_bias();
+  moe.router().update_bias(nullptr);
   const std::vector<float> bias = params.host_buffer(moe.router().bias);
   for (int e = 0; e < m.moe.n_routed_experts; ++e) {
     const double mean = total / m.moe.n_routed_experts;

@@ -30,8 +30,8 @@ SwigluWeights Block::dense_weights() const {
   return {p.value(ffn_gate), p.value(ffn_up), p.value(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
 }
 
-double Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
-                      float aux_grad_scale, bool recompute) {
+void Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
+                    float aux_grad_scale, double* aux_sum, bool recompute) {
   Saved& s = saved_[slot];
   const int all_rows = batch * seq_, rows = env_.shard.row_share(all_rows);
   const bool split = env_.shard.split_rows();
@@ -51,15 +51,13 @@ double Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const fl
   // The residual add happens in the norm, in place: x1 = attention's output + x.
   // The MoE also moves the rows to its experts.
   s.n2 = env_.gather_rows(redo, norm(mine, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1), n);
-  double aux = 0;
-  if (moe_) aux = moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, recompute);
+  if (moe_) moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, aux_sum, recompute);
   else {
     float* ffn_out = split ? temp.floats(all) : y;
     swiglu_forward(env_, arena, redo, dense_weights(), s.n2, all_rows, ffn_out, false, s.ffn);
     env_.tp_sum_rows(ffn_out, y, n);
   }
   be.add({.n = n, .x = s.x1, .y = y});
-  return aux;
 }
 
 // RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same. With a

@@ -21,14 +21,15 @@ class Block {
  public:
   // Parameters are named "<prefix>.attn_norm" and so on; `moe` picks the MoE FFN.
   Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, bool moe, int max_in_flight);
-  // Returns the balance loss of this micro-batch (0 for dense blocks). `recompute`: the same
+  // Adds the balance loss of this micro-batch to *aux_sum (device memory; null, and dense blocks:
+  // nothing). `recompute`: the same
   // forward again before the backward (training.recompute = "full"): the step's statistics
   // (expert load) are not counted twice. What selective recomputation drops (the RMSNorm outputs,
   // the SwiGLU products, MLA's per-head queries, keys and values) goes to `redo`; without it,
   // pass `arena` twice. `temp`: what only this forward reads (AttentionLayer::forward), free once
   // it returns.
-  double forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
-                 float aux_grad_scale, bool recompute = false);
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,
+               float aux_grad_scale, double* aux_sum, bool recompute = false);
   // training.recompute = "selective": what forward put in `redo`, computed again there (after it
   // was reset) from what the block kept, bit for bit.
   void redo(int slot, Arena& redo);

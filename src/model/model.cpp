@@ -29,6 +29,7 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     env.side = chunks_[c].side;
     chunk_env_.push_back(env);
     for (int i = 0; i < max_in_flight; ++i) arenas_[c].emplace_back(env.be());
+    own_sums_.emplace_back(env.be(), DType::f64, size_t(2 + cfg.mtp.depth));
     scratch_.emplace_back(env.be());
     saved_[c].resize(max_in_flight);
     first = first || chunks_[c].first;
@@ -119,7 +120,30 @@ size_t Model::arena_high_water() const { return sum_over_arenas(&Arena::high_wat
 
 size_t Model::arena_bytes() const { return sum_over_arenas(&Arena::capacity); }
 
-ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales) {
+LossSums Model::own_sums(int chunk) {
+  const Buffer& b = own_sums_[size_t(chunk)];
+  chunk_env_[chunk].be().zero(b.raw(), b.bytes());
+  return {.ce = b.f64(), .aux = b.f64() + 1, .mtp = b.f64() + 2, .mtp_stride = 1};
+}
+
+void Model::read_own_sums(int chunk, ForwardResult& r) {
+  const Buffer& b = own_sums_[size_t(chunk)];
+  std::vector<double> v(b.count());
+  chunk_env_[chunk].be().download(v.data(), b.raw(), b.bytes());
+  r.ce_sum = v[0];
+  r.aux_sum = v[1];
+  r.mtp_ce_sums.assign(v.begin() + 2, v.end());
+}
+
+ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales,
+                             const LossSums* sums) {
+  if (!sums) {
+    const LossSums own = own_sums(chunk);
+    ForwardResult r = forward(chunk, slot, mb, input, scales, &own);
+    read_own_sums(chunk, r);
+    if (!chunks_[chunk].last) r.mtp_ce_sums.clear();
+    return r;
+  }
   const StageSpec& stage = chunks_[chunk];
   Saved& s = saved_[chunk][slot];
   Arena& arena = arenas_[chunk][slot];
@@ -156,8 +180,8 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
     Arena& kept = recompute_ == Recompute::full ? scratch : arena;
     Arena& redo = recompute_ == Recompute::none ? arena : scratch;
     with_values(chunk, block_group(stage.first_block + i), [&] {
-      r.aux_sum += blocks_[stage.first_block + i]->forward(slot, kept, redo, scratch, s.acts[i], mb.batch,
-                                                           s.acts[i + 1], scales.aux);
+      blocks_[stage.first_block + i]->forward(slot, kept, redo, scratch, s.acts[i], mb.batch, s.acts[i + 1], scales.aux,
+                                              sums->aux);
     });
   }
   if (!stage.last) return r;
@@ -174,18 +198,16 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   });
   s.dlogits = keep_logits_ ? arena.floats(size_t(rows) * V) : s.logits;
   float* losses = arena.floats(rows);
-  r.ce_sum = be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits,
-                               .targets = s.targets, .losses = losses, .dlogits = s.dlogits});
+  be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits, .targets = s.targets,
+                    .losses = losses, .dlogits = s.dlogits, .sum = sums->ce});
   for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;  // the host's own copy
   s.mtp.resize(mtp.size());
-  r.mtp_ce_sums.assign(mtp.size(), 0.0);
   for (size_t k = 0; k < mtp.size(); ++k)
-    with_values(chunk, mtp_values(int(k)),
-                [&] { r.mtp_ce_sums[k] = mtp_forward(chunk, slot, int(k), scales, &r.aux_sum); });
+    with_values(chunk, mtp_values(int(k)), [&] { mtp_forward(chunk, slot, int(k), scales, *sums); });
   return r;
 }
 
-double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, double* aux) {
+void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums) {
   Saved& s = saved_[chunk][slot];
   Saved::Mtp& m = s.mtp[k];
   const MtpModule& mod = mtp[k];
@@ -221,8 +243,8 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   float* h = arena.floats(mine);
   Arena& temp = scratch_[chunk];
   temp.reset();
-  *aux +=
-      mod.block->forward(slot, arena, arena, temp, m.hp + size_t(shard.first_row(rows)) * D, s.rows / T, h, scales.aux);
+  mod.block->forward(slot, arena, arena, temp, m.hp + size_t(shard.first_row(rows)) * D, s.rows / T, h, scales.aux,
+                     sums.aux);
   m.h = env.gather_rows(arena, h, mine);
   m.n = arena.floats(n);
   m.n_rstd = arena.floats(rows);
@@ -232,8 +254,10 @@ double Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, 
   head_env(chunk).linear_forward(m.n, params.value(head), rows, D, V, logits);
   m.dlogits = logits;  // in place: nothing reads an MTP module's logits
   float* losses = arena.floats(rows);
-  return be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
-                           .targets = targets, .losses = losses, .dlogits = m.dlogits});
+  be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
+                    .targets = targets, .losses = losses, .dlogits = m.dlogits,
+                    .sum = sums.mtp ? sums.mtp + size_t(k) * sums.mtp_stride : nullptr,
+                    .divisor = sums.mtp_divisor > 0 ? sums.mtp_divisor * double(T - shift) : 1.0});
 }
 
 float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_next) {
@@ -340,7 +364,8 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
       Arena& work = scratch_[chunk];
       work.reset();
       if (recompute_ == Recompute::full)
-        block.forward(slot, work, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, true);
+        block.forward(slot, work, work, work, s.acts[i], s.rows / cfg_.seq_len, work.floats(n), s.aux_scale, nullptr,
+                      true);
       else if (recompute_ == Recompute::selective)
         block.redo(slot, work);
       block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);

@@ -41,10 +41,23 @@ struct LossScales {
   float mtp = 0.0f;  // lambda / (D * sequences in the global batch); depth k divides by seq_len - k
 };
 
+// Where a forward pass adds its losses in device memory, so a step's add up there without the host
+// waiting (the ops' `sum`). Null: not summed.
+struct LossSums {
+  double* ce = nullptr;   // += the cross-entropy summed over the micro-batch's tokens
+  double* aux = nullptr;  // += the micro-batch's balance-loss term of the objective, all layers
+  // MTP depth k: mtp[k * mtp_stride] += its cross-entropy sum / (mtp_divisor * (seq_len - k - 1)),
+  // or / 1 with mtp_divisor 0.
+  double* mtp = nullptr;
+  int mtp_stride = 0;
+  double mtp_divisor = 0;
+};
+
+// The losses of a forward given no LossSums, read back at its end (evaluation, tests).
 struct ForwardResult {
   double ce_sum = 0;    // summed over the micro-batch's tokens
   double aux_sum = 0;   // the micro-batch's balance-loss term of the objective, all layers
-  long tokens = 0;
+  long tokens = 0;      // counted on the host, also with LossSums
   std::vector<double> mtp_ce_sums;  // per MTP depth, cross-entropy summed over its valid positions
 };
 
@@ -89,7 +102,10 @@ class Model {
   // device memory. `weights_now`: a full backward, whose caller calls backward_weight next: each
   // block's weight gradients follow its input gradients at once, and its backward work lives in
   // the chunk's scratch arena for that block only (as under recomputation, which always does so).
-  ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales);
+  // `sums`: where the losses add up on the device; null: in the chunk's own sums, read back into
+  // the result.
+  ForwardResult forward(int chunk, int slot, const MicroBatch& mb, const float* input, const LossScales& scales,
+                        const LossSums* sums = nullptr);
   void backward_input(int chunk, int slot, const float* output_grad, bool weights_now = false);
   void backward_weight(int chunk, int slot);
   void retire(int chunk, int slot) { arenas_[chunk][slot].reset(); }
@@ -176,7 +192,10 @@ class Model {
     std::vector<Mtp> mtp;
   };
   // Forward of MTP module k (0-based) of a micro-batch; returns its summed cross-entropy.
-  double mtp_forward(int chunk, int slot, int k, const LossScales& scales, double* aux);
+  void mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums);
+  // The chunk's own sums, zeroed (forward without LossSums), and their values after the forward.
+  LossSums own_sums(int chunk);
+  void read_own_sums(int chunk, ForwardResult& r);
   // Backward of module k; dh_next is the gradient w.r.t. its output from module k+1 (or null).
   // Returns the gradient w.r.t. its input hidden state.
   float* mtp_backward_input(int chunk, int slot, int k, const float* dh_next);
@@ -207,6 +226,7 @@ class Model {
   }
   std::vector<std::unique_ptr<Block>> blocks_;  // all n_layers; null where another rank holds it
   std::vector<std::vector<Arena>> arenas_;      // [chunk][slot]
+  std::vector<Buffer> own_sums_;                // [chunk] f64: ce, aux, each MTP depth's ce
   // [chunk]: one block's work at a time (its backward when weights follow at once, what
   // recomputation drops or repeats); a chunk runs one pass at a time, whatever its slots.
   std::vector<Arena> scratch_;

@@ -42,13 +42,13 @@ SwigluWeights MoE::shared_weights() const {
   return {p.value(shared_gate), p.value(shared_up), p.value(shared_down), d_, shared_hidden_};
 }
 
-double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
-                    bool recompute) {
+void MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
+                  double* aux_sum, bool recompute) {
   Saved& s = saved_[slot];
   const Backend& be = env_.be();
   const int rows = batch * seq_;
   s.rows = rows;
-  const double aux = router_.forward(arena, x, rows, aux_weight, s.routing, recompute);
+  router_.forward(arena, x, rows, aux_weight, s.routing, aux_sum, recompute);
   // This rank's share of the tokens: its rows of x, y and the routing.
   const int n = s.share = rows / tp_, first = s.first = env_.shard.tp_rank * n;
   const float* xs = x + size_t(first) * d_;
@@ -73,7 +73,6 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
   be.moe_combine({.tokens = n, .top_k = top_k_, .dim = d_, .rows = s.ye, .slot_row = s.dispatch.slot_row,
                   .gates = s.routing.gates + size_t(first) * top_k_, .y = ys});
   if (gathered()) env_.shard.tp->all_gather(device_span(ys, size_t(n) * d_), device_span(y, size_t(rows) * d_));
-  return aux;
 }
 
 void MoE::redo(int slot, Arena& redo, const float* x) {

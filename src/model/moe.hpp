@@ -31,15 +31,15 @@ class MoE {
   MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
   // x: [batch*seq, d_model]; y the same, or this rank's share of the rows under sequence
   // parallelism (ShardPlace::split_rows), as dy and dx in backward_input. aux_weight is the weight of one group's
-  // balance loss in the objective. Returns this micro-batch's contribution: aux_weight * sum over its groups of alpha
-  // sum_i f_i P_i (0 for global_batch, whose loss finish_global_balance() returns). `recompute`: a repeat of this
-  // micro-batch's forward, which adds nothing to the step's load. The experts' SwiGLU products go to `redo` (see
-  // swiglu_forward).
-  double forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
-                 bool recompute = false);
+  // balance loss in the objective. Adds this micro-batch's contribution, aux_weight * sum over its groups of alpha
+  // sum_i f_i P_i, to *aux_sum (device memory; null: not summed; nothing for global_batch, whose loss
+  // finish_global_balance() adds). `recompute`: a repeat of this micro-batch's forward, which adds nothing to the
+  // step's load. The experts' SwiGLU products go to `redo` (see swiglu_forward).
+  void forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,
+               double* aux_sum, bool recompute = false);
   // Selective recomputation: the SwiGLU products again, in `redo`; x is the input's recomputed copy.
   void redo(int slot, Arena& redo, const float* x);
-  double finish_global_balance(long tokens) { return router_.finish_global_balance(tokens); }
+  void finish_global_balance(long tokens, double* sum) { router_.finish_global_balance(tokens, sum); }
   void backward_input(int slot, Arena& arena, const float* dy, float* dx);
   void backward_weight(int slot);
 

@@ -24,7 +24,8 @@ int Router::group_size(int tokens) const {
   return 0;
 }
 
-double Router::forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, bool recompute) {
+void Router::forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, double* aux_sum,
+                     bool recompute) {
   const Backend& be = env_.be();
   const ParamStore& p = *env_.params;
   const size_t scores = size_t(tokens) * experts_, picks = size_t(tokens) * top_k_;
@@ -41,21 +42,21 @@ double Router::forward(Arena& arena, const float* x, int tokens, float aux_weigh
                     .topk_groups = topk_groups_, .route_scale = route_scale_, .scores = r.scores,
                     .bias = p.buffer(bias), .chosen = r.chosen, .gates = r.gates});
   const int group = group_size(tokens);
-  if (group == 0) return 0.0;
+  if (group == 0) return;
   if (balance_ == BalanceLoss::global_batch) {
-    if (recompute) return 0.0;
+    if (recompute) return;
     be.balance_prob_sums({.tokens = tokens, .experts = experts_, .scores = r.scores, .prob_sum = prob_sum_.f64()});
-    return 0.0;
+    return;
   }
   r.f = arena.doubles(size_t(tokens / group) * experts_);
-  return aux_weight * be.balance_loss({.tokens = tokens, .experts = experts_, .top_k = top_k_, .group = group,
-                                       .alpha = alpha_, .scores = r.scores, .chosen = r.chosen, .f = r.f});
+  be.balance_loss({.tokens = tokens, .experts = experts_, .top_k = top_k_, .group = group, .alpha = alpha_,
+                   .scores = r.scores, .chosen = r.chosen, .f = r.f, .weight = aux_weight, .sum = aux_sum});
 }
 
-double Router::finish_global_balance(long tokens) {
+void Router::finish_global_balance(long tokens, double* sum) {
   global_tokens_ = tokens;
-  return env_.be().global_balance({.experts = experts_, .top_k = top_k_, .tokens = tokens, .alpha = alpha_,
-                                   .load = load_.f64(), .prob_sum = prob_sum_.f64(), .f = global_f_.f64()});
+  env_.be().global_balance({.experts = experts_, .top_k = top_k_, .tokens = tokens, .alpha = alpha_,
+                            .load = load_.f64(), .prob_sum = prob_sum_.f64(), .f = global_f_.f64(), .sum = sum});
 }
 
 void Router::backward_input(Arena& arena, Routing& r, const float* dgate, float* dx, Rows of_dx) {
@@ -85,9 +86,10 @@ void Router::reset_step_statistics() {
   prob_sum_.zero();
 }
 
-void Router::update_bias() {
+void Router::update_bias(const double* guard) {
   if (gamma_ == 0.0f) return;
-  env_.be().bias_update({.experts = experts_, .gamma = gamma_, .load = load_.f64(), .bias = env_.params->buffer(bias)});
+  env_.be().bias_update(
+      {.experts = experts_, .gamma = gamma_, .load = load_.f64(), .bias = env_.params->buffer(bias), .guard = guard});
 }
 
 }  // namespace mt

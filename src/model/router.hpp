@@ -36,10 +36,11 @@ class Router {
  public:
   Router(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix);
   // Routes `tokens` rows of x [tokens, d_model]. aux_weight is the weight of one group's balance
-  // loss in the objective; returns this micro-batch's part of it (0 for global_batch, whose loss
-  // finish_global_balance() returns).
+  // loss in the objective; this micro-batch's part of it is added to *aux_sum (device memory; null:
+  // not summed; nothing for global_batch, whose loss finish_global_balance() adds).
   // `recompute`: a repeat of a forward, which adds nothing to the step's statistics.
-  double forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, bool recompute = false);
+  void forward(Arena& arena, const float* x, int tokens, float aux_weight, Routing& r, double* aux_sum,
+               bool recompute = false);
   // The tokens [first, first + count) of a routing.
   struct Rows {
     int first = 0, count = 0;
@@ -50,11 +51,13 @@ class Router {
   void backward_weight(const Routing& r);
 
   // global_batch only: after every forward of the step (and the sum of the statistics over the
-  // data-parallel group), fixes f and returns the balance loss over the step's `tokens` tokens.
-  double finish_global_balance(long tokens);
+  // data-parallel group), fixes f and adds the balance loss over the step's `tokens` tokens to *sum
+  // (device memory).
+  void finish_global_balance(long tokens, double* sum);
   void reset_step_statistics();
-  // The auxiliary-loss-free update from the step's load; once per optimizer step.
-  void update_bias();
+  // The auxiliary-loss-free update from the step's load; once per optimizer step. `guard`: the
+  // step's checks in device memory (BiasUpdateArgs), null: always.
+  void update_bias(const double* guard);
 
   BalanceLoss balance() const { return balance_; }
   const Buffer& step_load() const { return load_; }         // [E] tokens routed to each expert

@@ -1,16 +1,21 @@
 #include "model/step_statistics.hpp"
 
-#include "comm/comm.hpp"
+#include "comm/device_comm.hpp"
 #include "model/model.hpp"
+#include "ops/backend/mark.hpp"
 
 namespace mt {
 
 namespace {
-// A few numbers per expert: they cross as host copies.
-void sum_over(const Buffer& b, Comm& group) {
-  std::vector<double> v = b.to_host_f64();
-  group.all_reduce_sum(v);
-  b.from_host(v);
+// Sums the buffers over `group` on its queue, after the chunks' work so far and before their next.
+template <class Buffers>
+void sum_over(Model& model, DeviceComm& group, Buffers buffers) {
+  const size_t chunks = model.chunks().size();
+  for (size_t c = 0; c < chunks; ++c) order_after(group.backend(), model.backend(int(c)));
+  for (MoE* moe : model.moe_layers()) buffers(moe->router(), [&](const Buffer& b) {
+      group.all_reduce_sum(device_span(b));
+    });
+  for (size_t c = 0; c < chunks; ++c) order_after(model.backend(int(c)), group.backend());
 }
 }  // namespace
 
@@ -18,39 +23,28 @@ void reset_step_statistics(Model& model) {
   for (MoE* moe : model.moe_layers()) moe->router().reset_step_statistics();
 }
 
-void sum_token_shares(Model& model, Comm& tp) {
+void sum_token_shares(Model& model, DeviceComm& tp) {
   if (tp.size() == 1) return;
-  for (MoE* moe : model.moe_layers()) sum_over(moe->router().step_load(), tp);
+  sum_over(model, tp, [](const Router& r, auto sum) { sum(r.step_load()); });
 }
 
-void sum_step_statistics(Model& model, Comm& group) {
+void sum_step_statistics(Model& model, DeviceComm& group) {
   if (group.size() == 1) return;
   const bool global = model.config().moe.aux_loss == BalanceLoss::global_batch;
-  for (MoE* moe : model.moe_layers()) {
-    sum_over(moe->router().step_load(), group);
-    if (global) sum_over(moe->router().step_prob_sums(), group);
-  }
+  sum_over(model, group, [&](const Router& r, auto sum) {
+    sum(r.step_load());
+    if (global) sum(r.step_prob_sums());
+  });
 }
 
-double finish_global_balance(Model& model, long tokens) {
-  double loss = 0;
-  for (MoE* moe : model.moe_layers()) loss += moe->finish_global_balance(tokens);
-  return loss;
+void finish_global_balance(Model& model, long tokens, double* sum) {
+  for (MoE* moe : model.moe_layers()) moe->finish_global_balance(tokens, sum);
 }
 
-void update_biases(Model& model) {
-  for (MoE* moe : model.moe_layers()) moe->router().update_bias();
-}
-
-std::vector<LayerStatistics> step_statistics(Model& model) {
-  const std::vector<int> index = model.moe_layer_indices();
-  const std::vector<MoE*> layers = model.moe_layers();
-  std::vector<LayerStatistics> out;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const Router& router = layers[i]->router();
-    out.push_back({index[i], router.step_load().to_host_f64(), model.params.host_buffer(router.bias)});
-  }
-  return out;
+void update_biases(Model& model, const double* guard) {
+  // The guard is written on the model's first stream; the routers' biases live on their chunks'.
+  for (size_t c = 0; c < model.chunks().size(); ++c) order_after(model.backend(int(c)), model.backend());
+  for (MoE* moe : model.moe_layers()) moe->router().update_bias(guard);
 }
 
 }  // namespace mt

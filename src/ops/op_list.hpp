@@ -28,7 +28,7 @@
   X(attention_decode, AttentionDecodeArgs, void)                     \
   X(swiglu_forward, SwigluForwardArgs, void)                         \
   X(swiglu_backward, SwigluBackwardArgs, void)                       \
-  X(cross_entropy, CrossEntropyArgs, double)                         \
+  X(cross_entropy, CrossEntropyArgs, void)                           \
   X(embedding_forward, EmbeddingForwardArgs, void)                   \
   X(embedding_backward, EmbeddingBackwardArgs, void)                 \
   X(add, AddArgs, void)                                              \
@@ -41,14 +41,15 @@
   X(gather_rows, GatherRowsArgs, void)                               \
   X(moe_combine, MoeCombineArgs, void)                               \
   X(moe_combine_backward, MoeCombineBackwardArgs, void)              \
-  X(balance_loss, BalanceLossArgs, double)                           \
+  X(balance_loss, BalanceLossArgs, void)                             \
   X(balance_prob_sums, BalanceProbSumsArgs, void)                    \
-  X(global_balance, GlobalBalanceArgs, double)                       \
+  X(global_balance, GlobalBalanceArgs, void)                         \
   X(router_backward, RouterBackwardArgs, void)                       \
   X(bias_update, BiasUpdateArgs, void)                               \
   X(shift_tokens, ShiftTokensArgs, void)                             \
   X(scale, ScaleArgs, void)                                          \
-  X(sum_squares, SumSquaresArgs, double)                             \
+  X(sum_squares, SumSquaresArgs, void)                               \
+  X(sum_scalars, SumScalarsArgs, void)                               \
   X(adamw, AdamwArgs, void)                                          \
   X(fp8_pack_rows, Fp8PackRowsArgs, void)                            \
   X(fp8_unpack_rows, Fp8UnpackRowsArgs, void)

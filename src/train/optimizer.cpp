@@ -84,6 +84,45 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
   }
   m_ = Buffer(be(), DType::f32, moments);
   v_ = Buffer(be(), DType::f32, moments);
+  allocate_step_buffers();
+}
+
+void Optimizer::allocate_step_buffers() {
+  auto total = [&](const std::vector<int>& ids) {
+    size_t n = 0;
+    for (int id : ids) n += gradient_size(id);
+    return n;
+  };
+  size_t most = 0;
+  if (g_.mirror->size() > 1) most = std::max(most, total(by_name_));
+  if (g_.embedding->size() > 1) most = std::max(most, total(embedding_));
+  if (g_.tp->size() > 1) most = std::max(most, total(partial_));
+  if (zero_ == 0 && g_.dp->size() > 1) most = std::max(most, total(dense_));
+  if (most) summed_ = Buffer(be(), DType::f32, most);
+  if (!experts_.empty() && g_.expert_replicas->size() > 1) {
+    size_t n = 0;
+    for (int id : experts_) n += params_.infos[id].numel;
+    experts_summed_ = Buffer(be(), DType::f32, n);
+  }
+  if (zero_ == 1 || zero_ == 2) gather_stage_ = Buffer(be(), DType::f32, batch_);
+  // Each element's gradient counts once: on its first copy, or under ZeRO on the data-parallel
+  // rank whose piece holds it (and the first tensor-parallel rank unless split there).
+  std::vector<const float*> runs;
+  std::vector<size_t> lengths;
+  for (const Run& r : runs_) {
+    const ParamInfo& p = params_.infos[r.param];
+    if (!first_copy(p, g_, r.sharded)) continue;
+    runs.push_back(r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin);
+    lengths.push_back(r.len);
+    norm_elements_ += r.len;
+  }
+  norm_run_count_ = int(runs.size());
+  norm_runs_ = Buffer(be(), DType::u8, runs.size() * sizeof(const float*));
+  norm_lengths_ = Buffer(be(), DType::u8, lengths.size() * sizeof(size_t));
+  if (!runs.empty()) {
+    be().upload(norm_runs_.raw(), runs.data(), norm_runs_.bytes());
+    be().upload(norm_lengths_.raw(), lengths.data(), norm_lengths_.bytes());
+  }
 }
 
 Optimizer::~Optimizer() {
@@ -118,7 +157,7 @@ void Optimizer::pack_pieces(const std::vector<int>& ids, From from, float* to) c
 }
 
 size_t Optimizer::gradient_floats() const {
-  size_t n = params_.grads_total();
+  size_t n = params_.grads_total() + summed_.count() + experts_summed_.count();
   if (zero_ >= 2) {
     n += shard_grad_.count() + packed_.count() + received_.count();
     for (const Buffer& w : windows_) n += w.count();
@@ -214,19 +253,17 @@ float* Optimizer::value_of(const Run& r) const {
 }
 
 void Optimizer::sum_over(const std::vector<int>& ids, DeviceComm& group) {
-  size_t n = 0;
-  for (int id : ids) n += gradient_size(id);
-  Buffer buf(be(), DType::f32, n);
+  float* buf = summed_.f32();
   size_t at = 0;
   for (int id : ids)
-    be().copy(buf.f32() + at, gradient_of(id), gradient_size(id) * sizeof(float)), at += gradient_size(id);
-  group.all_reduce_sum(device_span(buf));
+    be().copy(buf + at, gradient_of(id), gradient_size(id) * sizeof(float)), at += gradient_size(id);
+  group.all_reduce_sum(device_span(buf, at));
   at = 0;
   for (int id : ids)
-    be().copy(gradient_of(id), buf.f32() + at, gradient_size(id) * sizeof(float)), at += gradient_size(id);
+    be().copy(gradient_of(id), buf + at, gradient_size(id) * sizeof(float)), at += gradient_size(id);
 }
 
-double Optimizer::reduce_gradients() {
+void Optimizer::reduce_gradients(double* guard) {
   accumulating_ = false;
   const float* grads = params_.grads_data();
   const int tp = g_.tp->size();
@@ -240,11 +277,8 @@ double Optimizer::reduce_gradients() {
   if (tp > 1 && !partial_.empty()) sum_over(partial_, *g_.dev.tp);
   // The experts' sum travels while the dense parameters are summed (without ZeRO).
   std::unique_ptr<Request> experts_summed;
-  Buffer expert_buf;
+  const Buffer& expert_buf = experts_summed_;
   if (!experts_.empty() && g_.expert_replicas->size() > 1) {
-    size_t n = 0;
-    for (int id : experts_) n += params_.infos[id].numel;
-    expert_buf = Buffer(be(), DType::f32, n);
     size_t at = 0;
     for (int id : experts_) {
       be().copy(expert_buf.f32() + at, gradient_of(id), params_.infos[id].numel * sizeof(float));
@@ -261,25 +295,18 @@ double Optimizer::reduce_gradients() {
       at += params_.infos[id].numel;
     }
   }
-  // Each element's gradient counts once: on its first copy, or under ZeRO on the data-parallel
-  // rank whose piece holds it (and the first tensor-parallel rank unless split there).
-  std::vector<double> ss{0.0};
-  for (const Run& r : runs_) {
-    const ParamInfo& p = params_.infos[r.param];
-    if (!first_copy(p, g_, r.sharded)) continue;
-    const float* g = r.sharded ? shard_grad_.f32() + r.grad_offset : grads + p.grad_offset + r.begin;
-    ss[0] += be().sum_squares({.n = r.len, .x = g});
-  }
-  g_.world->all_reduce_sum(ss);
-  return std::sqrt(ss[0]);
+  be().sum_squares({.runs = norm_run_count_, .x = static_cast<const float* const*>(norm_runs_.raw()),
+                    .n = static_cast<const size_t*>(norm_lengths_.raw()), .sum = guard, .total = norm_elements_});
+  if (g_.dev.world->size() > 1) g_.dev.world->all_reduce_sum({guard, 2, DType::f64});
 }
 
-void Optimizer::scale_gradients(float factor) {
-  be().scale({.n = params_.grads_total(), .factor = factor, .x = params_.grads_data()});
-  if (shard_grad_.count()) be().scale({.n = shard_grad_.count(), .factor = factor, .x = shard_grad_.f32()});
+void Optimizer::clip_gradients(const double* norm_sq, double clip) {
+  be().scale({.n = params_.grads_total(), .x = params_.grads_data(), .norm_sq = norm_sq, .clip = clip});
+  if (shard_grad_.count())
+    be().scale({.n = shard_grad_.count(), .x = shard_grad_.f32(), .norm_sq = norm_sq, .clip = clip});
 }
 
-void Optimizer::step(double lr, long t) {
+void Optimizer::step(double lr, long t, const double* guard) {
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
     const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin;
@@ -287,7 +314,7 @@ void Optimizer::step(double lr, long t) {
     be().adamw({.n = r.len, .lr = c.lr, .bias_correction1 = c.bias_correction1,
                 .bias_correction2 = c.bias_correction2, .eps = c.eps, .beta1 = c.beta1, .beta2 = c.beta2,
                 .decay = c.decay, .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
-                .v = v_.f32() + r.moment});
+                .v = v_.f32() + r.moment, .guard = guard});
   }
   if (zero_ == 1 || zero_ == 2) gather_weights();
 }
@@ -316,7 +343,6 @@ void Optimizer::gather_weights() {
   const size_t me = size_t(g_.dp->rank());
   float* values = params_.values_data();
   auto whole = [&](int id) { return values + params_.infos[id].value_offset; };
-  Buffer mine(be(), DType::f32, batch_);
   for (size_t i = 0; i < sharded_.size();) {
     // Consecutive parameters whose pieces fit the packed buffer.
     std::vector<int> ids;
@@ -327,7 +353,7 @@ void Optimizer::gather_weights() {
     }
     MT_CHECK(!ids.empty());
     // This rank's updated pieces go out, every rank's come back.
-    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, mine.f32(), whole);
+    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, gather_stage_.f32(), whole);
   }
 }
 

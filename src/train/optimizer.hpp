@@ -6,7 +6,9 @@
 //   tensor_partial parameters over the tensor-parallel group (each rank's heads gave a part);
 //   routed experts over their replicas (ranks of the stage with the same expert-parallel rank);
 //   every other parameter over the data-parallel group.
-// Then it clips by the global norm and applies AdamW.
+// Then it clips by the global norm and applies AdamW. The norm is one multi-tensor op over this
+// rank's runs, summed over the ranks on the device; clipping and AdamW read it there, so the host
+// never waits inside a step. Every buffer a step uses is allocated here, none per step.
 // ZeRO (over the data-parallel group; routed experts are already split ep ways and stay whole):
 //   1  each dense parameter is cut into dp equal pieces; data-parallel rank r keeps piece r's AdamW
 //      moments. The step's gradients are reduce-scattered, each rank updates its pieces, and the
@@ -39,11 +41,14 @@ class Optimizer : public ParamShards {
   Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGroups& groups, int zero);
   ~Optimizer() override;
 
-  // Sums the gradients over their copies; returns the global L2 norm of the gradient.
-  double reduce_gradients();
-  void scale_gradients(float factor);
-  // AdamW step t (1-based) at learning rate lr.
-  void step(double lr, long t);
+  // Sums the gradients over their copies and adds the square of the global L2 norm of the gradient
+  // to guard[0] (device memory, StepScalars::norm_sq); guard[1] (the loss check) is summed over
+  // every rank with it.
+  void reduce_gradients(double* guard);
+  // Clips the gradients to norm `clip` by the squared norm at norm_sq (device memory).
+  void clip_gradients(const double* norm_sq, double clip);
+  // AdamW step t (1-based) at learning rate lr, unless `guard` (AdamwArgs) fails on the device.
+  void step(double lr, long t, const double* guard = nullptr);
 
   // The moments of every parameter this rank holds, in the ParamStore's layout (checkpoints).
   // Collective over the data-parallel group under ZeRO.
@@ -105,6 +110,8 @@ class Optimizer : public ParamShards {
   size_t gradient_size(int id) const;
   // All-gathers the updated pieces into every rank's weights, in batches that fit the packed buffer.
   void gather_weights();
+  // The buffers reduce_gradients needs, and the device arrays of the runs the norm counts.
+  void allocate_step_buffers();
   const Backend& be() const { return params_.backend(); }
   bool sharded(int id) const { return pieces_[size_t(id)].size > 0; }
 
@@ -121,6 +128,10 @@ class Optimizer : public ParamShards {
   size_t batch_ = 0;            // ZeRO: elements per rank the packed buffer holds
   Buffer packed_, shard_grad_, received_;
   Buffer shard_values_;  // ZeRO-3: this rank's pieces of the dense weights
+  Buffer summed_, experts_summed_, gather_stage_;  // sum_over's, the experts' sum's, gather_weights'
+  Buffer norm_runs_, norm_lengths_;  // device arrays: each counted run's gradient and length
+  int norm_run_count_ = 0;
+  size_t norm_elements_ = 0;
   std::vector<Run> runs_;
   Buffer m_, v_;
   // ZeRO-2/3: a window per chunk for the open group's gradients, and which group is open; ZeRO-3:

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "model/step_statistics.hpp"
+#include "ops/backend/mark.hpp"
 #include "pipeline/check.hpp"
 #include "pipeline/generators.hpp"
 #include "train/step_executor.hpp"
@@ -25,22 +26,37 @@ pipeline::Schedule step_schedule(const ParallelConfig& p, const StepPlan& plan) 
 
 bool pipelined(const pipeline::Schedule& s) { return s.placement.stages > 1 || s.placement.chunks_per_rank > 1; }
 
+int forward_passes(const pipeline::Schedule& s, int rank) {
+  int n = 0;
+  for (const pipeline::Step& step : s.ranks[size_t(rank)])
+    if (auto* op = std::get_if<pipeline::ComputeOp>(&step)) n += op->task.pass == pipeline::Pass::forward;
+  return n;
+}
+
+StepScalars make_step_scalars(Model& model, const pipeline::Schedule& s, const StepPlan& plan, int rank) {
+  return StepScalars(model, forward_passes(s, rank), double(model.config().mtp.depth) * plan.global_batch);
+}
+
 namespace {
 
-// The one epilogue of every step: the MoE statistics and the losses summed over the ranks that
-// share them, in a fixed order (tensor-parallel token shares first).
-StepTotals sum_step(Model& model, const ParallelGroups& g, const StepPlan& plan, const StepExecutor& run) {
-  StepTotals totals = run.totals();
+// The MoE statistics summed over the ranks that share them, on the device, in a fixed order
+// (tensor-parallel token shares first).
+void sum_statistics(Model& model, const ParallelGroups& g, const StepPlan& plan) {
   if (!plan.global_balance) {  // a global-batch loss summed them before its first backward
-    sum_token_shares(model, *g.tp);
-    sum_step_statistics(model, *g.dp);
+    sum_token_shares(model, *g.dev.tp);
+    sum_step_statistics(model, *g.dev.dp);
   }
   // DualPipe's two directions pass each layer on two ranks: the pair's loads add up.
-  sum_step_statistics(model, *g.mirror);
-  std::vector<double> sums{totals.ce_sum, totals.aux, totals.mtp};
+  sum_step_statistics(model, *g.dev.mirror);
+}
+
+// The losses, once the step's scalars are on the host, summed over the ranks that share them.
+StepTotals sum_losses(const ParallelGroups& g, const StepScalars& s) {
+  std::vector<double> sums{s.value(StepScalars::ce), s.value(StepScalars::aux), s.value(StepScalars::mtp)};
   g.dp->all_reduce_sum(sums);
-  sums[1] += run.shared_aux();  // the same on every data-parallel rank
+  sums[1] += s.value(StepScalars::global_aux);  // the same on every data-parallel rank
   g.pp->all_reduce_sum(sums);
+  StepTotals totals;
   totals.ce_sum = sums[0], totals.aux = sums[1], totals.mtp = sums[2];
   return totals;
 }
@@ -48,12 +64,20 @@ StepTotals sum_step(Model& model, const ParallelGroups& g, const StepPlan& plan,
 }  // namespace
 
 StepTotals run_step(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, const StepPlan& plan,
-                    const FillMicroBatch& fill, TransferBuffers& buffers, const AfterForward& after_forward) {
+                    const FillMicroBatch& fill, TransferBuffers& buffers, StepScalars& scalars,
+                    const AfterForward& after_forward, const std::function<void()>& update) {
   model.params.zero_grads();
   reset_step_statistics(model);
-  StepExecutor run(model, schedule, g, plan, fill, after_forward, buffers);
+  scalars.zero();
+  order_after(buffers.backend(), model.backend());  // the chunks start after the first stream
+  StepExecutor run(model, schedule, g, plan, fill, after_forward, buffers, scalars);
   run.run(schedule.ranks[g.me.pp]);
-  return sum_step(model, g, plan, run);
+  sum_statistics(model, g, plan);
+  if (update) update();
+  scalars.download();
+  StepTotals totals = sum_losses(g, scalars);
+  run.read_times(totals);
+  return totals;
 }
 
 }  // namespace mt

@@ -13,10 +13,11 @@ using pipeline::Payload;
 
 StepExecutor::StepExecutor(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g,
                            const StepPlan& plan, const FillMicroBatch& fill, const AfterForward& after_forward,
-                           TransferBuffers& buffers)
+                           TransferBuffers& buffers, StepScalars& scalars)
     : model_(model), pl_(schedule.placement), g_(g), me_(g.me.pp), plan_(plan), fill_(fill),
       after_forward_(after_forward), buffers_(buffers), mailbox_(pl_, me_, *g.dev.pp, buffers),
-      overlapped_time_(buffers.backend()), concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()) {
+      overlapped_time_(buffers.backend()), concurrent_(g.tp->concurrent_calls() && g.ep->concurrent_calls()),
+      scalars_(scalars) {
   for (int c = 0; c < pl_.chunks_per_rank; ++c) {
     forward_time_.push_back(std::make_unique<DeviceTimer>(model.backend(c)));
     backward_time_.push_back(std::make_unique<DeviceTimer>(model.backend(c)));
@@ -39,13 +40,16 @@ void StepExecutor::run(const std::vector<pipeline::Step>& program) {
   }
   mailbox_.finish();
   for (int c = 0; c < pl_.chunks_per_rank; ++c) order_after(main(), model_.backend(c));
-  // Read once, at the end: on a GPU this waits for the device to finish the step's work.
+  scalars_.sum_forwards();
+}
+
+void StepExecutor::read_times(StepTotals& totals) {
   for (int c = 0; c < pl_.chunks_per_rank; ++c) {
-    totals_.t_forward += forward_time_[c]->take_seconds();
-    totals_.t_backward += backward_time_[c]->take_seconds();
+    totals.t_forward += forward_time_[c]->take_seconds();
+    totals.t_backward += backward_time_[c]->take_seconds();
   }
-  totals_.t_overlapped = overlapped_time_.take_seconds();
-  totals_.t_pipeline_wait = mailbox_.take_wait_seconds();
+  totals.t_overlapped = overlapped_time_.take_seconds();
+  totals.t_pipeline_wait = mailbox_.take_wait_seconds();
 }
 
 // The first and last stages add into the embedding's gradient (its lookup; the MTP modules'
@@ -70,6 +74,7 @@ StepExecutor::Pending StepExecutor::prepare(const pipeline::Task& t) {
     free_slots_[t.chunk].pop_back();
     slot_of_[t.chunk][t.microbatch] = p.slot;
     fill_(plan_.first + p.loc.flow * pl_.microbatches_per_flow + t.microbatch, p.tokens, p.targets);
+    p.sums = scalars_.forward_sums(forwards_++);
     if (pos > 0) p.input = mailbox_.take({Payload::activation, p.loc.flow, t.microbatch, pos - 1}, stream);
     return p;
   }
@@ -86,7 +91,7 @@ void StepExecutor::execute(Pending& p) {
   const float* input = p.input.data.count() ? p.input.data.f32() : nullptr;
   if (t.pass == Pass::forward) {
     const MicroBatch batch{p.tokens.data(), p.targets.data(), plan_.micro_batch};
-    p.result = model_.forward(t.chunk, p.slot, batch, input, plan_.scales);
+    model_.forward(t.chunk, p.slot, batch, input, plan_.scales, &p.sums);
   } else {
     if (t.pass != Pass::weight_grad) model_.backward_input(t.chunk, p.slot, input, t.pass == Pass::backward);
     if (t.pass != Pass::input_grad) model_.backward_weight(t.chunk, p.slot);
@@ -100,7 +105,6 @@ void StepExecutor::finish(Pending& p) {
   // The pass copied its input into its arena (in its stream's order): the buffer may carry the next.
   mailbox_.release(p.input, stream);
   if (t.pass == Pass::forward) {
-    add_forward_result(p.result);
     if (last_position(p) && after_forward_)
       after_forward_(plan_.first + p.loc.flow * pl_.microbatches_per_flow + t.microbatch, p.slot);
     if (!last_position(p))
@@ -113,14 +117,6 @@ void StepExecutor::finish(Pending& p) {
     model_.retire(t.chunk, p.slot);
     free_slots_[t.chunk].push_back(p.slot);
   }
-}
-
-void StepExecutor::add_forward_result(const ForwardResult& r) {
-  const ModelConfig& m = model_.config();
-  totals_.ce_sum += r.ce_sum;
-  totals_.aux += r.aux_sum;
-  for (size_t k = 0; k < r.mtp_ce_sums.size(); ++k)
-    totals_.mtp += r.mtp_ce_sums[k] / (double(m.mtp.depth) * plan_.global_batch * (m.seq_len - int(k) - 1));
 }
 
 void StepExecutor::compute(const pipeline::ComputeOp& op) {
@@ -178,9 +174,10 @@ void StepExecutor::compute_pair(Pending& f, Pending& b) {
 void StepExecutor::finish_global_balance_once() {
   if (balance_done_ || !plan_.global_balance) return;
   balance_done_ = true;
-  sum_token_shares(model_, *g_.tp);
-  sum_step_statistics(model_, *g_.dp);
-  shared_aux_ = finish_global_balance(model_, long(plan_.global_batch) * model_.config().seq_len);
+  sum_token_shares(model_, *g_.dev.tp);
+  sum_step_statistics(model_, *g_.dev.dp);
+  finish_global_balance(model_, long(plan_.global_batch) * model_.config().seq_len,
+                        scalars_.at(StepScalars::global_aux));
 }
 
 }  // namespace mt

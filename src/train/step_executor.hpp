@@ -1,10 +1,12 @@
 #pragma once
 // Runs one rank's program of a pipeline::Schedule: compute operations on the model's chunks, in
 // their slots, each chunk on its own stream, with the payloads between positions in a
-// StepMailbox. What it adds up (losses, times) is this rank's; step.hpp's epilogue sums it.
+// StepMailbox. The forwards add their losses into the step's StepScalars on the device, each
+// pass into its own slots; step.hpp's epilogue sums them.
 #include <memory>
 #include <vector>
 
+#include "model/step_scalars.hpp"
 #include "ops/backend/device_timer.hpp"
 #include "train/step.hpp"
 #include "train/step_mailbox.hpp"
@@ -14,12 +16,13 @@ namespace mt {
 class StepExecutor {
  public:
   StepExecutor(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, const StepPlan& plan,
-               const FillMicroBatch& fill, const AfterForward& after_forward, TransferBuffers& buffers);
+               const FillMicroBatch& fill, const AfterForward& after_forward, TransferBuffers& buffers,
+               StepScalars& scalars);
 
+  // Queues the program's passes and then the sum of the forwards' losses; the host waits for none.
   void run(const std::vector<pipeline::Step>& program);
-  const StepTotals& totals() const { return totals_; }
-  // A global-batch balance loss: the same on every data-parallel rank (not summed over them).
-  double shared_aux() const { return shared_aux_; }
+  // The step's times (seconds) into `totals`: waits for the device, so after the step's download.
+  void read_times(StepTotals& totals);
 
  private:
   // A task between its bookkeeping (inputs taken, slot chosen) and its completion (outputs
@@ -29,8 +32,8 @@ class StepExecutor {
     pipeline::Location loc;
     int slot = -1;
     std::vector<int> tokens, targets;
+    LossSums sums;  // a forward's
     Parcel input;  // forward: the previous stage's output; backward: the next stage's input gradient
-    ForwardResult result;
   };
 
   // The device's first stream: the pipeline group's transfers queue there.
@@ -40,7 +43,6 @@ class StepExecutor {
   Pending prepare(const pipeline::Task& t);
   void execute(Pending& p);
   void finish(Pending& p);
-  void add_forward_result(const ForwardResult& r);
   void compute(const pipeline::ComputeOp& op);
   void compute_pair(Pending& f, Pending& b);
   void finish_global_balance_once();
@@ -59,9 +61,9 @@ class StepExecutor {
   std::vector<int> embedding_chunks_;  // this rank's chunks at the first or last position
   bool concurrent_;
   std::vector<std::vector<int>> free_slots_, slot_of_;
-  StepTotals totals_;
+  StepScalars& scalars_;
+  int forwards_ = 0;  // forward passes prepared so far
   bool balance_done_ = false;
-  double shared_aux_ = 0;
 };
 
 }  // namespace mt

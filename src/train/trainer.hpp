@@ -115,6 +115,7 @@ class Trainer {
   std::unique_ptr<TransferBuffers> transfers_;  // the pipeline's device transfer buffers
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<StepScalars> scalars_;  // the step's losses, norm and statistics on the device
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'
   int profiled_steps_ = 0;  // steps profiled by this run, the first included
 };

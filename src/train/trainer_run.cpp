@@ -68,21 +68,28 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   // What the layers' communicators did since the last step (an evaluation) is not this step's.
   for (CommSeconds& c : comm_seconds_) c = {};
   for (CommTimers& c : comm_timers_) c.tp->take_seconds(), c.ep->take_seconds();
-  const StepTotals totals = run_step(*model_, schedule_, groups_, plan_, training_fill(r), *transfers_);
+  // The update is queued behind the passes; the host waits once, for the step's scalars.
+  DeviceTimer sync_time(model_->backend()), update_time(model_->backend());
+  double lr = 0;
+  const StepTotals totals =
+      run_step(*model_, schedule_, groups_, plan_, training_fill(r), *transfers_, *scalars_, {}, [&] {
+        model_->settle_arenas();
+        update_time.time([&] {
+          lr = queue_update(*model_, *optimizer_, cfg_, {r.state.lr_start, r.state.lr_end}, r.state.step, *scalars_,
+                            sync_time);
+        });
+      });
   CommSeconds in_layers;
   for (size_t c = 0; c < comm_seconds_.size(); ++c) {
     in_layers.tp += comm_seconds_[c].tp + comm_timers_[c].tp->take_seconds();
     in_layers.ep += comm_seconds_[c].ep + comm_timers_[c].ep->take_seconds();
   }
-  const auto t_opt = Clock::now();
   StepRecord rec;
   rec.loss = totals.ce_sum / double(tokens_per_step);
   rec.aux_loss = totals.aux;
   rec.mtp_loss = totals.mtp;
-  UpdateStats update;
-  model_->settle_arenas();
-  if (std::isfinite(rec.loss))
-    update = apply_update(*model_, *optimizer_, cfg_, {r.state.lr_start, r.state.lr_end}, r.state.step);
+  UpdateStats update = update_record(*model_, *optimizer_, cfg_, *scalars_, lr);
+  update.time_grad_sync = sync_time.take_seconds();
   if (!std::isfinite(rec.loss) || !update.applied)
     throw UserError(non_finite_message(run_dir_, r.state.step + 1, rec.loss, update.grad_norm, summary.first_step,
                                        summary.losses));
@@ -95,7 +102,7 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   rec.step = r.state.step;
   rec.time_forward = totals.t_forward;
   rec.time_backward = totals.t_backward;
-  rec.time_optimizer = seconds_since(t_opt);
+  rec.time_optimizer = update_time.take_seconds();
   rec.time_step = seconds_since(step_start);
   rec.tokens_per_s = tokens_per_step / rec.time_step;
   rec.flops_per_s = rec.tokens_per_s * r.flops_per_token;

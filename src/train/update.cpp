@@ -4,22 +4,28 @@
 
 #include "model/flops.hpp"
 #include "model/step_statistics.hpp"
-#include "ops/backend/device_timer.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace mt {
 
-UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle,
-                         long long step) {
+double queue_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle, long long step,
+                    const StepScalars& scalars, DeviceTimer& sync_time) {
+  double* guard = scalars.at(StepScalars::norm_sq);
+  sync_time.time([&] { optimizer.reduce_gradients(guard); });
+  if (cfg.training.grad_clip > 0) optimizer.clip_gradients(guard, cfg.training.grad_clip);
+  const double lr = learning_rate(cfg, lr_cycle, step);
+  optimizer.step(lr, step + 1, guard);
+  update_biases(model, guard);
+  return lr;
+}
+
+UpdateStats update_record(Model& model, const Optimizer& optimizer, const Config& cfg, const StepScalars& scalars,
+                          double lr) {
   const auto& t = cfg.training;
   UpdateStats u;
-  DeviceTimer sync_time(model.backend());
-  sync_time.time([&] { u.grad_norm = optimizer.reduce_gradients(); });
-  u.time_grad_sync = sync_time.take_seconds();
-  if (!std::isfinite(u.grad_norm)) return u;
-  if (t.grad_clip > 0 && u.grad_norm > t.grad_clip) optimizer.scale_gradients(float(t.grad_clip / u.grad_norm));
-  u.lr = learning_rate(cfg, lr_cycle, step);
-  optimizer.step(u.lr, step + 1);
+  u.grad_norm = std::sqrt(scalars.value(StepScalars::norm_sq));
+  if (!std::isfinite(u.grad_norm) || !std::isfinite(scalars.value(StepScalars::loss_check))) return u;
+  u.lr = lr;
   const double routed = double(t.global_batch) * cfg.model.seq_len * cfg.model.moe.top_k;
   // Every layer's row, wherever it lives: each pipeline rank fills its layers (one of a DualPipe
   // pair speaks for both copies) and the pipeline group adds them up.
@@ -27,19 +33,34 @@ UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, 
   const size_t all = size_t(moe_layer_count(cfg.model)) * E;
   std::vector<float> rows(2 * all, 0.0f);
   const ParallelGroups& g = optimizer.groups();
-  update_biases(model);
-  if (g.mirror->rank() == 0)
-    for (const LayerStatistics& layer : step_statistics(model)) {
-      const size_t at = size_t(layer.layer) * E;
+  if (g.mirror->rank() == 0) {
+    const std::vector<int> index = model.moe_layer_indices();
+    for (size_t i = 0; i < index.size(); ++i) {
+      const std::vector<double> load = scalars.load(int(i));
+      const std::vector<float> bias = scalars.bias(int(i));
+      const size_t at = size_t(index[i]) * E;
       for (int e = 0; e < E; ++e) {
-        rows[at + e] = float(layer.load[e] / routed);
-        rows[all + at + e] = layer.bias[e];
+        rows[at + e] = float(load[e] / routed);
+        rows[all + at + e] = bias[e];
       }
     }
+  }
   g.pp->all_reduce_sum(rows);
   u.expert_load.assign(rows.begin(), rows.begin() + all);
   u.expert_bias.assign(rows.begin() + all, rows.end());
   u.applied = true;
+  return u;
+}
+
+UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle,
+                         long long step) {
+  StepScalars scalars(model, 0, 0.0);
+  scalars.zero();
+  DeviceTimer sync_time(model.backend());
+  const double lr = queue_update(model, optimizer, cfg, lr_cycle, step, scalars, sync_time);
+  scalars.download();
+  UpdateStats u = update_record(model, optimizer, cfg, scalars, lr);
+  u.time_grad_sync = sync_time.take_seconds();
   return u;
 }
 

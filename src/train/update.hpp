@@ -1,11 +1,15 @@
 #pragma once
 // The end of an optimizer step, after the gradients are accumulated: the sum of gradients over
 // their copies, global-norm clipping, AdamW, and the auxiliary-loss-free bias update of every
-// MoE layer from the step's load.
+// MoE layer from the step's load. All of it is queued on the device, which decides the clipping
+// and whether the update applies from the step's scalars; the host reads the outcome after the
+// step's one download.
 #include <vector>
 
 #include "config/config.hpp"
 #include "model/model.hpp"
+#include "model/step_scalars.hpp"
+#include "ops/backend/device_timer.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/optimizer.hpp"
 
@@ -17,12 +21,18 @@ struct UpdateStats {
   double lr = 0;
   std::vector<float> expert_load;   // [moe layers * experts] fraction of the step's routed tokens
   std::vector<float> expert_bias;   // [moe layers * experts] after the update
-  bool applied = false;             // false: the gradient norm was not finite, nothing changed
+  bool applied = false;             // false: the gradient norm or the loss was not finite, nothing changed
 };
 
-// `step` is the 0-based index of the optimizer step being completed, its learning rate that of
-// `lr_cycle`. A gradient norm that is not finite stops before anything is updated: weights, moments
-// and biases stay as they were.
+// Queues the update of step `step` (0-based; its learning rate that of `lr_cycle`, returned). The
+// gradient sums are timed by `sync_time`. Unless the gradient norm and the loss (scalars' guard) are
+// finite, the device leaves weights, moments and biases as they were.
+double queue_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle, long long step,
+                    const StepScalars& scalars, DeviceTimer& sync_time);
+// After the step's download: what the update did. Collective over the pipeline group.
+UpdateStats update_record(Model& model, const Optimizer& optimizer, const Config& cfg, const StepScalars& scalars,
+                          double lr);
+// Both, with the download between them, for gradients accumulated outside a training step (dump-step).
 UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle,
                          long long step);
 

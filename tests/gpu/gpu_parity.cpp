@@ -372,13 +372,16 @@ void check_cross_entropy(Report& rep, const Backend& cpu, const Backend& gpu, in
   for (int& t : targets) t = rng.below(8) == 0 ? -1 - rng.below(100) : rng.below(vocab);
   const float scale = 0.37f;
   std::vector<float> losses(rows), dz(z.size());
-  const double total = cpu.cross_entropy({rows, vocab, scale, z.data(), targets.data(), losses.data(), dz.data()});
+  std::vector<double> total_sum{0.0};
+  cpu.cross_entropy({rows, vocab, scale, z.data(), targets.data(), losses.data(), dz.data(), total_sum.data(), 1.0});
+  const double total = total_sum[0];
 
   DeviceFloats gz(gpu, z, 1), glosses(gpu, nans(rows)), gdz(gpu, nans(in_place ? 0 : z.size()), 1);
   DeviceInts gtargets(gpu, targets, 1);
   float* gpu_dz = in_place ? gz.get() : gdz.get();
-  const double gtotal =
-      gpu.cross_entropy({rows, vocab, scale, gz.get(), gtargets.get(), glosses.get(), gpu_dz});
+  DeviceVec<double> gtotal_sum(gpu, std::vector<double>{0.0});
+  gpu.cross_entropy({rows, vocab, scale, gz.get(), gtargets.get(), glosses.get(), gpu_dz, gtotal_sum.get(), 1.0});
+  const double gtotal = gtotal_sum.download()[0];
   const std::string shape = " rows=" + std::to_string(rows) + " vocab=" + std::to_string(vocab) +
                             (in_place ? " in place" : "");
   rep.check("cross_entropy losses" + shape, relative_error(glosses.download(), losses), kTol);

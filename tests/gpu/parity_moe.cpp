@@ -4,6 +4,7 @@
 // and the optimizer's ops. Integer results (choices, permutations) must match exactly; sums done
 // in the CPU's order by one GPU thread to 1e-12.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "parity.hpp"
@@ -69,12 +70,16 @@ void check_routing(Report& rep, const Backend& cpu, const Backend& gpu, int toke
   // whole groups: tokens is a multiple of the group, as batch * seq_len is of seq_len).
   const int group = 8, n_groups = tokens / group;
   std::vector<double> f(size_t(n_groups) * experts);
+  std::vector<double> loss_sum{0.25};  // the ops add weight * the loss to it
   mt::BalanceLossArgs bl{.tokens = tokens, .experts = experts, .top_k = top_k, .group = group, .alpha = 0.01f,
-                         .scores = scores.data(), .chosen = chosen.data(), .f = f.data()};
-  const double loss = cpu.balance_loss(bl);
-  DeviceVec<double> g_f(gpu, poison<double>(f.size()));
-  bl.scores = d_scores.get(), bl.chosen = d_chosen.get(), bl.f = g_f.get();
-  const double g_loss = gpu.balance_loss(bl);
+                         .scores = scores.data(), .chosen = chosen.data(), .f = f.data(), .weight = 3.0,
+                         .sum = loss_sum.data()};
+  cpu.balance_loss(bl);
+  const double loss = loss_sum[0];
+  DeviceVec<double> g_f(gpu, poison<double>(f.size())), g_loss_sum(gpu, std::vector<double>{0.25});
+  bl.scores = d_scores.get(), bl.chosen = d_chosen.get(), bl.f = g_f.get(), bl.sum = g_loss_sum.get();
+  gpu.balance_loss(bl);
+  const double g_loss = g_loss_sum.download()[0];
   rep.check("balance_loss f" + name, relative_error(g_f.download(), f), 1e-12);
   rep.check("balance_loss value" + name, std::fabs(g_loss - loss) / std::fabs(loss), 1e-9);
 
@@ -100,12 +105,16 @@ void check_routing(Report& rep, const Backend& cpu, const Backend& gpu, int toke
   rep.check("balance_prob_sums" + name, relative_error(g_sums.download(), sums), 1e-12);
 
   std::vector<double> gf(experts);
+  std::vector<double> global_sum{0.5};
   mt::GlobalBalanceArgs gb{.experts = experts, .top_k = top_k, .tokens = tokens, .alpha = 0.01f, .load = load.data(),
-                           .prob_sum = sums.data(), .f = gf.data()};
-  const double global = cpu.global_balance(gb);
+                           .prob_sum = sums.data(), .f = gf.data(), .sum = global_sum.data()};
+  cpu.global_balance(gb);
+  const double global = global_sum[0];
   DeviceVec<double> d_load(gpu, load), d_sums(gpu, sums), g_gf(gpu, poison<double>(experts));
-  gb.load = d_load.get(), gb.prob_sum = d_sums.get(), gb.f = g_gf.get();
-  const double g_global = gpu.global_balance(gb);
+  DeviceVec<double> g_global_sum(gpu, std::vector<double>{0.5});
+  gb.load = d_load.get(), gb.prob_sum = d_sums.get(), gb.f = g_gf.get(), gb.sum = g_global_sum.get();
+  gpu.global_balance(gb);
+  const double g_global = g_global_sum.download()[0];
   rep.check("global_balance f" + name, relative_error(g_gf.download(), gf), 1e-12);
   rep.check("global_balance value" + name, std::fabs(g_global - global) / std::fabs(global), 1e-12);
 
@@ -256,8 +265,23 @@ void check_update(Report& rep, const Backend& cpu, const Backend& gpu, size_t n,
   const std::vector<float> g = random_values(n, rng), value = random_values(n, rng), m = random_values(n, rng, -0.1f, 0.1f);
   const std::vector<float> v = random_values(n, rng, 0.0f, 0.01f);
   DeviceVec<float> d_g(gpu, g);
-  const double ss = cpu.sum_squares({.n = n, .x = g.data()});
-  rep.check("sum_squares" + name, std::fabs(gpu.sum_squares({.n = n, .x = d_g.get()}) - ss) / ss, 1e-12);
+  // Three runs of the vector (the middle one empty) on top of 1.0; then the clipping they decide.
+  const std::vector<size_t> lengths{n / 3, 0, n - n / 3};
+  const std::vector<const float*> runs{g.data(), g.data() + n / 3, g.data() + n / 3};
+  std::vector<double> ss{1.0};
+  cpu.sum_squares({.runs = 3, .x = runs.data(), .n = lengths.data(), .sum = ss.data(), .total = n});
+  const std::vector<const float*> g_runs{d_g.get(), d_g.get() + n / 3, d_g.get() + n / 3};
+  DeviceVec<const float*> d_runs(gpu, g_runs);
+  DeviceVec<size_t> d_lengths(gpu, lengths);
+  DeviceVec<double> g_ss(gpu, std::vector<double>{1.0});
+  gpu.sum_squares({.runs = 3, .x = d_runs.get(), .n = d_lengths.get(), .sum = g_ss.get(), .total = n});
+  rep.check("sum_squares" + name, std::fabs(g_ss.download()[0] - ss[0]) / ss[0], 1e-12);
+  std::vector<float> clipped = g;
+  const double clip = 0.5 * std::sqrt(ss[0]);
+  cpu.scale({.n = n, .x = clipped.data(), .norm_sq = ss.data(), .clip = clip});
+  DeviceVec<float> g_clipped(gpu, g);
+  gpu.scale({.n = n, .x = g_clipped.get(), .norm_sq = g_ss.get(), .clip = clip});
+  rep.check("scale by the device norm" + name, relative_error(g_clipped.download(), clipped), 1e-6);
 
   std::vector<float> scaled = g;
   cpu.scale({.n = n, .factor = 0.37f, .x = scaled.data()});
@@ -276,6 +300,20 @@ void check_update(Report& rep, const Backend& cpu, const Backend& gpu, size_t n,
   rep.check("adamw value" + name, relative_error(gv.download(), cv), 1e-6);
   rep.check("adamw moments" + name,
             std::max(relative_error(gm.download(), cm), relative_error(gvv.download(), cvv)), 1e-6);
+  // The step's scalars: a sum in order, and the loss check (scale 0) that turns infinity into NaN.
+  const std::vector<double> scalars{0.5, 1e300, -1e300, 0.25, INFINITY};
+  DeviceVec<double> d_scalars(gpu, scalars), sums(gpu, std::vector<double>{2.0, 0.0});
+  std::vector<double> want{2.0, 0.0};
+  for (int i = 0; i < 4; ++i) want[0] += scalars[size_t(i)];
+  gpu.sum_scalars({.n = 4, .x = d_scalars.get(), .sum = sums.get()});
+  gpu.sum_scalars({.n = 5, .x = d_scalars.get(), .scale = 0.0, .sum = sums.get() + 1});
+  const std::vector<double> got = sums.download();
+  rep.check("sum_scalars" + name, (got[0] == want[0] && std::isnan(got[1])) ? 0.0 : 1.0, 0);
+  // A step whose loss check is NaN leaves everything as it was.
+  DeviceVec<double> failed(gpu, std::vector<double>{1.0, NAN});
+  a.guard = failed.get();
+  gpu.adamw(a);
+  rep.check("adamw skipped by its guard" + name, relative_error(gv.download(), cv), 1e-6);
 
   // The memory entries: a device-to-device copy and zeroing.
   DeviceVec<float> copied(gpu, poison<float>(n));

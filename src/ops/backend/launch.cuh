@@ -1,5 +1,5 @@
 #pragma once
-// Launch shapes shared by the kernels, and reading back a value the stream computed.
+// Launch shapes shared by the kernels.
 #include <cstddef>
 
 #include "ops/backend/cuda_check.cuh"
@@ -24,15 +24,6 @@ inline unsigned blocks_for(size_t n) { return unsigned((n + kBlock - 1) / kBlock
 inline int row_threads(int cols, int max_threads) {
   const int warps = (cols + 31) / 32;
   return warps < 1 ? 32 : warps * 32 < max_threads ? warps * 32 : max_threads;
-}
-
-// Downloads one value the stream has computed (waits for it).
-template <class T>
-T read_back(DeviceState* s, const T* device) {
-  T host{};
-  MT_CUDA_CHECK(cudaMemcpyAsync(&host, device, sizeof(T), cudaMemcpyDeviceToHost, s->stream));
-  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-  return host;
 }
 
 }  // namespace mt::cuda

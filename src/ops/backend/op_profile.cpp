@@ -61,7 +61,7 @@ double bytes_of(const CopyColumnsArgs& a) {  // every group read; dst_group 0 wr
 }
 double bytes_of(const SigmoidArgs& a) { return kF * 2.0 * double(a.n); }
 double bytes_of(const ScaleArgs& a) { return kF * 2.0 * double(a.n); }
-double bytes_of(const SumSquaresArgs& a) { return kF * double(a.n); }
+double bytes_of(const SumSquaresArgs& a) { return kF * double(a.total); }
 double bytes_of(const AdamwArgs& a) { return kF * 7.0 * double(a.n); }  // read w, g, m, v; write w, m, v
 
 }  // namespace

@@ -6,9 +6,9 @@
 
 namespace mt::cuda {
 
-// The sum of values[0..n) (device memory), computed by one block on the stream into *out (device
-// memory, not among the values) and read back: the end of ops that return a total.
-double sum_to_host(DeviceState* s, const double* values, int n, double* out);
+// *sum += scale * (the sum of values[0..n)) / divisor, computed by one block on the stream (device
+// memory; sum not among the values; null: nothing): the end of ops that add a total to the step's.
+void add_sum(DeviceState* s, const double* values, int n, double scale, double divisor, double* sum);
 
 struct SumOp {
   template <typename T>

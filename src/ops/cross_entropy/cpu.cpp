@@ -6,7 +6,7 @@
 
 namespace mt::cpu {
 
-double cross_entropy(DeviceState*, const CrossEntropyArgs& a) {
+void cross_entropy(DeviceState*, const CrossEntropyArgs& a) {
   double total = 0;
   for (int r = 0; r < a.rows; ++r) {
     const float* z = a.logits + size_t(r) * a.vocab;
@@ -27,7 +27,7 @@ double cross_entropy(DeviceState*, const CrossEntropyArgs& a) {
     for (int i = 0; i < a.vocab; ++i) dz[i] = a.grad_scale * float(std::exp(double(z[i]) - logsum));
     dz[target] -= a.grad_scale;
   }
-  return total;
+  if (a.sum) *a.sum += total / a.divisor;
 }
 
 }  // namespace mt::cpu

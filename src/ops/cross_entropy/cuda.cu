@@ -1,9 +1,9 @@
 // Softmax cross-entropy on the GPU, the same semantics as cpu.cpp: rows with a negative
 // target get loss 0 and zero gradient; dlogits = grad_scale * (softmax - onehot); the sum of the row losses
-// is returned as a double. One block per row (the grid takes any int row count; a 129k vocabulary is
+// is added to *sum as a double. One block per row (the grid takes any int row count; a 129k vocabulary is
 // ~126 values per thread). exp runs in fp32 and the sum of exponentials, the log-sum-exp and the losses in
 // double, as on the CPU. The total is reduced on the device in a fixed order, so it is reproducible, and
-// only that one number is downloaded. Safe in place (dlogits == logits): a row's logits are all read
+// stays there. Safe in place (dlogits == logits): a row's logits are all read
 // before any of its gradients are written.
 #include <cmath>
 
@@ -57,15 +57,15 @@ __global__ void row_kernel(const float* logits, const int* targets, float* losse
 
 }  // namespace
 
-double cross_entropy(DeviceState* s, const CrossEntropyArgs& a) {
-  if (a.rows <= 0 || a.vocab <= 0) return 0.0;
+void cross_entropy(DeviceState* s, const CrossEntropyArgs& a) {
+  if (a.rows <= 0 || a.vocab <= 0) return;
   activate(s);
   // Each row's loss, then the total.
-  auto* buf = static_cast<double*>(scratch(s, kScratchReduce, (size_t(a.rows) + 1) * sizeof(double)));
+  auto* buf = static_cast<double*>(scratch(s, kScratchReduce, size_t(a.rows) * sizeof(double)));
   row_kernel<<<a.rows, row_threads(a.vocab, kMaxRowThreads), 0, s->stream>>>(a.logits, a.targets, a.losses,
                                                                              a.dlogits, buf, a.vocab, a.grad_scale);
   MT_CUDA_CHECK_LAUNCH();
-  return sum_to_host(s, buf, a.rows, buf + a.rows);
+  add_sum(s, buf, a.rows, 1.0, a.divisor, a.sum);
 }
 
 }  // namespace mt::cuda

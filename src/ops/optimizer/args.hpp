@@ -1,15 +1,36 @@
 #pragma once
-// Arguments of the optimizer's ops. Included by ops/ops.hpp.
+// Arguments of the optimizer's ops and of the step's scalars. Included by ops/ops.hpp.
+// The step's decisions (clip, skip) are read from device memory, so the host never waits for them.
 #include <cstddef>
 
 namespace mt {
 
-// x *= factor over n values (gradient clipping).
-struct ScaleArgs { size_t n = 0; float factor = 1.0f; float* x = nullptr; };
-// The sum of x^2 over n values, accumulated in double (the gradient norm).
-struct SumSquaresArgs { size_t n = 0; const float* x = nullptr; };
+// x *= factor over n values. With norm_sq (device memory, the step's squared gradient norm) the
+// factor is clip / sqrt(*norm_sq) instead, applied only when that norm is finite and above clip:
+// gradient clipping decided on the device.
+struct ScaleArgs {
+  size_t n = 0; float factor = 1.0f; float* x = nullptr;
+  const double* norm_sq = nullptr; double clip = 0;
+};
+
+// The sum of x^2 over several runs of floats, in double (the gradient norm): each run's sum from
+// zero, then added to *sum in run order. x and n are device arrays of `runs` entries, made once;
+// `total` (the elements of all runs) is for cost accounting only.
+struct SumSquaresArgs {
+  int runs = 0;
+  const float* const* x = nullptr;
+  const size_t* n = nullptr;
+  double* sum = nullptr;
+  size_t total = 0;
+};
+
+// *sum += scale * x[i] for i = 0 .. n-1 in order, on doubles in device memory: adds up the step's
+// scalars on the device. scale 0 turns a value into a check: 0 where it is finite, NaN where not.
+struct SumScalarsArgs { size_t n = 0; const double* x = nullptr; double scale = 1.0; double* sum = nullptr; };
 
 // AdamW on n elements with decoupled weight decay and bias-corrected moments (ops/optimizer/math.hpp).
+// `guard` (device memory, optional): guard[0] the step's squared gradient norm, guard[1] its loss check
+// (SumScalarsArgs' scale 0); unless both are finite nothing changes (ops/optimizer/math.hpp).
 struct AdamwArgs {
   size_t n = 0;
   double lr = 0, bias_correction1 = 1, bias_correction2 = 1, eps = 1e-8;
@@ -17,6 +38,7 @@ struct AdamwArgs {
   float decay = 0;  // lr * weight_decay where decay applies, else 0
   const float* grad = nullptr;
   float* value = nullptr; float* m = nullptr; float* v = nullptr;
+  const double* guard = nullptr;
 };
 
 }  // namespace mt

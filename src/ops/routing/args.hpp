@@ -22,13 +22,15 @@ struct RouterSelectArgs {
 
 // Balance loss over consecutive groups of `group` tokens (a sequence or a micro-batch), report
 // eqs. 17-20: f[g,i] = E / (K group) * (tokens of group g routed to i) and P[g,i] = the group's
-// mean of s_ti / sum_j s_tj. Writes f (the backward pass needs it) and returns
-// alpha * sum over groups and experts of f P.
+// mean of s_ti / sum_j s_tj. Writes f (the backward pass needs it) and adds
+// weight * alpha * sum over groups and experts of f P to *sum (device memory; null: not summed).
 struct BalanceLossArgs {
   int tokens = 0, experts = 0, top_k = 0, group = 0;
   float alpha = 0;
   const float* scores = nullptr; const int* chosen = nullptr;
   double* f = nullptr;  // [tokens / group, experts] out
+  double weight = 1.0;
+  double* sum = nullptr;
 };
 // prob_sum[i] += sum over tokens of s_ti / sum_j s_tj: a global-batch balance loss's share of
 // one micro-batch.
@@ -38,13 +40,14 @@ struct BalanceProbSumsArgs {
   double* prob_sum = nullptr;  // [experts]
 };
 // The global-batch balance loss once the step's statistics are in: f[i] = E / (K tokens) * load[i];
-// returns alpha * sum_i f[i] prob_sum[i] / tokens.
+// adds alpha * sum_i f[i] prob_sum[i] / tokens to *sum (device memory).
 struct GlobalBalanceArgs {
   int experts = 0, top_k = 0;
   long tokens = 0;
   float alpha = 0;
   const double* load = nullptr; const double* prob_sum = nullptr;
   double* f = nullptr;  // [experts] out
+  double* sum = nullptr;
 };
 
 // Gradient of the router logits (before the sigmoid) from the gates' gradient and the balance
@@ -63,12 +66,14 @@ struct RouterBackwardArgs {
 };
 
 // Auxiliary-loss-free balancing after a step: bias[i] += gamma where load[i] is below the mean
-// load, -= gamma where above.
+// load, -= gamma where above. `guard` (device memory, optional): the step's two checks (the squared
+// gradient norm and the loss check, optimizer/args.hpp); unless both are finite nothing moves.
 struct BiasUpdateArgs {
   int experts = 0;
   float gamma = 0;
   const double* load = nullptr;
   float* bias = nullptr;
+  const double* guard = nullptr;
 };
 
 }  // namespace mt

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/backend/cpu_ops.hpp"
+#include "ops/optimizer/math.hpp"
 #include "ops/routing/math.hpp"
 
 namespace mt::cpu {
@@ -29,7 +30,7 @@ void router_backward(DeviceState*, const RouterBackwardArgs& a) {
   }
 }
 
-double balance_loss(DeviceState*, const BalanceLossArgs& a) {
+void balance_loss(DeviceState*, const BalanceLossArgs& a) {
   const int E = a.experts;
   double loss = 0;
   for (int begin = 0, g = 0; begin < a.tokens; begin += a.group, ++g) {
@@ -43,7 +44,7 @@ double balance_loss(DeviceState*, const BalanceLossArgs& a) {
       for (int i = 0; i < E; ++i) loss += a.alpha * f[i] * s[i] / total / a.group;
     }
   }
-  return loss;
+  if (a.sum) *a.sum += a.weight * loss;
 }
 
 void balance_prob_sums(DeviceState*, const BalanceProbSumsArgs& a) {
@@ -54,16 +55,17 @@ void balance_prob_sums(DeviceState*, const BalanceProbSumsArgs& a) {
   }
 }
 
-double global_balance(DeviceState*, const GlobalBalanceArgs& a) {
+void global_balance(DeviceState*, const GlobalBalanceArgs& a) {
   double loss = 0;
   for (int i = 0; i < a.experts; ++i) {
     a.f[i] = a.load[i] * a.experts / (double(a.top_k) * a.tokens);
     loss += a.alpha * a.f[i] * a.prob_sum[i] / a.tokens;
   }
-  return loss;
+  *a.sum += loss;
 }
 
 void bias_update(DeviceState*, const BiasUpdateArgs& a) {
+  if (!guard_passes(a.guard)) return;
   const double mean = std::accumulate(a.load, a.load + a.experts, 0.0) / a.experts;
   for (int i = 0; i < a.experts; ++i) {
     if (a.load[i] < mean) a.bias[i] += a.gamma;

@@ -7,6 +7,7 @@
 #include "ops/backend/cuda_check.cuh"
 #include "ops/backend/cuda_ops.hpp"
 #include "ops/backend/launch.cuh"
+#include "ops/optimizer/math.hpp"
 #include "ops/routing/math.hpp"
 #include "ops/backend/reduce.cuh"
 
@@ -79,16 +80,17 @@ __global__ void prob_sums_kernel(BalanceProbSumsArgs a, const double* totals) {
 }
 
 // Few experts and once per step: one thread, in the CPU's order.
-__global__ void global_balance_kernel(GlobalBalanceArgs a, double* loss) {
+__global__ void global_balance_kernel(GlobalBalanceArgs a) {
   double sum = 0;
   for (int i = 0; i < a.experts; ++i) {
     a.f[i] = a.load[i] * a.experts / (double(a.top_k) * a.tokens);
     sum += a.alpha * a.f[i] * a.prob_sum[i] / a.tokens;
   }
-  *loss = sum;
+  *a.sum += sum;
 }
 
 __global__ void bias_update_kernel(BiasUpdateArgs a) {
+  if (!guard_passes(a.guard)) return;
   __shared__ double mean;
   if (threadIdx.x == 0) {
     double total = 0;
@@ -125,16 +127,17 @@ void router_backward(DeviceState* s, const RouterBackwardArgs& a) {
   MT_CUDA_CHECK_LAUNCH();
 }
 
-double balance_loss(DeviceState* s, const BalanceLossArgs& a) {
-  if (a.tokens == 0) return 0.0;
+void balance_loss(DeviceState* s, const BalanceLossArgs& a) {
+  if (a.tokens == 0) return;
   activate(s);
   const int groups = a.tokens / a.group;
   group_load_kernel<<<blocks_for(size_t(groups) * a.experts), kBlock, 0, s->stream>>>(a, groups);
   MT_CUDA_CHECK_LAUNCH();
-  auto* terms = static_cast<double*>(scratch(s, kScratchReduce, (size_t(a.tokens) + 1) * sizeof(double)));
+  if (a.sum == nullptr) return;
+  auto* terms = static_cast<double*>(scratch(s, kScratchReduce, size_t(a.tokens) * sizeof(double)));
   token_loss_kernel<<<blocks_for(a.tokens), kBlock, 0, s->stream>>>(a, terms);
   MT_CUDA_CHECK_LAUNCH();
-  return sum_to_host(s, terms, a.tokens, terms + a.tokens);
+  add_sum(s, terms, a.tokens, a.weight, 1.0, a.sum);
 }
 
 void balance_prob_sums(DeviceState* s, const BalanceProbSumsArgs& a) {
@@ -147,12 +150,10 @@ void balance_prob_sums(DeviceState* s, const BalanceProbSumsArgs& a) {
   MT_CUDA_CHECK_LAUNCH();
 }
 
-double global_balance(DeviceState* s, const GlobalBalanceArgs& a) {
+void global_balance(DeviceState* s, const GlobalBalanceArgs& a) {
   activate(s);
-  auto* loss = static_cast<double*>(scratch(s, kScratchReduce, sizeof(double)));
-  global_balance_kernel<<<1, 1, 0, s->stream>>>(a, loss);
+  global_balance_kernel<<<1, 1, 0, s->stream>>>(a);
   MT_CUDA_CHECK_LAUNCH();
-  return read_back(s, loss);
 }
 
 void bias_update(DeviceState* s, const BiasUpdateArgs& a) {
