@@ -51,15 +51,10 @@ namespace cg = cutlass_groups;
 using Bfloat16 = cutlass::bfloat16_t;
 
 // One tile configuration: 128 x 128 output tiles, 64 deep along K, no clusters (a group's tiles
-// need no multicast partner, so small groups waste nothing). The epilogue (fp32 C and D, row-major)
-// is the same for every layout; it stays outside the template, where nvcc's host pass names it.
+// need no multicast partner, so small groups waste nothing). The epilogue is the same for every layout.
 using Tile = Shape<_128, _128, _64>;
 using Cluster = Shape<_1, _1, _1>;
-using Epilogue = cutlass::epilogue::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
-    float, float, float, cutlass::layout::RowMajor*, 4, float, cutlass::layout::RowMajor*, 4,
-    cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
-    cutlass::epilogue::fusion::LinearCombination<float, float>>::CollectiveOp;
+using Epilogue = cg::Epilogue<Tile, Cluster>;
 constexpr int kEpilogueBytes = static_cast<int>(sizeof(Epilogue::SharedStorage));
 
 template <class LayoutA, class LayoutB>

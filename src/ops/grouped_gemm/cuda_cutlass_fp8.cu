@@ -35,11 +35,7 @@ using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kPiece, kPiece,
                                                               cute::GMMA::Major::K>;
 using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
 using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
-using Epilogue = cutlass::epilogue::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
-    float, float, float, cutlass::layout::RowMajor*, 4, float, cutlass::layout::RowMajor*, 4,
-    cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
-    cutlass::epilogue::fusion::LinearCombination<float, float>>::CollectiveOp;
+using Epilogue = cg::Epilogue<Tile, Cluster>;
 constexpr int kEpilogueBytes = static_cast<int>(sizeof(Epilogue::SharedStorage));
 using Mainloop = cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E4m3, cute::tuple<cutlass::layout::RowMajor*, LayoutSFA*>,

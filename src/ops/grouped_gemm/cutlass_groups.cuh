@@ -25,6 +25,16 @@ namespace mt::cuda::cutlass_groups {
 using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
 using Extent = ProblemShape::UnderlyingProblemShape;
 
+// The epilogue of every grouped kernel here: fp32 C and D, row-major, D = beta C + acc, C and D
+// sharing pointers. Instantiate it at namespace scope: nvcc's host pass misnames it inside a class
+// template that does not depend on it.
+template <class Tile, class Cluster>
+using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
+    float, float, float, cutlass::layout::RowMajor*, 4, float, cutlass::layout::RowMajor*, 4,
+    cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+    cutlass::epilogue::fusion::LinearCombination<float, float>>::CollectiveOp;
+
 // A stride of CUTLASS's (M or N, K, L) form whose one dynamic entry is the leading dimension.
 template <class Stride>
 CUTE_HOST_DEVICE Stride with_ld(int64_t ld) {
