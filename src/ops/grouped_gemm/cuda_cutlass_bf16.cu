@@ -9,6 +9,7 @@
 
 #if MT_CUTLASS
 #include "ops/grouped_gemm/cutlass_groups.cuh"
+#include "ops/grouped_gemm/group_place.hpp"
 #endif
 
 namespace mt::cuda {
@@ -74,26 +75,20 @@ struct Forward : Bf16Gemm<RowMajor, ColumnMajor> {};  // CUTLASS's B [N, K] K-ma
 struct Dgrad : Bf16Gemm<RowMajor, RowMajor> {};       // B_g stored [k, n]
 struct Wgrad : Bf16Gemm<ColumnMajor, RowMajor> {};    // A_g^T: A_g stored [rows_g, m]
 
-// Group g's extent, operands and strides from the device offsets. Strides are the same for every
-// group; an empty group gets an empty extent (no tiles, nothing read or written).
+// Group g's extent, operands and strides from the device offsets (group_place). Strides are the same
+// for every group; an empty group gets an empty extent (no tiles, nothing read or written).
 template <class Config>
 __global__ void fill_kernel(GroupedGemmArgs f, const Bfloat16* a, const Bfloat16* b,
                             cg::Arrays<typename Config::Gemm> out) {
   using Kernel = typename Config::Kernel;
   const bool by_rows = f.ragged == Ragged::rows;
   for (int g = threadIdx.x; g < f.groups; g += blockDim.x) {
-    const int begin = f.offsets[g], rows = f.offsets[g + 1] - begin;
-    if (by_rows) {
-      out.extents[g] = cg::Extent(rows, f.n, f.k);
-      out.a[g] = a + size_t(begin) * f.k;
-      out.b[g] = b + size_t(g) * f.n * f.k;
-      out.d[g] = f.c + size_t(begin) * f.n;
-    } else {
-      out.extents[g] = rows > 0 ? cg::Extent(f.m, f.n, rows) : cg::Extent(0, 0, 0);
-      out.a[g] = a + size_t(begin) * f.m;
-      out.b[g] = b + size_t(begin) * f.n;
-      out.d[g] = f.c + size_t(g) * f.m * f.n;
-    }
+    const int begin = f.offsets[g];
+    const GroupPlace p = group_place(f.ragged, f.m, f.n, f.k, g, begin, f.offsets[g + 1] - begin);
+    out.extents[g] = cg::Extent(p.m, p.n, p.k);
+    out.a[g] = a + p.a;
+    out.b[g] = b + p.b;
+    out.d[g] = f.c + p.c;
     // Leading dimensions: A [rows, k] or [rows, m]; B [n, k], [k, n] or [rows, n]; C [., n].
     out.stride_a[g] = cg::with_ld<typename Kernel::InternalStrideA>(by_rows ? f.k : f.m);
     out.stride_b[g] = cg::with_ld<typename Kernel::InternalStrideB>(by_rows && f.trans_b ? f.k : f.n);

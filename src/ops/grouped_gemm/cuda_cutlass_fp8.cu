@@ -14,6 +14,7 @@
 #if MT_CUTLASS
 #include "ops/fp8/quantize_cuda.cuh"
 #include "ops/grouped_gemm/cutlass_groups.cuh"
+#include "ops/grouped_gemm/group_place.hpp"
 #endif
 
 namespace mt::cuda {
@@ -87,19 +88,19 @@ Quantized quantize(DeviceState* s, ScratchSlot slot, const Fp8View& v) {
 
 __global__ void fill_kernel(GroupedGemmArgs f, Quantized x, Quantized w, cg::Arrays<Gemm> out, Scales sc) {
   using Kernel = Forward::Kernel;
-  const int pieces_k = (f.k + kPiece - 1) / kPiece;
   for (int g = threadIdx.x; g < f.groups; g += blockDim.x) {
     const int begin = f.offsets[g], rows = f.offsets[g + 1] - begin;
-    out.extents[g] = cg::Extent(rows, f.n, f.k);
-    out.a[g] = x.codes + size_t(begin) * f.k;
-    out.b[g] = w.codes + size_t(g) * f.n * f.k;
-    out.d[g] = f.c + size_t(begin) * f.n;
+    const GroupPlace p = group_place(Ragged::rows, f.m, f.n, f.k, g, begin, rows);
+    out.extents[g] = cg::Extent(p.m, p.n, p.k);
+    out.a[g] = x.codes + p.a;
+    out.b[g] = w.codes + p.b;
+    out.d[g] = f.c + p.c;
     out.stride_a[g] = cg::with_ld<typename Kernel::InternalStrideA>(f.k);
     out.stride_b[g] = cg::with_ld<typename Kernel::InternalStrideB>(f.k);
     out.stride_c[g] = cg::with_ld<typename Kernel::InternalStrideC>(f.n);
     out.stride_d[g] = cg::with_ld<typename Kernel::InternalStrideD>(f.n);
-    sc.a[g] = x.scales + size_t(begin) * pieces_k;
-    sc.b[g] = w.scales + size_t(g) * (f.n / kPiece) * pieces_k;
+    sc.a[g] = x.scales + group_activation_scales(f.k, kPiece, begin);
+    sc.b[g] = w.scales + group_weight_scales(f.n, f.k, kPiece, g);
     sc.layout_a[g] = ScaleConfig::tile_atom_to_shape_SFA(make_shape(rows, f.n, f.k, 1));
     sc.layout_b[g] = ScaleConfig::tile_atom_to_shape_SFB(make_shape(rows, f.n, f.k, 1));
   }
