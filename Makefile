@@ -16,18 +16,25 @@ CXXFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lopenblas -pthread
 CPU_LDLIBS := $(LDLIBS)
 
-# The CUDA backend and NcclComm are the *.cu files with nvcc, src/ops/backend/cuda_stub.cpp and
-# src/comm/nccl_stub.cpp without; every other object is the same in both builds, so one build folder serves either.
+# The CUDA backend and NcclComm are the *.cu files with nvcc, the stubs below without; every other object is
+# the same in both builds, so one build folder serves either.
 SRCS := $(shell find src -name '*.cpp' | sort)
+STUB_SRCS := src/ops/backend/cuda_stub.cpp src/ops/grouped_gemm/cuda_stub.cpp src/comm/nccl_stub.cpp
 CU_SRCS := $(shell find src -name '*.cu' | sort)
 
 ifeq ($(CUDA),1)
-  SRCS := $(filter-out src/ops/backend/cuda_stub.cpp src/comm/nccl_stub.cpp,$(SRCS))
+  SRCS := $(filter-out $(STUB_SRCS),$(SRCS))
   CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/%.o)
   NVCCFLAGS ?= -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   NVCCFLAGS += -Isrc -Xcompiler -Wall -MMD -MP
   # NCCL is not linked: src/comm/nccl_library.cu opens it (dlopen) when a run asks for it.
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -ldl
+  # The grouped GEMM's CUTLASS kernels (wgmma) need sm_90a. CUTLASS's headers come from the nvidia-cutlass wheel
+  # that scripts/deps.sh installs into .venv; without them those files build the per-group fallback alone.
+  CUTLASS_INCLUDE ?= $(firstword $(wildcard .venv/lib/python3*/site-packages/cutlass_library/source/include))
+  CUTLASS_OBJS := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/ops/grouped_gemm/cuda_cutlass_*.cu))
+  $(CUTLASS_OBJS): NVCCFLAGS := $(filter-out -gencode arch=%,$(NVCCFLAGS)) -gencode arch=compute_90a,code=sm_90a -DNDEBUG \
+    $(if $(CUTLASS_INCLUDE),-DMT_CUTLASS=1 -isystem $(CUTLASS_INCLUDE),-DMT_CUTLASS=0)
 endif
 OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 
@@ -47,7 +54,7 @@ $(BUILD)/tests/unit_tests: $(TEST_OBJS) $(LIB_OBJS)
 # A CUDA build also links the binary a CPU-only build (`make CUDA=0`) makes, from the same objects and the two
 # stubs, so the examples of the README and docs/ are checked against both (tests/run_tests.sh).
 ifeq ($(CUDA),1)
-CPU_ONLY_OBJS := $(BUILD)/main.o $(OBJS) $(BUILD)/src/ops/backend/cuda_stub.o $(BUILD)/src/comm/nccl_stub.o
+CPU_ONLY_OBJS := $(BUILD)/main.o $(OBJS) $(STUB_SRCS:%.cpp=$(BUILD)/%.o)
 $(BUILD)/cpu-only/moetrain: $(CPU_ONLY_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $^ $(CPU_LDLIBS)
@@ -104,7 +111,7 @@ install: moetrain
 
 # GPU parity test and GPU benchmarks: separate binaries that say "skipped: no GPU" without one.
 PARITY_OBJS := $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o $(BUILD)/tests/gpu/parity_fp8.o \
-               $(BUILD)/tests/gpu/parity_strided.o
+  $(BUILD)/tests/gpu/parity_strided.o $(BUILD)/tests/gpu/parity_grouped.o
 $(BUILD)/tests/gpu_parity: $(PARITY_OBJS) $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 # NcclComm's every call on one rank (scripts/gpu_check.sh section (e)).
@@ -175,7 +182,7 @@ BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' 
 
 ifeq ($(CUDA),1)
 gpu-bundle: $(BUNDLE_BINS)
-	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)"
+	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)" "$(CUTLASS_INCLUDE)"
 	bash scripts/bundle_mpi.sh $(BUNDLE)
 
 $(BUILD)/bundle/libmoetrain.a: $(LIB_OBJS)

@@ -5,11 +5,16 @@
 // bfloat16, or quantized to FP8 with any transposition, inside the op and timed with it), and the
 // matmul alone (the operands converted before the timer starts). An FP8 line names the cuBLASLt
 // scale modes its GEMM ran with, for A/B, or fallback-fp32 when it ran as fp32 over dequantized
-// values. The run ends with the backend's fallback lines, "none" included.
+// values. Then the experts' grouped GEMMs of moe-1b and of DeepSeek-V3 (16 of its experts), ragged
+// groups, each form timed on the path the backend takes (CUTLASS's grouped kernel on Hopper) and on
+// the per-group path (one cuBLASLt call per expert after a download of the offsets), bf16 with
+// operands already in bfloat16, FP8 forward from fp32 operands (quantization timed with it). The
+// run ends with the backend's fallback lines, "none" included.
 //   gemm cpu fp32 m=M n=N k=K : R GFLOP/s
 //   gemm DEVICE bf16 [layer=L form=F] m=M n=N k=K : R TFLOP/s, matmul only R TFLOP/s
 //   gemm DEVICE fp32 m=M n=N k=K : R TFLOP/s
 //   gemm DEVICE fp8 layer=L form=F m=M n=N k=K scales=MODES : R TFLOP/s, matmul only R TFLOP/s, X.XXx bf16
+//   grouped DEVICE bf16|fp8 model=M form=F groups=G rows=R n=N k=K path=P : R TFLOP/s, per-group R TFLOP/s, X.XXx
 // DEVICE is cuda, or with --cpu-stand-in cpu-strict: the strict CPU backend in the GPU's place on
 // small shapes, so that what reads these lines can be tried without a GPU (its FP8 is the CPU
 // emulation, scales=cpu-emulation, which quantizes inside every call: matmul only n/a).
@@ -18,11 +23,13 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ops/backend/cuda_backend.hpp"
 #include "ops/backend/device_timer.hpp"
 #include "ops/backend/fallback_counts.hpp"
+#include "ops/grouped_gemm/cuda_paths.hpp"
 #include "ops/ops.hpp"
 
 namespace {
@@ -194,7 +201,7 @@ GemmArgs square(int n) {
 }
 
 // Square products, then every linear layer's three forms (widths divided by `shrink`) in bf16 and
-// FP8, then what fell back.
+// FP8.
 void device_lines(const Device& d, const std::vector<int>& squares, int fp32_square, const std::vector<int>& tokens,
                   int shrink) {
   for (int n : squares) {
@@ -217,8 +224,110 @@ void device_lines(const Device& d, const std::vector<int>& squares, int fp32_squ
         fp8_line(d, lg, fields, bf16_line(d, lg, lops, fields));
         std::fflush(stdout);
       }
+}
+
+// What fell back, over the whole run.
+void fallback_lines(const Device& d) {
   const FallbackCounts fallbacks = backend_fallbacks(d.be);
   for (FallbackKind kind : kFallbackKinds) std::printf("%s\n", fallbacks.line(kind).c_str());
+}
+
+// An MoE layer's experts: `groups` of them over `rows` routed rows, model width dim, expert width hidden.
+struct Experts {
+  const char* model;
+  int groups, rows, dim, hidden;
+};
+
+// Ragged group sizes summing to `rows`: from half to one and a half times the mean, and one empty group.
+std::vector<int> ragged_offsets(int groups, int rows) {
+  std::vector<int> off{0};
+  for (int g = 0; g < groups; ++g) off.push_back(g == 1 ? 0 : (g * 37 % 16 + 8) * (rows / groups) / 16);
+  for (int g = 0; g < groups; ++g) off[g + 1] += off[g];
+  off.back() = rows;  // the last group takes the remainder
+  return off;
+}
+
+// Device copies of the experts' operands (values()), fp32 and bfloat16; released with the object.
+class GroupedOperands {
+ public:
+  GroupedOperands(const Backend& be, const Experts& e) : be_(be) {
+    const std::vector<int> off = ragged_offsets(e.groups, e.rows);
+    offsets_ = static_cast<int*>(be.alloc(off.size() * sizeof(int)));
+    be.upload(offsets_, off.data(), off.size() * sizeof(int));
+    const size_t weights = size_t(e.groups) * e.dim * e.hidden, rows_wide = size_t(e.rows) * std::max(e.dim, e.hidden);
+    for (auto [f, h, n] : {std::tuple{&w_, &w16_, weights}, {&x_, &x16_, rows_wide}, {&y_, &y16_, rows_wide}}) {
+      *f = static_cast<float*>(be.alloc(n * sizeof(float)));
+      be.upload(*f, values(n).data(), n * sizeof(float));
+      *h = static_cast<Bf16*>(be.alloc(n * sizeof(Bf16)));
+      be.copy_columns({.rows = 1, .cols = int(n), .src = *f, .src_stride = int(n), .dst_stride = int(n), .dst_bf16 = *h});
+    }
+    out_ = static_cast<float*>(be.alloc(std::max(rows_wide, weights) * sizeof(float)));
+  }
+  ~GroupedOperands() {
+    for (void* p : {static_cast<void*>(offsets_), static_cast<void*>(w_), static_cast<void*>(x_),
+                    static_cast<void*>(y_), static_cast<void*>(w16_), static_cast<void*>(x16_),
+                    static_cast<void*>(y16_), static_cast<void*>(out_)})
+      be_.release(p);
+  }
+  GroupedOperands(const GroupedOperands&) = delete;
+  GroupedOperands& operator=(const GroupedOperands&) = delete;
+
+  // The up-projection's three forms (gate and up have its shape): forward y = x W^T, the input
+  // gradient dx = dy W and the weight gradient dW += dy^T x, with W [hidden, dim].
+  GroupedGemmArgs form(const Experts& e, Form f, GemmPrecision inputs) const {
+    GroupedGemmArgs g{.groups = e.groups, .offsets = offsets_, .c = out_, .inputs = inputs};
+    const bool bf16 = inputs == GemmPrecision::bf16;
+    switch (f) {
+      case Form::forward:
+        g.m = e.rows, g.n = e.hidden, g.k = e.dim, g.trans_b = true;
+        if (bf16) g.a_bf16 = x16_, g.b_bf16 = w16_;
+        else g.a = x_, g.b = w_;
+        break;
+      case Form::dgrad:
+        g.m = e.rows, g.n = e.dim, g.k = e.hidden, g.a_bf16 = y16_, g.b_bf16 = w16_;
+        break;
+      case Form::wgrad:
+        g.ragged = Ragged::reduce, g.m = e.hidden, g.n = e.dim, g.k = e.rows, g.beta = 1.0f;
+        g.a_bf16 = y16_, g.b_bf16 = x16_;
+        break;
+    }
+    return g;
+  }
+
+ private:
+  const Backend& be_;
+  int* offsets_ = nullptr;
+  float *w_ = nullptr, *x_ = nullptr, *y_ = nullptr, *out_ = nullptr;
+  Bf16 *w16_ = nullptr, *x16_ = nullptr, *y16_ = nullptr;
+};
+
+// Each form of e's grouped GEMM on the backend's path and, on CUDA, on the per-group path.
+void grouped_lines(const Device& d, const Experts& e) {
+  const GroupedOperands ops(d.be, e);
+  const Fp8Recipe recipe;
+  const std::pair<Form, GemmPrecision> runs[] = {{Form::forward, GemmPrecision::bf16},
+                                                 {Form::dgrad, GemmPrecision::bf16},
+                                                 {Form::wgrad, GemmPrecision::bf16},
+                                                 {Form::forward, GemmPrecision::fp8}};
+  for (const auto& [form, inputs] : runs) {
+    GroupedGemmArgs g = ops.form(e, form, inputs);
+    g.fp8 = {.recipe = &recipe};
+    const double flop = 2.0 * double(g.m) * g.n * g.k;
+    const double ours = flop / median_seconds(d, [&] { d.be.grouped_gemm(g); }) / 1e12;
+    const char* path = d.cuda ? cuda_grouped_gemm_path(d.be, g) : "cpu-reference";
+    char loop[48] = "n/a", ratio[16] = "n/a";
+    if (d.cuda) {
+      const double per_group = flop / median_seconds(d, [&] { cuda_grouped_gemm_per_group(d.be, g); }) / 1e12;
+      std::snprintf(loop, sizeof loop, "%.4g TFLOP/s", per_group);
+      std::snprintf(ratio, sizeof ratio, "%.2fx", ours / per_group);
+    }
+    const char* f = form == Form::forward ? "forward" : form == Form::dgrad ? "dgrad" : "wgrad";
+    std::printf("grouped %s %s model=%s form=%s groups=%d rows=%d n=%d k=%d path=%s : %.4g TFLOP/s, per-group %s, "
+                "%s\n", d.label, inputs == GemmPrecision::fp8 ? "fp8" : "bf16", e.model, f, e.groups,
+                g.ragged == Ragged::rows ? g.m : g.k, g.n, g.ragged == Ragged::rows ? g.k : g.m, path, ours, loop,
+                ratio);
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace
@@ -235,6 +344,8 @@ int main(int argc, char** argv) {
     // widths over 128 tokens, the same lines as a GPU's.
     Device d{cpu_strict_backend_create(), "cpu-strict", false, 1, 3, 1};
     device_lines(d, {128}, 128, {128}, 16);
+    grouped_lines(d, {"moe-1b/8", 4, 512, 256, 128});
+    fallback_lines(d);
     cpu_strict_backend_destroy(d.be);
     return 0;
   }
@@ -252,6 +363,10 @@ int main(int argc, char** argv) {
   }
   Device d{cuda_backend_create(0), "cuda", true, 3, 9, 5};
   device_lines(d, {4096, 8192}, 4096, {4096, 8192, 16384}, 1);
+  // moe-1b's micro-batch (4 x 512 tokens, top-2 of 16 experts); 16 of DeepSeek-V3's experts at 512 rows each.
+  grouped_lines(d, {"moe-1b", 16, 4096, 2048, 1024});
+  grouped_lines(d, {"dsv3-16", 16, 8192, 7168, 2048});
+  fallback_lines(d);
   cuda_backend_destroy(d.be);
   return 0;
 }

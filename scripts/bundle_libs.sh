@@ -6,10 +6,17 @@
 #   lib/      every other shared library the binaries load (found through their $ORIGIN/lib rpath);
 #   runtime/  this machine's glibc, libstdc++ and libgcc_s with their loader, for a GPU machine whose own are
 #             older than the binaries need (scripts/gpu_check.sh starts the binaries through it then).
-#   bash scripts/bundle_libs.sh BUNDLE_DIR NVCC "NVCCFLAGS"     (run by `make gpu-bundle`)
+#   bash scripts/bundle_libs.sh BUNDLE_DIR NVCC "NVCCFLAGS" [CUTLASS_INCLUDE]     (run by `make gpu-bundle`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=$1 nvcc=$2 nvccflags=$3
+dir=$1 nvcc=$2 nvccflags=$3 cutlass_include=${4:-}
+# CUTLASS's version from its headers: the grouped GEMM's Hopper kernels are built from them, or are absent.
+cutlass="absent: the grouped GEMM runs one cuBLASLt call per group"
+if [[ -f $cutlass_include/cutlass/version.h ]]; then
+  cutlass=$(awk '/#define CUTLASS_(MAJOR|MINOR|PATCH) / { v = v (v == "" ? "" : ".") $3 } END { print v }' \
+    "$cutlass_include/cutlass/version.h")
+  cutlass="$cutlass (grouped GEMM kernels, bf16 and FP8, sm_90a)"
+fi
 bins=("$dir/moetrain" "$dir/gpu_parity" "$dir/nccl_test" "$dir/gemm_bench" "$dir/attention_bench")
 runtime='^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so'
 cuda='^(libcublasLt|libcublas)\.so'
@@ -45,6 +52,7 @@ newest() { objdump -T "${bins[@]}" "$dir"/lib/*.so* | grep -o "$1_[0-9.]*" | sor
   echo "built    $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "compiler $(${CXX:-g++} --version | head -n 1); nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
   echo "nvcc     $nvccflags"
+  echo "cutlass  $cutlass"
   echo "needs    $(newest GLIBC), $(newest GLIBCXX), libcublasLt.so.13 and libcublas.so.13, a driver for CUDA 13 (cudart is static),"
   echo "         and for runs over NCCL and nccl_test libnccl.so.2 2.18.1 or newer (the CUDA toolkit's, or PyTorch's"
   echo "         nvidia-nccl package), opened at run time where the loader finds it (LD_LIBRARY_PATH, the system's"

@@ -2,7 +2,9 @@
 # Installs everything moetrain's build, demo and tests need on Debian 12 (make included, so this
 # runs on a fresh machine; sudo is used when not run as root), then the Python environment of
 # the PyTorch oracle (tests/oracle/), the tokenizer tests and the Hugging Face round trips
-# (tests/hf/) in .venv: torch, numpy, h5py, tokenizers, transformers and safetensors from PyPI.
+# (tests/hf/) in .venv: torch, numpy, h5py, tokenizers, transformers and safetensors from PyPI; with
+# nvcc present also CUTLASS's headers (the nvidia-cutlass wheel, into .venv, where the Makefile looks for
+# them), which the grouped GEMM's Hopper kernels are built from.
 set -e
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -20,3 +22,10 @@ if ! .venv/bin/python -c "import torch, numpy, h5py, tokenizers, transformers, s
   .venv/bin/pip install -q --disable-pip-version-check torch numpy h5py tokenizers transformers safetensors
 fi
 echo "deps: Python environment for the PyTorch oracle in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  # The wheel's Python parts are not used, so its dependencies are not installed.
+  if ! ls .venv/lib/python3*/site-packages/cutlass_library/source/include/cutlass/version.h >/dev/null 2>&1; then
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0
+  fi
+  echo "deps: CUTLASS 4.2.0 headers in .venv for the CUDA build"
+fi

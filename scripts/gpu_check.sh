@@ -8,7 +8,8 @@
 #              the binaries resolve, free disk, compute-sanitizer
 #   parity     gpu_parity, one process per group of ops, CUDA against the CPU reference; a group that crashes
 #              is run again under compute-sanitizer's memcheck (at most 60 s)
-#   gemm       gemm_bench (bf16 and FP8: the scale mode used, matmul-only and with-quantization TFLOP/s),
+#   gemm       gemm_bench (bf16 and FP8: the scale mode used, matmul-only and with-quantization TFLOP/s; the
+#              experts' grouped GEMMs on CUTLASS against the per-group loop),
 #              attention_bench beside PyTorch's scaled_dot_product_attention
 #   smoke      configs/deepseek-v3-small.toml on cuda and on cpu, every step's loss within 1e-3 relative;
 #              greedy samples on both; runs stopped half way on one device and resumed on the other
@@ -56,7 +57,7 @@ logs_cap=$((15 * 1024 * 1024))
 
 # The order, and each section's estimate in seconds on an H100 (the budgets).
 order=(preflight parity gemm smoke gpt2 moe1b dsv3 nccl oracle layouts fit)
-declare -A estimate=([preflight]=20 [parity]=80 [gemm]=45 [smoke]=60 [gpt2]=45 [moe1b]=130 [dsv3]=50 [nccl]=30
+declare -A estimate=([preflight]=20 [parity]=80 [gemm]=60 [smoke]=60 [gpt2]=45 [moe1b]=130 [dsv3]=50 [nccl]=30
                      [oracle]=80 [layouts]=240 [fit]=180)
 selected=${GPU_CHECK_SECTIONS:-${order[*]}}
 selected=" ${selected//,/ } "
@@ -448,8 +449,28 @@ parity_crash() {
   result "$group" FAIL "crashed: $where" "passed=$passed exit=$rc"
 }
 
+# The grouped GEMM's lines of gemm_bench: CUTLASS's kernel against the per-group loop. On a GPU every line must
+# have run on CUTLASS (the bundle's kernels are Hopper's); the figures are the speedups over the loop.
+grouped_result() {
+  local lines figures
+  lines=$(grep -acE '^grouped (cuda|cpu-strict) ' "$work/last")
+  if ((lines == 0)); then result "grouped gemm" FAIL "gemm_bench printed no grouped line"; return; fi
+  figures=$(awk '/^grouped (cuda|cpu-strict) / {
+      for (i = 1; i <= NF; i++) { if ($i == ":") rate = $(i + 1); if ($i ~ /^path=/) path = substr($i, 6) }
+      ratio = $NF + 0; if (path == "per-group") loop++
+      if (rate + 0 > best) best = rate + 0
+      if (ratio > 0 && (low == "" || ratio < low)) low = ratio; if (ratio > high) high = ratio }
+    END { printf "grouped_best_tflops=%g speedup_min=%s speedup_max=%g per_group_lines=%d",
+            best, low == "" ? "n/a" : low, high, loop }' "$work/last")
+  if ((!stand_in)) && [[ $figures != *per_group_lines=0 ]]; then
+    result "grouped gemm" FAIL "lines ran per group, not on CUTLASS: ${figures// /, }" "$figures"
+  else
+    result "grouped gemm" PASS "$lines lines; ${figures// /, }" "$figures"
+  fi
+}
+
 section_gemm() {
-  limited gemm_bench 90 "${gemm[@]}" "${bin_args[@]}"
+  limited gemm_bench 120 "${gemm[@]}" "${bin_args[@]}"
   local rc=$? rows
   rows=$(grep -acE '^gemm (cuda|cpu-strict) ' "$work/last")
   if ((rc == 0 && rows > 0)); then
@@ -467,6 +488,8 @@ section_gemm() {
     fallbacks "gemm fallbacks"
   elif ((rc == 0)); then result gemm_bench SKIP "$(last_line)"
   else result gemm_bench FAIL "exit $rc: $(last_line)"; fi
+  ((rc == 0 && rows > 0)) && grouped_result
+
 
   limited attention_bench 90 "${attention[@]}" "${bin_args[@]}"
   rc=$?

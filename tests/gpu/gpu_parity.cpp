@@ -670,6 +670,7 @@ constexpr Group kGroups[] = {
     {"routing", parity::group_routing},
     {"moe_rows", parity::group_moe_rows},
     {"grouped_gemm", parity::group_grouped_gemm},
+    {"grouped_cutlass", parity::group_grouped_cutlass},
     {"optimizer", parity::group_optimizer},
     {"shift_tokens", parity::group_shift_tokens},
     {"fp8_rows", parity::group_fp8_rows},

@@ -108,6 +108,8 @@ std::vector<T> poison(size_t n) {
 void group_routing(const Context& c, uint64_t seed);       // sigmoid, selection, grouping, balance, bias
 void group_moe_rows(const Context& c, uint64_t seed);      // gathers and the gated combine
 void group_grouped_gemm(const Context& c, uint64_t seed);  // the experts' GEMMs
+// The grouped GEMM on CUTLASS, BF16 and FP8 (tests/gpu/parity_grouped.cpp).
+void group_grouped_cutlass(const Context& c, uint64_t seed);
 void group_optimizer(const Context& c, uint64_t seed);     // sum of squares, scale, AdamW, copy, zero
 void group_shift_tokens(const Context& c, uint64_t seed);  // MTP's shift
 void group_fp8_rows(const Context& c, uint64_t seed);      // FP8 row packing

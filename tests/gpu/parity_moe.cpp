@@ -192,7 +192,8 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
   for (bool trans_b : {true, false})
     for (float beta : {0.0f, 1.0f}) {
       std::vector<float> c = c0;
-      mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::rows, .n = n, .k = k,
+      mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::rows, .m = rows, .n = n,
+                            .k = k,
                             .a = a.data(), .b = w.data(), .trans_b = trans_b, .c = c.data(), .beta = beta,
                             .inputs = inputs};
       cpu.grouped_gemm(g);
@@ -206,7 +207,7 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
   const std::vector<float> dy = random_values(size_t(rows) * k, rng);
   std::vector<float> dw = dw0;
   mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::reduce, .m = k, .n = n,
-                        .a = dy.data(), .b = x.data(), .c = dw.data(), .beta = 1.0f, .inputs = inputs};
+                        .k = rows, .a = dy.data(), .b = x.data(), .c = dw.data(), .beta = 1.0f, .inputs = inputs};
   cpu.grouped_gemm(g);
   DeviceVec<float> d_dy(gpu, dy), d_x(gpu, x), g_dw(gpu, dw0);
   g.a = d_dy.get(), g.b = d_x.get(), g.c = g_dw.get(), g.offsets = d_offsets.get();
@@ -220,7 +221,8 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
   for (size_t i = 0; i < x.size(); ++i) x16[i].bits = mt::float_to_bf16_bits(x[i]);
   DeviceVec<mt::Bf16> d_a16(gpu, a16), d_x16(gpu, x16);
   std::vector<float> c(size_t(rows) * n);
-  mt::GroupedGemmArgs r{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::rows, .n = n, .k = k,
+  mt::GroupedGemmArgs r{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::rows, .m = rows, .n = n,
+                        .k = k,
                         .b = w.data(), .trans_b = true, .c = c.data(), .inputs = inputs, .a_bf16 = a16.data()};
   cpu.grouped_gemm(r);
   DeviceVec<float> g_c(gpu, poison<float>(c.size()));
@@ -229,7 +231,8 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
   rep.check("grouped_gemm rows, A stored in bfloat16" + name, relative_error(g_c.download(), c), tol);
   std::vector<float> dw16 = dw0;
   mt::GroupedGemmArgs red{.groups = groups, .offsets = offsets.data(), .ragged = mt::Ragged::reduce, .m = k, .n = n,
-                          .a = dy.data(), .c = dw16.data(), .beta = 1.0f, .inputs = inputs, .b_bf16 = x16.data()};
+                          .k = rows, .a = dy.data(), .c = dw16.data(), .beta = 1.0f, .inputs = inputs,
+                          .b_bf16 = x16.data()};
   cpu.grouped_gemm(red);
   DeviceVec<float> g_dw16(gpu, dw0);
   red.a = d_dy.get(), red.c = g_dw16.get(), red.b_bf16 = d_x16.get(), red.offsets = d_offsets.get();
