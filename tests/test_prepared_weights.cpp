@@ -74,6 +74,26 @@ std::vector<mt::Fp8Recipe> recipes() {
   return {blocks, whole, tensor, limited};
 }
 
+// The FP8 kinds of the forward's operands (x W^T) or Dgrad's (dy W).
+mt::Fp8Gemm kinds(const mt::Fp8Recipe& r, bool dgrad) {
+  return {&r, dgrad ? mt::Fp8Operand::gradient : mt::Fp8Operand::activation, mt::Fp8Operand::weight};
+}
+
+// Runs the GEMM `g` (plain or grouped, through `op`) converting its weight, then reading w's
+// prepared form for g's inputs: whether both give the same bits in the `out` values of C.
+template <class Args, class Op>
+bool prepared_equals_converted(const testing::StrictDevice& dev, Args g, const PreparedWeight& w,
+                               const mt::Fp8Recipe& r, bool dgrad, size_t out, Op op) {
+  Buffer converted = dev.floats(out), prepared = dev.floats(out);
+  g.c = converted.f32();
+  op(g);
+  g.c = prepared.f32();
+  if (g.inputs == GemmPrecision::bf16) g.b_bf16 = w.bf16_copy();
+  else g.fp8_b = w.fp8(r, dgrad);
+  op(g);
+  return same_bits(prepared.to_host_f32(), converted.to_host_f32());
+}
+
 }  // namespace
 
 TEST_CASE("a GEMM with the prepared weight equals the GEMM converting it, bit for bit") {
@@ -91,18 +111,10 @@ TEST_CASE("a GEMM with the prepared weight equals the GEMM converting it, bit fo
         CAPTURE(int(inputs));
         CAPTURE(dgrad);
         // Forward: x W^T; Dgrad: dy W.
-        mt::GemmArgs g{.m = m, .n = dgrad ? k : n, .k = dgrad ? n : k, .a = dgrad ? dy.f32() : x.f32(), .b = w.w.f32(),
-                       .trans_b = !dgrad, .inputs = inputs,
-                       .fp8 = {&r, dgrad ? mt::Fp8Operand::gradient : mt::Fp8Operand::activation,
-                               mt::Fp8Operand::weight}};
-        Buffer converted = dev.floats(size_t(g.m) * g.n), prepared = dev.floats(size_t(g.m) * g.n);
-        g.c = converted.f32();
-        dev.be.gemm(g);
-        g.c = prepared.f32();
-        if (inputs == GemmPrecision::bf16) g.b_bf16 = w.bf16_copy();
-        else g.fp8_b = w.fp8(r, dgrad);
-        dev.be.gemm(g);
-        CHECK(same_bits(prepared.to_host_f32(), converted.to_host_f32()));
+        const mt::GemmArgs g{.m = m, .n = dgrad ? k : n, .k = dgrad ? n : k, .a = dgrad ? dy.f32() : x.f32(),
+                             .b = w.w.f32(), .trans_b = !dgrad, .inputs = inputs, .fp8 = kinds(r, dgrad)};
+        CHECK(prepared_equals_converted(dev, g, w, r, dgrad, size_t(g.m) * g.n,
+                                        [&](const mt::GemmArgs& a) { dev.be.gemm(a); }));
       }
   }
 }
@@ -121,18 +133,11 @@ TEST_CASE("a grouped GEMM reads each expert's prepared codes and copy, bit for b
       for (bool dgrad : {false, true}) {
         CAPTURE(int(inputs));
         CAPTURE(dgrad);
-        mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets, .m = rows, .n = dgrad ? k : n, .k = dgrad ? n : k,
-                              .a = dgrad ? dy.f32() : x.f32(), .b = w.w.f32(), .trans_b = !dgrad, .inputs = inputs,
-                              .fp8 = {&r, dgrad ? mt::Fp8Operand::gradient : mt::Fp8Operand::activation,
-                                      mt::Fp8Operand::weight}};
-        Buffer converted = dev.floats(size_t(rows) * g.n), prepared = dev.floats(size_t(rows) * g.n);
-        g.c = converted.f32();
-        dev.be.grouped_gemm(g);
-        g.c = prepared.f32();
-        if (inputs == GemmPrecision::bf16) g.b_bf16 = w.bf16_copy();
-        else g.fp8_b = w.fp8(r, dgrad);
-        dev.be.grouped_gemm(g);
-        CHECK(same_bits(prepared.to_host_f32(), converted.to_host_f32()));
+        const mt::GroupedGemmArgs g{.groups = groups, .offsets = offsets, .m = rows, .n = dgrad ? k : n,
+                                    .k = dgrad ? n : k, .a = dgrad ? dy.f32() : x.f32(), .b = w.w.f32(),
+                                    .trans_b = !dgrad, .inputs = inputs, .fp8 = kinds(r, dgrad)};
+        CHECK(prepared_equals_converted(dev, g, w, r, dgrad, size_t(rows) * g.n,
+                                        [&](const mt::GroupedGemmArgs& a) { dev.be.grouped_gemm(a); }));
       }
   }
 }
