@@ -23,4 +23,14 @@ void copy_block(const Backend& be, int rows, int width, const float* src, int sr
                    .dst_stride = dst_stride, .dst_bf16 = dst + dst_col});
 }
 
+void copy_heads(const Backend& be, CopyColumnsArgs a, float* dst) {
+  a.dst = dst;
+  be.copy_columns(a);
+}
+
+void copy_heads(const Backend& be, CopyColumnsArgs a, Bf16* dst) {
+  a.dst_bf16 = dst;
+  be.copy_columns(a);
+}
+
 }  // namespace mt

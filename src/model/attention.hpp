@@ -15,7 +15,7 @@ class AttentionLayer {
   virtual ~AttentionLayer() = default;
   // x, y: [batch*seq, d_model]; only GEMMs read x. What selective recomputation drops goes to `redo` (the same
   // arena as `arena` without it); what only this forward reads (fp32 projections that attention
-  // reads in a rounded or expanded copy) goes to `temp`, which the next block's forward reuses.
+  // reads in a rounded or per-head copy) goes to `temp`, which the next block's forward reuses.
   virtual void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) = 0;
   // Selective recomputation: what forward put in `redo`, computed again there after it was reset
   // (its temporaries too); x is the input's recomputed copy.
@@ -34,5 +34,8 @@ void copy_block(const Backend& be, int rows, int width, const float* src, int sr
 // The same into a bfloat16 destination, rounding.
 void copy_block(const Backend& be, int rows, int width, const float* src, int src_stride, int src_col, Bf16* dst,
                 int dst_stride, int dst_col);
+// `a` (every head in one op) into dst, fp32 or bfloat16 (rounding).
+void copy_heads(const Backend& be, CopyColumnsArgs a, float* dst);
+void copy_heads(const Backend& be, CopyColumnsArgs a, Bf16* dst);
 
 }  // namespace mt

@@ -14,10 +14,18 @@ struct GroupedExpertWeights {
 };
 struct GroupedExpertGrads { float* gate = nullptr; float* up = nullptr; float* down = nullptr; };
 
+// The rows the experts compute on: `offsets` ([groups + 1], device memory) delimit each expert's,
+// `count` in all (the host knows it: the routed pairs, or what the exchange of counts announced).
+// Buffers sized by rows take room for `bound` of them, the most that can arrive, so the arena's
+// layout does not follow the routing.
+struct ExpertRows {
+  const int* offsets = nullptr;
+  int count = 0, bound = 0;
+};
+
 // What one micro-batch keeps between the passes (device pointers).
 struct GroupedExpertsSaved {
-  int rows = 0;
-  const int* offsets = nullptr;  // [groups + 1] rows of each expert, host memory
+  ExpertRows rows;
   GemmOperand x;
   float *a = nullptr, *b = nullptr;  // gate and up pre-activations
   GemmOperand h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
@@ -25,13 +33,13 @@ struct GroupedExpertsSaved {
   float *da = nullptr, *db = nullptr;
 };
 
-// y[rows, dim] = the experts applied to their rows of x; the products h go to `redo` (see
+// y[rows.count, dim] = the experts applied to their rows of x; the products h go to `redo` (see
 // swiglu_forward).
 void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, const GroupedExpertWeights& w,
-                             const int* offsets, GemmOperand x, int rows, float* y, GroupedExpertsSaved& s);
+                             const ExpertRows& rows, GemmOperand x, float* y, GroupedExpertsSaved& s);
 // Selective recomputation: h again, in `redo`.
 void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertWeights& w, GroupedExpertsSaved& s);
-// dx[rows, dim] from dy; keeps what the weight gradients need.
+// dx[rows.count, dim] from dy; keeps what the weight gradients need.
 void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w,
                                     const float* dy, float* dx, GroupedExpertsSaved& s);
 void grouped_experts_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const GroupedExpertGrads& g,

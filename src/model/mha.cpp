@@ -28,33 +28,20 @@ RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_b
           .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x, .out_bf16 = out_bf16, .scaling = yarn_};
 }
 
-template <class T>
-T* Mha::expand(const float* src, int rows, T* dst) {
-  const int group = heads_ / kv_heads_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
-  for (int h = 0; h < heads_; ++h)
-    copy_block(env_.be(), rows, head_dim_, src, kvd, (h / group) * head_dim_, dst, hd, h * head_dim_);
-  return dst;
-}
-
-void Mha::reduce(const float* src, int rows, float* dst) {
-  const int group = heads_ / kv_heads_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
-  for (int h = 0; h < heads_; ++h)
-    copy_block(env_.be(), rows, head_dim_, src, hd, h * head_dim_, dst, kvd, (h / group) * head_dim_, h % group != 0);
-}
-
 // The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts. What
-// attention reads is kept; an fp32 projection it reads only through a copy (bfloat16 under
-// bf16_activations, RoPE rounding as it writes; grouped keys and values expanded) is temporary.
+// attention reads is kept; an fp32 projection it reads only through a bfloat16 copy (under
+// bf16_activations, RoPE rounding as it writes) is temporary. Grouped key/value heads are read
+// in place by their query heads (the attention op's kv_heads): nothing is copied per head.
 void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, int batch, float* y) {
   Saved& s = saved_[slot];
   const Backend& be = env_.be();
   const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
-  const bool half = env_.bf16_activations, grouped = kv_heads_ != heads_;
+  const bool half = env_.bf16_activations;
   s.batch = batch;
   s.x = x;
   float* q = (half ? temp : arena).floats(size_t(rows) * hd);
-  float* k = (half || grouped ? temp : arena).floats(size_t(rows) * kvd);
-  float* v = (half || grouped ? temp : arena).floats(size_t(rows) * kvd);
+  float* k = (half ? temp : arena).floats(size_t(rows) * kvd);
+  float* v = (half ? temp : arena).floats(size_t(rows) * kvd);
   s.o = arena.floats(size_t(rows) * hd);
   s.lse = arena.floats(size_t(batch) * heads_ * seq_);
   env_.linear_forward(x, env_.weight(wq), rows, d_, hd, q);
@@ -62,30 +49,21 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, in
   env_.linear_forward(x, env_.weight(wv), rows, d_, kvd, v);
   if (half) {
     Bf16* q16 = arena.bf16s(size_t(rows) * hd);
+    Bf16* k16 = arena.bf16s(size_t(rows) * kvd);
+    Bf16* v16 = arena.bf16s(size_t(rows) * kvd);
     be.rope(rope_args(rows, heads_, q, false, q16));
-    s.q = q16;
-    if (grouped) {
-      be.rope(rope_args(rows, kv_heads_, k, false));
-      s.k = expand(k, rows, arena.bf16s(size_t(rows) * hd));
-      s.v = expand(v, rows, arena.bf16s(size_t(rows) * hd));
-    } else {
-      Bf16* k16 = arena.bf16s(size_t(rows) * kvd);
-      Bf16* v16 = arena.bf16s(size_t(rows) * kvd);
-      be.rope(rope_args(rows, kv_heads_, k, false, k16));
-      copy_block(be, rows, kvd, v, kvd, 0, v16, kvd, 0);
-      s.k = k16, s.v = v16;
-    }
+    be.rope(rope_args(rows, kv_heads_, k, false, k16));
+    copy_block(be, rows, kvd, v, kvd, 0, v16, kvd, 0);
+    s.q = q16, s.k = k16, s.v = v16;
   } else {
     be.rope(rope_args(rows, heads_, q, false));
     be.rope(rope_args(rows, kv_heads_, k, false));
-    s.q = q;
-    s.k = grouped ? expand(k, rows, arena.floats(size_t(rows) * hd)) : k;
-    s.v = grouped ? expand(v, rows, arena.floats(size_t(rows) * hd)) : v;
+    s.q = q, s.k = k, s.v = v;
   }
   be.attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_, .v_dim = head_dim_,
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
-                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_});
   env_.linear_forward(s.o, env_.weight(wo), rows, hd, d_, y);
 }
 
@@ -97,23 +75,15 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   s.dy = dy;
   s.dout = arena.floats(size_t(rows) * hd);
   s.dq = arena.floats(size_t(rows) * hd);
-  float* dk_heads = arena.floats(size_t(rows) * hd);
-  float* dv_heads = arena.floats(size_t(rows) * hd);
+  s.dk = arena.floats(size_t(rows) * kvd);
+  s.dv = arena.floats(size_t(rows) * kvd);
   env_.linear_backward_input(dy, env_.weight(wo), rows, hd, d_, s.dout);
+  // Each key/value head's gradient is its group's sum, formed inside the op.
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                 .v_dim = head_dim_, .scale = scale_,
                                 .q = s.q.f32, .k = s.k.f32, .v = s.v.f32, .out = s.o, .lse = s.lse, .dout = s.dout,
-                                .dq = s.dq, .dk = dk_heads, .dv = dv_heads, .inputs = env_.gemm_inputs,
-                                .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
-  if (kv_heads_ == heads_) {
-    s.dk = dk_heads;
-    s.dv = dv_heads;
-  } else {
-    s.dk = arena.floats(size_t(rows) * kvd);
-    s.dv = arena.floats(size_t(rows) * kvd);
-    reduce(dk_heads, rows, s.dk);
-    reduce(dv_heads, rows, s.dv);
-  }
+                                .dq = s.dq, .dk = s.dk, .dv = s.dv, .inputs = env_.gemm_inputs,
+                                .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_});
   // RoPE is a rotation, so its backward is the inverse rotation.
   env_.be().rope(rope_args(rows, heads_, s.dq, true));
   env_.be().rope(rope_args(rows, kv_heads_, s.dk, true));

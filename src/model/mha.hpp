@@ -23,16 +23,11 @@ class Mha : public AttentionLayer {
   struct Saved {
     int batch = 0;
     GemmOperand x;
-    GemmOperand q, k, v;  // k, v per query head; bfloat16 under bf16_activations (attention's inputs only)
+    GemmOperand q, k, v;  // k, v per key/value head; bfloat16 under bf16_activations (attention's inputs only)
     float *lse = nullptr, *o = nullptr;
     const float* dy = nullptr;
     float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head
   };
-  // [rows, kv_heads*hd] -> [rows, heads*hd] (fp32 or bfloat16), each key/value head repeated for its group.
-  template <class T>
-  T* expand(const float* src, int rows, T* dst);
-  // The reverse: sums the gradients of a group into its key/value head.
-  void reduce(const float* src, int rows, float* dst);
   RopeArgs rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16 = nullptr) const;
 
   LayerEnv env_;

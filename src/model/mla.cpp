@@ -98,12 +98,14 @@ void Mla::project_heads(Saved& s, Arena& redo, Arena& temp, int rows) {
   float* kv = temp.floats(size_t(rows) * H * kv_w);
   env_.linear_forward(s.c_normed, env_.weight(wkv_b), rows, kv_lora_, H * kv_w, kv);
   // Keys and values per head: only attention's products read them (in bfloat16 under bf16_activations).
+  // One op per part for every head: the keys' own features, the shared RoPE key, the values.
   auto assemble = [&](auto* k, auto* v) {
-    for (int h = 0; h < H; ++h) {
-      copy_block(be, rows, nope_, kv, H * kv_w, h * kv_w, k, H * qk_, h * qk_);
-      copy_block(be, rows, rope_, s.ckv, ckv_w, kv_lora_, k, H * qk_, h * qk_ + nope_);
-      copy_block(be, rows, vdim_, kv, H * kv_w, h * kv_w + nope_, v, H * vdim_, h * vdim_);
-    }
+    copy_heads(be, {.rows = rows, .cols = nope_, .src = kv, .src_stride = H * kv_w, .dst_stride = H * qk_,
+                    .groups = H, .src_group = kv_w, .dst_group = qk_}, k);
+    copy_heads(be, {.rows = rows, .cols = rope_, .src = s.ckv + kv_lora_, .src_stride = ckv_w,
+                    .dst_stride = H * qk_, .groups = H, .src_group = 0, .dst_group = qk_}, k + nope_);
+    copy_heads(be, {.rows = rows, .cols = vdim_, .src = kv + nope_, .src_stride = H * kv_w, .dst_stride = H * vdim_,
+                    .groups = H, .src_group = kv_w, .dst_group = vdim_}, v);
     s.k = k, s.v = v;
   };
   if (half) assemble(redo.bf16s(size_t(rows) * H * qk_), redo.bf16s(size_t(rows) * H * vdim_));
@@ -128,21 +130,21 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   env_.linear_backward_input(dy, env_.weight(wo), rows, H * vdim_, d_, dout);
   s.dq = arena.floats(size_t(rows) * H * qk_);
   float* dk = arena.floats(size_t(rows) * H * qk_);
-  float* dv = arena.floats(size_t(rows) * H * vdim_);
-  be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
-                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
-                         .out = s.o, .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = dv,
-                         .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
-  be.rope(query_rope(rows, s.dq, true));
-
-  // Keys and values back to the W_kv_b output, and the shared RoPE key summed over heads.
   s.dkv = arena.floats(size_t(rows) * H * kv_w);
   s.dckv = arena.floats(size_t(rows) * ckv_w);
-  for (int h = 0; h < H; ++h) {
-    copy_block(be, rows, nope_, dk, H * qk_, h * qk_, s.dkv, H * kv_w, h * kv_w);
-    copy_block(be, rows, vdim_, dv, H * vdim_, h * vdim_, s.dkv, H * kv_w, h * kv_w + nope_);
-    copy_block(be, rows, rope_, dk, H * qk_, h * qk_ + nope_, s.dckv, ckv_w, kv_lora_, h > 0);
-  }
+  // The values' gradients go straight to their place in the W_kv_b output's gradient.
+  be.attention_backward({.batch = s.batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
+                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
+                         .out = s.o, .lse = s.lse, .dout = dout, .dq = s.dq, .dk = dk, .dv = s.dkv + nope_,
+                         .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16, .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16,
+                         .dv_at = {.row = H * kv_w, .head = kv_w}});
+  be.rope(query_rope(rows, s.dq, true));
+
+  // The keys' own features back to the W_kv_b output, and the shared RoPE key summed over heads.
+  be.copy_columns({.rows = rows, .cols = nope_, .src = dk, .src_stride = H * qk_, .dst = s.dkv,
+                   .dst_stride = H * kv_w, .groups = H, .src_group = qk_, .dst_group = kv_w});
+  be.copy_columns({.rows = rows, .cols = rope_, .src = dk + nope_, .src_stride = H * qk_, .dst = s.dckv + kv_lora_,
+                   .dst_stride = ckv_w, .groups = H, .src_group = qk_, .dst_group = 0});
   s.dc_normed = arena.floats(size_t(rows) * kv_lora_);
   env_.linear_backward_input(s.dkv, env_.weight(wkv_b), rows, kv_lora_, H * kv_w, s.dc_normed);
   float* dc = arena.floats(size_t(rows) * kv_lora_);

@@ -64,8 +64,8 @@ double MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int bat
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, xe, s.ye,
-            [&](GemmOperand in, const int* offsets, int expert_rows, float* out) {
-              grouped_experts_forward(env_, arena, redo, w, offsets, in, expert_rows, out, s.experts);
+            [&](GemmOperand in, const ExpertRows& expert_rows, float* out) {
+              grouped_experts_forward(env_, arena, redo, w, expert_rows, in, out, s.experts);
             },
             meanwhile, env_.gemm_inputs == GemmPrecision::fp8);
       });
@@ -107,7 +107,7 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
       [&](const std::function<void()>& meanwhile) {
         dispatcher_.exchange(
             arena, s.dispatch, dye, dxe,
-            [&](GemmOperand in, const int*, int, float* out) {
+            [&](GemmOperand in, const ExpertRows&, float* out) {
               grouped_experts_backward_input(env_, arena, w, in.f32, out, s.experts);
             },
             meanwhile);

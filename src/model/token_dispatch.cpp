@@ -1,6 +1,9 @@
 #include "model/token_dispatch.hpp"
 
+#include <algorithm>
 #include <numeric>
+
+#include "util/error.hpp"
 
 namespace mt {
 
@@ -22,63 +25,55 @@ GemmOperand TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens
   if (env_.bf16_activations) xe = gather.dst_bf16 = arena.bf16s(n);
   else xe = gather.dst = arena.floats(n);
   be.gather_rows(gather);
-  if (env_.shard.ep_size > 1) {
-    plan(arena, s);
-  } else {
-    s.group_begin.resize(size_t(experts_) + 1);
-    be.download(s.group_begin.data(), s.expert_begin, s.group_begin.size() * sizeof(int));
-  }
+  if (env_.shard.ep_size > 1) plan(arena, tokens, s);
+  else s.rows = {.offsets = s.expert_begin, .count = s.pairs, .bound = s.pairs};
   return xe;
 }
 
-void TokenDispatcher::plan(Arena& arena, DispatchSaved& s) const {
+void TokenDispatcher::plan(Arena& arena, int tokens, DispatchSaved& s) const {
   const int peers = env_.shard.ep_size, L = local_experts();
   std::vector<int> begin(size_t(experts_) + 1), counts_out(experts_), counts_in(experts_);
-  env_.be().download(begin.data(), s.expert_begin, begin.size() * sizeof(int));
+  const Backend& be = env_.be();
+  be.download(begin.data(), s.expert_begin, begin.size() * sizeof(int));
   for (int e = 0; e < experts_; ++e) counts_out[e] = begin[e + 1] - begin[e];
   env_.shard.ep->host().all_to_all(counts_out, counts_in);  // counts_in[src * L + j]: rows from src for local expert j
   s.send_values.assign(peers, 0);
   s.recv_values.assign(peers, 0);
-  std::vector<int> local_begin(size_t(L) + 1, 0);
+  int rows_in = 0;
   for (int q = 0; q < peers; ++q)
     for (int j = 0; j < L; ++j) {
       s.send_values[q] += counts_out[q * L + j] * d_;
       s.recv_values[q] += counts_in[q * L + j] * d_;
-      local_begin[j + 1] += counts_in[q * L + j];
+      rows_in += counts_in[q * L + j];
     }
-  for (int j = 0; j < L; ++j) local_begin[j + 1] += local_begin[j];
-  s.rows_in = local_begin[L];
-  std::vector<int> local_of(s.rows_in), arrival_of(s.rows_in);
-  std::vector<int> fill(local_begin.begin(), local_begin.end() - 1);
-  int arriving = 0;
-  for (int q = 0; q < peers; ++q)
-    for (int j = 0; j < L; ++j)
-      for (int i = 0; i < counts_in[q * L + j]; ++i, ++arriving) {
-        local_of[arriving] = fill[j]++;
-        arrival_of[local_of[arriving]] = arriving;
-      }
-  const Backend& be = env_.be();
-  s.group_begin = local_begin;
-  s.local_of = arena.ints(size_t(s.rows_in));
-  be.upload(s.local_of, local_of.data(), local_of.size() * sizeof(int));
-  s.arrival_of = arena.ints(size_t(s.rows_in));
-  be.upload(s.arrival_of, arrival_of.data(), arrival_of.size() * sizeof(int));
+  // A token's top_k experts are distinct, so at most min(top_k, L) of its rows come here, from
+  // each of the peers (which route as many tokens as this rank).
+  const int bound = peers * tokens * std::min(top_k_, L);
+  MT_CHECK(rows_in <= bound);
+  int* counts = arena.ints(size_t(experts_));
+  be.upload(counts, counts_in.data(), counts_in.size() * sizeof(int));
+  int* local_begin = arena.ints(size_t(L) + 1);
+  s.local_of = arena.ints(size_t(bound));
+  s.arrival_of = arena.ints(size_t(bound));
+  be.moe_arrivals({.sources = peers, .local = L, .rows = rows_in, .counts = counts, .local_begin = local_begin,
+                   .local_of = s.local_of, .arrival_of = s.arrival_of});
+  s.rows = {.offsets = local_begin, .count = rows_in, .bound = bound};
 }
 
 void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmOperand in, float* out,
                                const ExpertsFn& experts, const std::function<void()>& meanwhile, bool fp8_rows) const {
   if (env_.shard.ep_size == 1) {
     meanwhile();
-    experts(in, s.group_begin.data(), s.pairs, out);
+    experts(in, s.rows, out);
     return;
   }
   const Backend& be = env_.be();
   const size_t n_out = size_t(std::accumulate(s.send_values.begin(), s.send_values.end(), 0));
-  const size_t n_in = size_t(s.rows_in) * d_;
+  const size_t n_in = size_t(s.rows.count) * d_, room = size_t(s.rows.bound) * d_;
   // The rows as they arrive, then in local expert order: fp32, or bfloat16 when they left so.
   GemmOperand local_in;
   if (in.bf16) {
-    Bf16* arrival = arena.bf16s(n_in);
+    Bf16* arrival = arena.bf16s(room);
     std::vector<int> send(s.send_values.size()), recv(s.recv_values.size());  // in bytes
     for (size_t q = 0; q < send.size(); ++q) send[q] = s.send_values[q] * int(sizeof(Bf16));
     for (size_t q = 0; q < recv.size(); ++q) recv[q] = s.recv_values[q] * int(sizeof(Bf16));
@@ -86,11 +81,11 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmOperand
                                                 send, DeviceSpan{arrival, n_in * sizeof(Bf16), DType::u8}, recv);
     meanwhile();
     request->wait();
-    Bf16* rows = arena.bf16s(n_in);
-    be.gather_rows({.rows = s.rows_in, .cols = d_, .index = s.arrival_of, .src_bf16 = arrival, .dst_bf16 = rows});
+    Bf16* rows = arena.bf16s(room);
+    be.gather_rows({.rows = s.rows.count, .cols = d_, .index = s.arrival_of, .src_bf16 = arrival, .dst_bf16 = rows});
     local_in = rows;
   } else {
-    float* arrival = arena.floats(n_in);
+    float* arrival = arena.floats(room);
     if (fp8_rows) {
       const Fp8Recipe& r = *env_.fp8;
       const int row_floats = fp8_packed_row_floats(d_, r.tile);
@@ -100,14 +95,14 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmOperand
         recv[q] = s.recv_values[q] / d_ * row_floats;
       }
       float* leaving = arena.floats(size_t(s.pairs) * row_floats);
-      float* packed = arena.floats(size_t(s.rows_in) * row_floats);
+      float* packed = arena.floats(size_t(s.rows.bound) * row_floats);
       be.fp8_pack_rows({.rows = s.pairs, .cols = d_, .tile = r.tile, .format = r.forward,
                         .pow2_scales = r.pow2_scales, .x = in.f32, .packed = leaving});
       auto request = env_.shard.ep->iall_to_all_v(device_span(leaving, size_t(s.pairs) * row_floats), send,
-                                                  device_span(packed, size_t(s.rows_in) * row_floats), recv);
+                                                  device_span(packed, size_t(s.rows.count) * row_floats), recv);
       meanwhile();
       request->wait();
-      be.fp8_unpack_rows({.rows = s.rows_in, .cols = d_, .tile = r.tile, .format = r.forward, .packed = packed,
+      be.fp8_unpack_rows({.rows = s.rows.count, .cols = d_, .tile = r.tile, .format = r.forward, .packed = packed,
                           .x = arrival});
     } else {
       auto request = env_.shard.ep->iall_to_all_v(device_span(in.f32, n_out), s.send_values,
@@ -115,14 +110,14 @@ void TokenDispatcher::exchange(Arena& arena, const DispatchSaved& s, GemmOperand
       meanwhile();
       request->wait();
     }
-    float* rows = arena.floats(n_in);
-    be.gather_rows({.rows = s.rows_in, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = rows});
+    float* rows = arena.floats(room);
+    be.gather_rows({.rows = s.rows.count, .cols = d_, .src = arrival, .index = s.arrival_of, .dst = rows});
     local_in = rows;
   }
-  float* local_out = arena.floats(n_in);
-  experts(local_in, s.group_begin.data(), s.rows_in, local_out);
-  float* leaving = arena.floats(n_in);
-  be.gather_rows({.rows = s.rows_in, .cols = d_, .src = local_out, .index = s.local_of, .dst = leaving});
+  float* local_out = arena.floats(room);
+  experts(local_in, s.rows, local_out);
+  float* leaving = arena.floats(room);
+  be.gather_rows({.rows = s.rows.count, .cols = d_, .src = local_out, .index = s.local_of, .dst = leaving});
   env_.shard.ep->all_to_all_v(device_span(leaving, n_in), s.recv_values, device_span(out, n_out), s.send_values);
 }
 

@@ -1,16 +1,21 @@
 #pragma once
 // Moves a micro-batch's (token, expert) rows to their experts and back. The rows are first
-// grouped by expert (a stable counting sort on the device). Under expert parallelism a rank
-// holds experts [ep_rank * E/ep, (ep_rank+1) * E/ep): the per-expert counts travel first (the
-// host needs them to size the exchange), then the rows by all-to-all-v; they arrive grouped by
-// (source, local expert), are put in (local expert, source) order for the grouped GEMMs, and go
-// back the same way. Every row is kept: no capacity limit, no dropping. With FP8 GEMMs the rows
+// grouped by expert (a stable counting sort on the device); the experts' grouped GEMMs read the
+// groups' offsets from device memory, so with one expert-parallel rank the host never waits.
+// Under expert parallelism a rank holds experts [ep_rank * E/ep, (ep_rank+1) * E/ep): the
+// per-expert counts travel first through the host (it sizes the exchange: one download, one
+// all-to-all of E ints and one upload per MoE layer and forward pass), then the rows by
+// all-to-all-v; they arrive grouped by (source, local expert), are put in (local expert, source)
+// order for the grouped GEMMs (moe_arrivals builds that order on the device), and go back the
+// same way. Every row is kept: no capacity limit, no dropping; the arena keeps room for the most
+// rows that can arrive, so its layout stays the same step after step. With FP8 GEMMs the rows
 // go out as FP8 codes with their 1 x tile scales, as DeepSeek-V3 dispatches (the expert's first
 // GEMM quantizes them the same way, so the result is unchanged); results come back in fp32.
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "model/grouped_experts.hpp"
 #include "model/layer_env.hpp"
 
 namespace mt {
@@ -20,19 +25,17 @@ struct DispatchSaved {
   int* expert_begin = nullptr;   // [E + 1] the permuted rows of each expert
   int* perm_token = nullptr;     // [pairs] token of each permuted row
   int* slot_row = nullptr;       // [pairs] permuted row of (token, k)
-  // Host copy: [local experts + 1] the first row of each of this rank's experts in the rows they
-  // compute on (the grouped GEMMs' offsets).
-  std::vector<int> group_begin;
+  // The rows this rank's experts compute on, their offsets on the device (expert_begin itself
+  // with one expert-parallel rank).
+  ExpertRows rows;
   // Expert parallelism only.
   std::vector<int> send_values, recv_values;  // per peer, floats (rows * d_model)
-  int rows_in = 0;                            // rows arriving for this rank's experts
-  int* local_of = nullptr;                    // [rows_in] arriving row -> local row
-  int* arrival_of = nullptr;                  // [rows_in] local row -> arriving row
+  int* local_of = nullptr;                    // [rows.count] arriving row -> local row
+  int* arrival_of = nullptr;                  // [rows.count] local row -> arriving row
 };
 
-// The experts' computation on rows grouped by local expert: out[rows] from in[rows]; `offsets`
-// (host memory, [local experts + 1]) delimit each expert's rows.
-using ExpertsFn = std::function<void(GemmOperand in, const int* offsets, int rows, float* out)>;
+// The experts' computation on rows grouped by local expert: out[rows.count] from in.
+using ExpertsFn = std::function<void(GemmOperand in, const ExpertRows& rows, float* out)>;
 
 class TokenDispatcher {
  public:
@@ -48,7 +51,7 @@ class TokenDispatcher {
   int local_experts() const { return experts_ / env_.shard.ep_size; }
 
  private:
-  void plan(Arena& arena, DispatchSaved& s) const;
+  void plan(Arena& arena, int tokens, DispatchSaved& s) const;
   LayerEnv env_;
   int d_, experts_, top_k_;
 };

@@ -38,6 +38,7 @@
   X(sigmoid, SigmoidArgs, void)                                      \
   X(router_select, RouterSelectArgs, void)                           \
   X(moe_permute, MoePermuteArgs, void)                               \
+  X(moe_arrivals, MoeArrivalsArgs, void)                             \
   X(gather_rows, GatherRowsArgs, void)                               \
   X(moe_combine, MoeCombineArgs, void)                               \
   X(moe_combine_backward, MoeCombineBackwardArgs, void)              \

@@ -56,13 +56,15 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     dropped += half * (2 * H * qk + H * v);  // q, k, v per head: attention's inputs only
     temp += H * (nope + v) + (half < 1 ? H * qk : 0);  // [k_nope; v], and q before RoPE rounds it
     redone += H * (nope + v) + (half < 1 ? H * qk : 0);  // selective recomputation makes them again
-    back += 2 * H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
+    // dout, dq, dk (dv goes straight into the [k_nope; v] gradient), that gradient, dckv, dc_normed, dc
+    back += H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
   } else {
+    // Grouped key/value heads are read in place by their query heads: k and v per key/value head.
     const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;
-    const bool grouped = kv < H;
-    kept += (1 + half) * H * hd + H + 2 * half * (grouped ? H : kv) * hd;  // q, o, lse, k and v (per query head)
-    temp += (half < 1 ? H * hd : 0) + (half < 1 || grouped ? 2 * kv * hd : 0);  // projections read through a copy
-    back += 4 * H * hd + (grouped ? 2 * kv * hd : 0);
+    kept += (1 + half) * H * hd + H + 2 * half * kv * hd;  // q, o, lse, k and v
+    temp += half < 1 ? H * hd + 2 * kv * hd : 0;            // projections read through a bfloat16 copy
+    back += 2 * H * hd + 2 * kv * hd;                       // dout, dq, dk, dv
+
   }
   if (moe) {
     const double K = m.moe.top_k, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,

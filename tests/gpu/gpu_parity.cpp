@@ -663,6 +663,7 @@ constexpr Group kGroups[] = {
     {"embedding", group_embedding},
     {"attention", group_attention},
     {"attention_decode", group_attention_decode},
+    {"strided", parity::group_strided},
     {"routing", parity::group_routing},
     {"moe_rows", parity::group_moe_rows},
     {"grouped_gemm", parity::group_grouped_gemm},

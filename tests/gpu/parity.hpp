@@ -111,6 +111,8 @@ void group_grouped_gemm(const Context& c, uint64_t seed);  // the experts' GEMMs
 void group_optimizer(const Context& c, uint64_t seed);     // sum of squares, scale, AdamW, copy, zero
 void group_shift_tokens(const Context& c, uint64_t seed);  // MTP's shift
 void group_fp8_rows(const Context& c, uint64_t seed);      // FP8 row packing
+// Strided GEMMs, attention over strided and grouped heads, grouped copies (tests/gpu/parity_strided.cpp).
+void group_strided(const Context& c, uint64_t seed);
 // The FP8 GEMM (tests/gpu/parity_fp8.cpp): the CUDA quantizer on its own (CUDA only), and the GEMM.
 void group_fp8_quantize(const Context& c, uint64_t seed);
 void group_fp8_gemm(const Context& c, uint64_t seed);

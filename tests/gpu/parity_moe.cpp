@@ -1,7 +1,8 @@
 // GPU parity of the MoE and optimizer ops against the CPU reference: routing, grouping by
-// expert, gathers, the gated combine, balance statistics, the router's backward pass, the bias
-// update, the MTP shift, grouped GEMMs and the optimizer's ops. Integer results (choices,
-// permutations) must match exactly; sums done in the CPU's order by one GPU thread to 1e-12.
+// expert, the order of an expert-parallel rank's received rows, gathers, the gated combine,
+// balance statistics, the router's backward pass, the bias update, the MTP shift, grouped GEMMs
+// and the optimizer's ops. Integer results (choices, permutations) must match exactly; sums done
+// in the CPU's order by one GPU thread to 1e-12.
 #include <algorithm>
 #include <cstring>
 
@@ -178,6 +179,7 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
   const std::vector<float> a = random_values(size_t(rows) * k, rng), w = random_values(size_t(groups) * n * k, rng);
   const std::vector<float> c0 = random_values(size_t(rows) * n, rng);
   DeviceVec<float> d_a(gpu, a), d_w(gpu, w);
+  DeviceVec<int> d_offsets(gpu, offsets);  // the offsets each side reads from its own memory
   for (bool trans_b : {true, false})
     for (float beta : {0.0f, 1.0f}) {
       std::vector<float> c = c0;
@@ -186,7 +188,7 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
                             .inputs = inputs};
       cpu.grouped_gemm(g);
       DeviceVec<float> g_c(gpu, beta == 0.0f ? poison<float>(c0.size()) : c0);
-      g.a = d_a.get(), g.b = d_w.get(), g.c = g_c.get();
+      g.a = d_a.get(), g.b = d_w.get(), g.c = g_c.get(), g.offsets = d_offsets.get();
       gpu.grouped_gemm(g);
       rep.check("grouped_gemm rows trans_b=" + std::to_string(trans_b) + " beta=" + std::to_string(int(beta)) + name,
                 relative_error(g_c.download(), c), tol);
@@ -198,7 +200,7 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
                         .a = dy.data(), .b = x.data(), .c = dw.data(), .beta = 1.0f, .inputs = inputs};
   cpu.grouped_gemm(g);
   DeviceVec<float> d_dy(gpu, dy), d_x(gpu, x), g_dw(gpu, dw0);
-  g.a = d_dy.get(), g.b = d_x.get(), g.c = g_dw.get();
+  g.a = d_dy.get(), g.b = d_x.get(), g.c = g_dw.get(), g.offsets = d_offsets.get();
   gpu.grouped_gemm(g);
   rep.check("grouped_gemm reduce" + name, relative_error(g_dw.download(), dw), tol);
   if (inputs != mt::GemmPrecision::bf16) return;
@@ -213,7 +215,7 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
                         .b = w.data(), .trans_b = true, .c = c.data(), .inputs = inputs, .a_bf16 = a16.data()};
   cpu.grouped_gemm(r);
   DeviceVec<float> g_c(gpu, poison<float>(c.size()));
-  r.b = d_w.get(), r.c = g_c.get(), r.a_bf16 = d_a16.get();
+  r.b = d_w.get(), r.c = g_c.get(), r.a_bf16 = d_a16.get(), r.offsets = d_offsets.get();
   gpu.grouped_gemm(r);
   rep.check("grouped_gemm rows, A stored in bfloat16" + name, relative_error(g_c.download(), c), tol);
   std::vector<float> dw16 = dw0;
@@ -221,9 +223,31 @@ void check_grouped_gemm(Report& rep, const Backend& cpu, const Backend& gpu, con
                           .a = dy.data(), .c = dw16.data(), .beta = 1.0f, .inputs = inputs, .b_bf16 = x16.data()};
   cpu.grouped_gemm(red);
   DeviceVec<float> g_dw16(gpu, dw0);
-  red.a = d_dy.get(), red.c = g_dw16.get(), red.b_bf16 = d_x16.get();
+  red.a = d_dy.get(), red.c = g_dw16.get(), red.b_bf16 = d_x16.get(), red.offsets = d_offsets.get();
   gpu.grouped_gemm(red);
   rep.check("grouped_gemm reduce, B stored in bfloat16" + name, relative_error(g_dw16.download(), dw16), tol);
+}
+
+// The order of the rows an expert-parallel rank receives, from random counts (some zero).
+void check_arrivals(Report& rep, const Backend& cpu, const Backend& gpu, int sources, int local, uint64_t seed) {
+  Lcg rng(seed);
+  const std::string name = " sources=" + std::to_string(sources) + " local=" + std::to_string(local);
+  std::vector<int> counts(size_t(sources) * local);
+  for (int& c : counts) c = std::max(0, int(rng.next(-20.0f, 40.0f)));
+  int rows = 0;
+  for (int c : counts) rows += c;
+  std::vector<int> begin(local + 1), local_of(rows), arrival_of(rows);
+  mt::MoeArrivalsArgs a{.sources = sources, .local = local, .rows = rows, .counts = counts.data(),
+                        .local_begin = begin.data(), .local_of = local_of.data(), .arrival_of = arrival_of.data()};
+  cpu.moe_arrivals(a);
+  DeviceVec<int> d_counts(gpu, counts), g_begin(gpu, poison<int>(local + 1)), g_local(gpu, poison<int>(rows)),
+      g_arrival(gpu, poison<int>(rows));
+  a.counts = d_counts.get(), a.local_begin = g_begin.get(), a.local_of = g_local.get();
+  a.arrival_of = g_arrival.get();
+  gpu.moe_arrivals(a);
+  rep.check("moe_arrivals local_begin" + name, relative_error(g_begin.download(), begin), 0);
+  rep.check("moe_arrivals local_of" + name, relative_error(g_local.download(), local_of), 0);
+  rep.check("moe_arrivals arrival_of" + name, relative_error(g_arrival.download(), arrival_of), 0);
 }
 
 void check_update(Report& rep, const Backend& cpu, const Backend& gpu, size_t n, uint64_t seed) {
@@ -305,6 +329,8 @@ void group_routing(const Context& c, uint64_t seed) {
   check_routing(c.rep, c.cpu, c.gpu, 4096, 256, 8, 8, 4, seed++);
   check_routing(c.rep, c.cpu, c.gpu, 1000, 64, 6, 8, 3, seed++);
   check_routing(c.rep, c.cpu, c.gpu, 48, 6, 1, 1, 1, seed++);
+  check_arrivals(c.rep, c.cpu, c.gpu, 8, 32, seed++);  // DeepSeek-V3's 256 experts over ep = 8
+  check_arrivals(c.rep, c.cpu, c.gpu, 3, 1, seed++);
 }
 
 void group_moe_rows(const Context& c, uint64_t seed) {

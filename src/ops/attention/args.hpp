@@ -5,6 +5,14 @@
 
 namespace mt {
 
+// Where a [batch*seq, heads, dim] operand of the attention ops lives: element (token t, head h,
+// feature c) at t * row + h * head + c. 0 is the packed default (row = heads * dim, head = dim),
+// so callers that pass whole tensors set nothing; a layer reads or writes heads inside a wider
+// tensor (MLA's values inside its [k_nope; v] projection) by giving that tensor's strides.
+struct HeadStrides {
+  int row = 0, head = 0;
+};
+
 // Causal softmax attention. q,k: [batch*seq, heads, qk_dim], v and out: [batch*seq, heads, v_dim].
 // Row t of a head attends to keys 0..t with probabilities softmax(scale * q_t . k_s). No
 // [seq, seq] matrix survives the op: forward saves lse [batch, heads, seq], the log-sum-exp of
@@ -13,6 +21,8 @@ namespace mt {
 // bfloat16 (q, k, v, dout, the probabilities, the score gradients) and accumulate in fp32, as
 // tensor cores do (FP8 training keeps attention in BF16, as DeepSeek-V3 does). The statistics
 // (max, sum, lse, D = rowsum(dout * out)) stay fp32.
+// Grouped-query attention: k and v (and dk, dv) hold kv_heads heads (0: heads), query head h
+// reading key/value head h / (heads / kv_heads); backward sums a group's gradients in head order.
 struct AttentionForwardArgs {
   int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
@@ -21,8 +31,10 @@ struct AttentionForwardArgs {
   // q, k or v stored in bfloat16 (bf16 inputs only, whose rounding leaves them as they are), in
   // place of q, k or v.
   const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;
+  int kv_heads = 0;
+  HeadStrides q_at = {}, k_at = {}, v_at = {}, out_at = {};
 };
-// Takes the forward's out and lse; dq, dk, dv are overwritten.
+// Takes the forward's out and lse; dq, dk, dv are overwritten. dout is laid out as out_at says.
 struct AttentionBackwardArgs {
   int batch = 0, seq = 0, heads = 0, qk_dim = 0, v_dim = 0; float scale = 1.0f;
   const float* q = nullptr; const float* k = nullptr; const float* v = nullptr;
@@ -30,7 +42,14 @@ struct AttentionBackwardArgs {
   float* dq = nullptr; float* dk = nullptr; float* dv = nullptr;
   GemmPrecision inputs = GemmPrecision::fp32;
   const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in forward
+  int kv_heads = 0;
+  HeadStrides q_at = {}, k_at = {}, v_at = {}, out_at = {}, dq_at = {}, dk_at = {}, dv_at = {};
 };
+
+// The strides `at` means for a tensor of `heads` heads of `dim` features (0s filled in).
+inline HeadStrides packed_or(HeadStrides at, int heads, int dim) {
+  return {at.row ? at.row : heads * dim, at.head ? at.head : dim};
+}
 
 // The attention of one new position over the keys and values of every position so far (a
 // decoder's cache, the new one last): out[h] = sum_s p[h,s] v[s,g], p[h] = softmax_s(scale

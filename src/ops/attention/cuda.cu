@@ -81,9 +81,8 @@ __global__ void __launch_bounds__(kThreads)
 
   const TilePlace pl = tile_place(s, true);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q0 = pl.tile * kTile;
-  const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
-  const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(s, sq, q, hq, ldq, q0, s.qk_dim);
+  const size_t hk = head_start(s, s.k, pl.bh), hv = head_start(s, s.v, pl.bh);
+  load_tile(s, sq, q, head_start(s, s.q, pl.bh), s.q.row, q0, s.qk_dim);
   for (int e = threadIdx.x; e < kTile * lv; e += kThreads) acc[e] = 0.0f;
 
   // Warp w owns rows w, w + kWarps, ...; every lane holds the same copy of its rows' state.
@@ -91,8 +90,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kTile;
     __syncthreads();  // the previous key tile is no longer read
-    load_tile(s, sk, k, hq, ldq, k0, s.qk_dim);
-    load_tile(s, sv, v, hv, ldv, k0, s.v_dim);
+    load_tile(s, sk, k, hk, s.k.row, k0, s.qk_dim);
+    load_tile(s, sv, v, hv, s.v.row, k0, s.v_dim);
     __syncthreads();
 #pragma unroll
     for (int n = 0; n < kRowsPerWarp; ++n) {
@@ -113,28 +112,30 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();  // acc rows were updated by other warps than the ones that own the rows
+  const size_t ho = head_start(s, s.o, pl.bh);
 
 #pragma unroll
   for (int n = 0; n < kRowsPerWarp; ++n) {
     const int r = warp + n * kWarps, i = q0 + r;
     if (i >= s.seq) continue;
     if (lane == 0) lse[size_t(pl.bh) * s.seq + i] = row[n].lse();
-    for (int c = lane; c < s.v_dim; c += 32) out[hv + size_t(i) * ldv + c] = row[n].normalise(acc[r * lv + c]);
+    for (int c = lane; c < s.v_dim; c += 32) out[ho + size_t(i) * s.o.row + c] = row[n].normalise(acc[r * lv + c]);
   }
 }
 
-// D = dout . out for each (row, head) of the [batch*seq, heads, v_dim] layout, one warp each,
+// D = dout . out for each (row, head) of the [batch*seq, heads, v_dim] view, one warp each,
 // stored [batch, heads, seq] like lse.
 __global__ void __launch_bounds__(kThreads)
     delta_kernel(Shape s, const float* __restrict__ dout, const float* __restrict__ out, float* __restrict__ delta) {
   const size_t w = size_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (w >= size_t(s.batch) * s.seq * s.heads) return;  // whole warps leave together
-  float acc = 0.0f;
-  for (int c = lane; c < s.v_dim; c += 32) acc += dout[w * s.v_dim + c] * out[w * s.v_dim + c];
-  acc = warp_sum(acc);
   const size_t token = w / s.heads, b = token / s.seq;
   const int h = int(w % s.heads), i = int(token % s.seq);
+  const size_t at = token * s.o.row + h * s.o.head;
+  float acc = 0.0f;
+  for (int c = lane; c < s.v_dim; c += 32) acc += dout[at + c] * out[at + c];
+  acc = warp_sum(acc);
   if (lane == 0) delta[(b * s.heads + h) * s.seq + i] = acc;
 }
 
@@ -207,18 +208,17 @@ __global__ void __launch_bounds__(kThreads)
 
   const TilePlace pl = tile_place(s, false);
   const int k0 = pl.tile * kTile;
-  const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
-  const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(s, sk, k, hq, ldq, k0, s.qk_dim);
-  load_tile(s, sv, v, hv, ldv, k0, s.v_dim);
+  const size_t hq = head_start(s, s.q, pl.bh), ho = head_start(s, s.o, pl.bh);
+  load_tile(s, sk, k, head_start(s, s.k, pl.bh), s.k.row, k0, s.qk_dim);
+  load_tile(s, sv, v, head_start(s, s.v, pl.bh), s.v.row, k0, s.v_dim);
   for (int e = threadIdx.x; e < kTile * lq; e += kThreads) adk[e] = 0.0f;
   for (int e = threadIdx.x; e < kTile * lv; e += kThreads) adv[e] = 0.0f;
 
   for (int qt = pl.tile; qt < s.tiles; ++qt) {
     const int q0 = qt * kTile;
     __syncthreads();  // the previous query tile is no longer read
-    load_tile(s, sq, q, hq, ldq, q0, s.qk_dim);
-    load_tile(s, sdo, {dout, nullptr}, hv, ldv, q0, s.v_dim);
+    load_tile(s, sq, q, hq, s.q.row, q0, s.qk_dim);
+    load_tile(s, sdo, {dout, nullptr}, ho, s.o.row, q0, s.v_dim);
     load_row_values(slse, lse, s, pl.bh, q0, kTile);
     load_row_values(sdelta, delta, s, pl.bh, q0, kTile);
     __syncthreads();
@@ -227,8 +227,8 @@ __global__ void __launch_bounds__(kThreads)
     add_transposed_product(adv, lv, sp, sdo, lv, s.v_dim);   // dV += P^T dO
     add_transposed_product(adk, lq, sds, sq, lq, s.qk_dim);  // dK += dS^T Q
   }
-  store_rows(dv + hv, ldv, adv, lv, k0, s.seq, s.v_dim);
-  store_rows(dk + hq, ldq, adk, lq, k0, s.seq, s.qk_dim);
+  store_rows(dv + head_start(s, s.dv, pl.bh), s.dv.row, adv, lv, k0, s.seq, s.v_dim);
+  store_rows(dk + head_start(s, s.dk, pl.bh), s.dk.row, adk, lq, k0, s.seq, s.qk_dim);
 }
 
 // dQ = dS K for one query tile, summed over the key tiles at or before it.
@@ -249,10 +249,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const TilePlace pl = tile_place(s, true);
   const int q0 = pl.tile * kTile;
-  const size_t ldq = size_t(s.heads) * s.qk_dim, ldv = size_t(s.heads) * s.v_dim;
-  const size_t hq = head_offset(s, pl.bh, s.qk_dim), hv = head_offset(s, pl.bh, s.v_dim);
-  load_tile(s, sq, q, hq, ldq, q0, s.qk_dim);
-  load_tile(s, sdo, {dout, nullptr}, hv, ldv, q0, s.v_dim);
+  const size_t hk = head_start(s, s.k, pl.bh), hv = head_start(s, s.v, pl.bh);
+  load_tile(s, sq, q, head_start(s, s.q, pl.bh), s.q.row, q0, s.qk_dim);
+  load_tile(s, sdo, {dout, nullptr}, head_start(s, s.o, pl.bh), s.o.row, q0, s.v_dim);
   load_row_values(slse, lse, s, pl.bh, q0, kTile);
   load_row_values(sdelta, delta, s, pl.bh, q0, kTile);
   for (int e = threadIdx.x; e < kTile * lq; e += kThreads) adq[e] = 0.0f;
@@ -260,18 +259,35 @@ __global__ void __launch_bounds__(kThreads)
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kTile;
     __syncthreads();  // the previous key tile is no longer read
-    load_tile(s, sk, k, hq, ldq, k0, s.qk_dim);
-    load_tile(s, sv, v, hv, ldv, k0, s.v_dim);
+    load_tile(s, sk, k, hk, s.k.row, k0, s.qk_dim);
+    load_tile(s, sv, v, hv, s.v.row, k0, s.v_dim);
     __syncthreads();
     score_grads(s, q0, k0, sq, sdo, slse, sdelta, sk, sv, nullptr, sds);
     __syncthreads();
     add_product(adq, lq, sds, sk, lq, s.qk_dim);  // dQ += dS K
   }
-  store_rows(dq + hq, ldq, adq, lq, q0, s.seq, s.qk_dim);
+  store_rows(dq + head_start(s, s.dq, pl.bh), s.dq.row, adq, lq, q0, s.seq, s.qk_dim);
 }
 
-Shape shape_of(int batch, int seq, int heads, int qk_dim, int v_dim, float scale, GemmPrecision inputs) {
-  return {batch, seq, heads, qk_dim, v_dim, (seq + kTile - 1) / kTile, scale, inputs != GemmPrecision::fp32};
+// Grouped key/value heads: the sum over a group's query heads, in head order (the CPU's order),
+// from per-query-head gradients `each` ([batch*seq, heads, dim], packed) into dst laid out as l.
+__global__ void group_sum_kernel(Shape s, int dim, const float* __restrict__ each, HeadLayout l,
+                                 float* __restrict__ dst) {
+  const size_t kv = size_t(s.heads / l.group), n = size_t(s.batch) * s.seq * kv * dim;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const size_t c = i % dim, g = (i / dim) % kv, token = i / (dim * kv);
+    const float* src = each + (token * s.heads + g * l.group) * dim + c;
+    float sum = src[0];
+    for (int h = 1; h < l.group; ++h) sum += src[size_t(h) * dim];
+    dst[token * l.row + g * l.head + c] = sum;
+  }
+}
+
+void group_sum(DeviceState* st, const Shape& s, int dim, const float* each, HeadLayout l, float* dst) {
+  const size_t n = size_t(s.batch) * s.seq * (s.heads / l.group) * dim;
+  const size_t cap = size_t(st->sm_count > 0 ? st->sm_count : 1) * 16, want = (n + kThreads - 1) / kThreads;
+  group_sum_kernel<<<unsigned(want < cap ? want : cap), kThreads, 0, st->stream>>>(s, dim, each, l, dst);
+  MT_CUDA_CHECK_LAUNCH();
 }
 
 // Shared bytes of each kernel, from the tile layouts above.
@@ -292,7 +308,7 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   activate(st);
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
   if (a.inputs != GemmPrecision::fp32 && attention_tc_forward(st, a)) return;
-  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
+  const Shape s = attention_shape(a, kTile);
   const size_t bytes = forward_bytes(s);
   allow_shared(st, forward_kernel, bytes, s);
   forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(
@@ -300,29 +316,44 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   MT_CUDA_CHECK_LAUNCH();
 }
 
+// Grouped-query attention writes each query head's dk and dv into scratch (after delta), then
+// sums every group in one kernel per gradient: one writer per element, no atomics.
 void attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
-  const Shape s = shape_of(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale, a.inputs);
-  const size_t rows = size_t(a.batch) * a.seq * a.heads;
-  auto* delta = static_cast<float*>(scratch(st, kScratchAttention, rows * sizeof(float)));
+  const Shape want = attention_shape(a, kTile);
+  const bool grouped = want.k.group > 1;
+  const size_t rows = size_t(a.batch) * a.seq * a.heads, delta_floats = (rows + 63) / 64 * 64;
+  const size_t dk_floats = grouped ? (rows * a.qk_dim + 63) / 64 * 64 : 0, dv_floats = grouped ? rows * a.v_dim : 0;
+  auto* delta = static_cast<float*>(
+      scratch(st, kScratchAttention, (delta_floats + dk_floats + dv_floats) * sizeof(float)));
+  Shape s = want;
+  float* dk = a.dk;
+  float* dv = a.dv;
+  if (grouped) {
+    dk = delta + delta_floats, dv = dk + dk_floats;
+    s.dk = {size_t(a.heads) * a.qk_dim, size_t(a.qk_dim), 1};
+    s.dv = {size_t(a.heads) * a.v_dim, size_t(a.v_dim), 1};
+  }
   const size_t delta_blocks = (rows + kWarps - 1) / kWarps;
   MT_CHECK(delta_blocks <= INT_MAX);
   delta_kernel<<<unsigned(delta_blocks), kThreads, 0, st->stream>>>(s, a.dout, a.out, delta);
   MT_CUDA_CHECK_LAUNCH();
-  if (a.inputs != GemmPrecision::fp32 && attention_tc_backward(st, a, delta)) return;
-
-  const HeadInput q = head_input(a.q, a.q_bf16), k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
-  const size_t key_bytes = key_grads_bytes(s), query_bytes = query_grads_bytes(s);
-  allow_shared(st, key_grads_kernel, key_bytes, s);
-  allow_shared(st, query_grads_kernel, query_bytes, s);
-  key_grads_kernel<<<tile_blocks(s), kThreads, key_bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta, a.dk,
-                                                                        a.dv);
-  MT_CUDA_CHECK_LAUNCH();
-  query_grads_kernel<<<tile_blocks(s), kThreads, query_bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta,
-                                                                            a.dq);
-  MT_CUDA_CHECK_LAUNCH();
+  if (a.inputs == GemmPrecision::fp32 || !attention_tc_backward(st, a, s, delta, dk, dv)) {
+    const HeadInput q = head_input(a.q, a.q_bf16), k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
+    const size_t key_bytes = key_grads_bytes(s), query_bytes = query_grads_bytes(s);
+    allow_shared(st, key_grads_kernel, key_bytes, s);
+    allow_shared(st, query_grads_kernel, query_bytes, s);
+    key_grads_kernel<<<tile_blocks(s), kThreads, key_bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta, dk, dv);
+    MT_CUDA_CHECK_LAUNCH();
+    query_grads_kernel<<<tile_blocks(s), kThreads, query_bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta,
+                                                                              a.dq);
+    MT_CUDA_CHECK_LAUNCH();
+  }
+  if (!grouped) return;
+  group_sum(st, s, a.qk_dim, dk, want.dk, a.dk);
+  group_sum(st, s, a.v_dim, dv, want.dv, a.dv);
 }
 
 }  // namespace mt::cuda

@@ -14,13 +14,48 @@
 
 namespace mt::cuda {
 
+// Where one operand's heads live (HeadStrides, 0s filled in): (token t, head h) starts at
+// t * row + (h / group) * head, group > 1 for grouped-query keys and values.
+struct HeadLayout {
+  size_t row, head;
+  int group;
+};
+inline HeadLayout head_layout(HeadStrides at, int heads, int dim, int group) {
+  const HeadStrides p = packed_or(at, heads, dim);
+  return {size_t(p.row), size_t(p.head), group};
+}
+
 // One call's sizes, passed by value to every kernel. `tiles`: tiles of the kernel family's
-// height along the sequence; `bf16`: products take bfloat16-rounded inputs.
+// height along the sequence; `bf16`: products take bfloat16-rounded inputs. The layouts of q, k,
+// v, out (and dout), dq, dk, dv: forward leaves the gradients' unset.
 struct AttentionShape {
   int batch, seq, heads, qk_dim, v_dim, tiles;
   float scale;
   bool bf16;
+  HeadLayout q, k, v, o, dq, dk, dv;
 };
+
+// The shape of a call, `tile` rows per tile.
+inline AttentionShape attention_shape(const AttentionForwardArgs& a, int tile) {
+  const int kv = a.kv_heads > 0 ? a.kv_heads : a.heads, group = a.heads / kv;
+  MT_CHECK(a.heads % kv == 0);
+  AttentionShape s{a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, (a.seq + tile - 1) / tile, a.scale,
+                   a.inputs != GemmPrecision::fp32, {}, {}, {}, {}, {}, {}, {}};
+  s.q = head_layout(a.q_at, a.heads, a.qk_dim, 1);
+  s.k = head_layout(a.k_at, kv, a.qk_dim, group);
+  s.v = head_layout(a.v_at, kv, a.v_dim, group);
+  s.o = head_layout(a.out_at, a.heads, a.v_dim, 1);
+  return s;
+}
+inline AttentionShape attention_shape(const AttentionBackwardArgs& a, int tile) {
+  AttentionShape s = attention_shape(AttentionForwardArgs{.batch = a.batch, .seq = a.seq, .heads = a.heads,
+      .qk_dim = a.qk_dim, .v_dim = a.v_dim, .scale = a.scale, .inputs = a.inputs, .kv_heads = a.kv_heads,
+      .q_at = a.q_at, .k_at = a.k_at, .v_at = a.v_at, .out_at = a.out_at}, tile);
+  s.dq = head_layout(a.dq_at, a.heads, a.qk_dim, 1);
+  s.dk = head_layout(a.dk_at, a.heads / s.k.group, a.qk_dim, s.k.group);
+  s.dv = head_layout(a.dv_at, a.heads / s.k.group, a.v_dim, s.k.group);
+  return s;
+}
 
 // A [batch*seq, heads, dim] input of the products: fp32, or kept in bfloat16 (a k or v under bf16
 // activations). Kernels read element i through value(), offsets added to the index.
@@ -47,10 +82,10 @@ __device__ inline TilePlace tile_place(const AttentionShape& s, bool from_end) {
   return {int(blockIdx.x % bh_count), from_end ? s.tiles - 1 - t : t};
 }
 
-// Offset of (sequence b, position 0, head h) in a [batch*seq, heads, dim] tensor.
-__device__ inline size_t head_offset(const AttentionShape& s, int bh, int dim) {
+// Offset of (sequence b, position 0, query head h; bh = b * heads + h) in an operand laid out as l.
+__device__ inline size_t head_start(const AttentionShape& s, const HeadLayout& l, int bh) {
   const int b = bh / s.heads, h = bh % s.heads;
-  return (size_t(b) * s.seq * s.heads + h) * dim;
+  return size_t(b) * s.seq * l.row + size_t(h / l.group) * l.head;
 }
 
 // Per-row values of one head ([batch, heads, seq] layout) for `rows` rows from row0; 0 past the end.
@@ -84,6 +119,8 @@ void allow_shared(DeviceState* st, Kernel* kernel, size_t bytes, const Attention
 // The tensor-core kernels (cuda_tc.cu). Each returns false, doing nothing, for head dims it
 // is not built for. Backward takes D = rowsum(dout * out) from attention.cu's delta kernel.
 bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a);
-bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, const float* delta);
+// Takes the shape to run (its dk and dv layouts may be a scratch's, see cuda.cu).
+bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, const AttentionShape& s,
+                           const float* delta, float* dk, float* dv);
 
 }  // namespace mt::cuda

@@ -60,14 +60,12 @@ struct Dims {
   static_assert(QK % kF == 0 && V % kF == 0, "head dims are whole fragments");
 };
 
-// Where one (sequence, head) starts in the [rows, heads, dim] tensors of q/k and v/out, and
-// their row strides.
-template <typename D>
+// Where one (sequence, head) starts in each operand; their row strides are the shape's.
 struct HeadView {
-  size_t ldq, ldv, hq, hv;
+  size_t q, k, v, o, dq, dk, dv;
   __device__ HeadView(const AttentionShape& s, int bh)
-      : ldq(size_t(s.heads) * D::qk), ldv(size_t(s.heads) * D::v), hq(head_offset(s, bh, D::qk)),
-        hv(head_offset(s, bh, D::v)) {}
+      : q(head_start(s, s.q, bh)), k(head_start(s, s.k, bh)), v(head_start(s, s.v, bh)), o(head_start(s, s.o, bh)),
+        dq(head_start(s, s.dq, bh)), dk(head_start(s, s.dk, bh)), dv(head_start(s, s.dv, bh)) {}
 };
 
 // Rows row0 .. row0 + kRows - 1 of one head (from element `at`, global row stride gld) into a bf16
@@ -135,11 +133,11 @@ __device__ void store_rows(FragC (&acc)[N], float* stage, float* __restrict__ he
 // The key and value tile from row k0, once every warp is done with the previous one; visible to
 // all warps on return.
 template <typename D>
-__device__ void next_key_tile(bf16* sk, bf16* sv, const HeadInput& k, const HeadInput& v, const HeadView<D>& hd, int k0,
-                              int seq) {
+__device__ void next_key_tile(bf16* sk, bf16* sv, const HeadInput& k, const HeadInput& v, const AttentionShape& s,
+                              const HeadView& hd, int k0) {
   __syncthreads();
-  load_bf16(sk, D::lq, k, hd.hq, hd.ldq, k0, seq, D::qk);
-  load_bf16(sv, D::lv, v, hd.hv, hd.ldv, k0, seq, D::v);
+  load_bf16(sk, D::lq, k, hd.k, s.k.row, k0, s.seq, D::qk);
+  load_bf16(sv, D::lv, v, hd.v, s.v.row, k0, s.seq, D::v);
   __syncthreads();
 }
 
@@ -205,15 +203,14 @@ __global__ void __launch_bounds__(kThreads)
   const TilePlace pl = tile_place(s, true);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q0 = pl.tile * kRows;
   const int w0 = warp * kF, r = w0 + lane / 2, half = lane % 2, i = q0 + r;
-  const HeadView<D> hd(s, pl.bh);
-  const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sq, D::lq, q, hq, ldq, q0, s.seq, D::qk);
+  const HeadView hd(s, pl.bh);
+  load_bf16(sq, D::lq, q, hd.q, s.q.row, q0, s.seq, D::qk);
   for (int e = threadIdx.x; e < kRows * D::lo; e += kThreads) so[e] = 0.0f;
 
   OnlineSoftmax row;  // row r's state; the two lanes of a row hold the same copy
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kRows;
-    next_key_tile<D>(sk, sv, k, v, HeadView<D>(s, pl.bh), k0, s.seq);
+    next_key_tile<D>(sk, sv, k, v, s, hd, k0);
     warp_scores<D::qk>(ss + w0 * kLdS, sq + w0 * D::lq, D::lq, sk, D::lq);
     __syncwarp();
     float score[kHalf];
@@ -250,7 +247,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncwarp();
   if (i >= s.seq) return;
   if (half == 0) lse[size_t(pl.bh) * s.seq + i] = row.lse();
-  for (int c = half; c < D::v; c += 2) out[hv + size_t(i) * ldv + c] = row.normalise(so[r * D::lo + c]);
+  for (int c = half; c < D::v; c += 2) out[hd.o + size_t(i) * s.o.row + c] = row.normalise(so[r * D::lo + c]);
 }
 
 // The warp's rows of one (query tile, key tile) pair in backward: scores S = Q K^T and
@@ -292,10 +289,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const TilePlace pl = tile_place(s, false);
   const int warp = threadIdx.x / 32, w0 = warp * kF, k0 = pl.tile * kRows;
-  const HeadView<D> hd(s, pl.bh);
-  const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sk, D::lq, k, hq, ldq, k0, s.seq, D::qk);
-  load_bf16(sv, D::lv, v, hv, ldv, k0, s.seq, D::v);
+  const HeadView hd(s, pl.bh);
+  load_bf16(sk, D::lq, k, hd.k, s.k.row, k0, s.seq, D::qk);
+  load_bf16(sv, D::lv, v, hd.v, s.v.row, k0, s.seq, D::v);
   FragC adv[D::v / kF], adk[D::qk / kF];
 #pragma unroll
   for (int n = 0; n < D::v / kF; ++n) wmma::fill_fragment(adv[n], 0.0f);
@@ -305,8 +301,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int qt = pl.tile; qt < s.tiles; ++qt) {
     const int q0 = qt * kRows;
     __syncthreads();  // the previous query tile is no longer read
-    load_bf16(sq, D::lq, q, hq, ldq, q0, s.seq, D::qk);
-    load_bf16(sdo, D::lv, {dout, nullptr}, hv, ldv, q0, s.seq, D::v);
+    load_bf16(sq, D::lq, q, hd.q, s.q.row, q0, s.seq, D::qk);
+    load_bf16(sdo, D::lv, {dout, nullptr}, hd.o, s.o.row, q0, s.seq, D::v);
     load_row_values(slse, lse, s, pl.bh, q0, kRows);
     load_row_values(sdelta, delta, s, pl.bh, q0, kRows);
     __syncthreads();
@@ -321,8 +317,8 @@ __global__ void __launch_bounds__(kThreads)
         [&](int kk, int n) { return sq + kk * kF * D::lq + n * kF; }, D::lq);
   }
   float* mine = stage + warp * kF * kF;
-  store_rows(adv, mine, dv + hv, ldv, k0 + w0, s.seq);
-  store_rows(adk, mine, dk + hq, ldq, k0 + w0, s.seq);
+  store_rows(adv, mine, dv + hd.dv, s.dv.row, k0 + w0, s.seq);
+  store_rows(adk, mine, dk + hd.dk, s.dk.row, k0 + w0, s.seq);
 }
 
 // dQ = dS K for one query tile, summed over the key tiles at or before it. Warp w owns queries w0..
@@ -339,10 +335,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const TilePlace pl = tile_place(s, true);
   const int warp = threadIdx.x / 32, w0 = warp * kF, q0 = pl.tile * kRows;
-  const HeadView<D> hd(s, pl.bh);
-  const size_t ldq = hd.ldq, ldv = hd.ldv, hq = hd.hq, hv = hd.hv;
-  load_bf16(sq, D::lq, q, hq, ldq, q0, s.seq, D::qk);
-  load_bf16(sdo, D::lv, {dout, nullptr}, hv, ldv, q0, s.seq, D::v);
+  const HeadView hd(s, pl.bh);
+  load_bf16(sq, D::lq, q, hd.q, s.q.row, q0, s.seq, D::qk);
+  load_bf16(sdo, D::lv, {dout, nullptr}, hd.o, s.o.row, q0, s.seq, D::v);
   load_row_values(slse, lse, s, pl.bh, q0, kRows);
   load_row_values(sdelta, delta, s, pl.bh, q0, kRows);
   FragC adq[D::qk / kF];
@@ -351,14 +346,14 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int kt = 0; kt <= pl.tile; ++kt) {
     const int k0 = kt * kRows;
-    next_key_tile<D>(sk, sv, k, v, HeadView<D>(s, pl.bh), k0, s.seq);
+    next_key_tile<D>(sk, sv, k, v, s, hd, k0);
     score_grads<D>(s, q0, k0, sq, sdo, sk, sv, ss, sdp, slse, sdelta, nullptr, sds);
     __syncwarp();
     warp_product<D::qk / kF, kRows / kF, FragA, FragB>(
         adq, [&](int kk) { return sds + w0 * kLdP + kk * kF; }, kLdP,
         [&](int kk, int n) { return sk + kk * kF * D::lq + n * kF; }, D::lq);
   }
-  store_rows(adq, stage + warp * kF * kF, dq + hq, ldq, q0 + w0, s.seq);
+  store_rows(adq, stage + warp * kF * kF, dq + hd.dq, s.dq.row, q0 + w0, s.seq);
 }
 
 // Calls f(Dims<qk, v>{}) for the head dims the kernels are built for; false for others. The key
@@ -372,14 +367,16 @@ bool with_dims(int qk, int v, F&& f) {
   return false;
 }
 
-AttentionShape tc_shape(int batch, int seq, int heads, int qk, int v, float scale) {
-  return {batch, seq, heads, qk, v, (seq + kRows - 1) / kRows, scale, true};
+// `s` with this family's tiles.
+AttentionShape tc_shape(AttentionShape s) {
+  s.tiles = (s.seq + kRows - 1) / kRows;
+  return s;
 }
 
 }  // namespace
 
 bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a) {
-  const AttentionShape s = tc_shape(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale);
+  const AttentionShape s = tc_shape(attention_shape(a, kRows));
   return with_dims(a.qk_dim, a.v_dim, [&](auto d) {
     using D = decltype(d);
     const size_t bytes = ForwardSmem<D>().bytes;
@@ -390,16 +387,16 @@ bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a) {
   });
 }
 
-bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, const float* delta) {
-  const AttentionShape s = tc_shape(a.batch, a.seq, a.heads, a.qk_dim, a.v_dim, a.scale);
+bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, const AttentionShape& shape,
+                           const float* delta, float* dk, float* dv) {
+  const AttentionShape s = tc_shape(shape);
   return with_dims(a.qk_dim, a.v_dim, [&](auto d) {
     using D = decltype(d);
     const size_t bytes = BackwardSmem<D>().bytes;
     const HeadInput q = head_input(a.q, a.q_bf16), k = head_input(a.k, a.k_bf16), v = head_input(a.v, a.v_bf16);
     allow_shared(st, key_grads_kernel<D>, bytes, s);
     allow_shared(st, query_grads_kernel<D>, bytes, s);
-    key_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta, a.dk,
-                                                                        a.dv);
+    key_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta, dk, dv);
     MT_CUDA_CHECK_LAUNCH();
     query_grads_kernel<D><<<tile_blocks(s), kThreads, bytes, st->stream>>>(s, q, k, v, a.dout, a.lse, delta,
                                                                           a.dq);

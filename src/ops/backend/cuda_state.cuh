@@ -6,11 +6,16 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 
 #include "ops/backend/fallback_counts.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
+
+namespace cuda {
+struct LtPlans;  // ops/gemm/cuda_lt.cuh
+}
 
 // Reusable device buffers for temporaries, one per purpose so that two live temporaries of one
 // op never share memory. They only grow.
@@ -38,6 +43,7 @@ struct DeviceState {
   // fp8_dequantized: it ran as fp32 over the dequantized values. Null before the first FP8 GEMM.
   const char* fp8_scaling[2] = {nullptr, nullptr};
   bool fp8_dequantized = false;
+  std::shared_ptr<cuda::LtPlans> lt_plans;  // cuBLASLt descriptors and algorithms per GEMM shape, made on first use
 };
 
 // Makes the state's GPU current for the calling thread, so backends on different GPUs can be

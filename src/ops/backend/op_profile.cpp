@@ -26,7 +26,7 @@ const char* const kKindNames[] = {
 // Multiply-adds count two FLOPs. Causal attention computes half of each score matrix.
 template <class A>
 double flops_of(const A&) { return 0; }
-double flops_of(const GemmArgs& a) { return 2.0 * a.m * a.n * a.k; }
+double flops_of(const GemmArgs& a) { return 2.0 * a.m * a.n * a.k * a.batch; }
 double flops_of(const GroupedGemmArgs& a) { return 2.0 * a.m * a.n * a.k; }
 double flops_of(const AttentionForwardArgs& a) {
   return double(a.batch) * a.heads * a.seq * a.seq * (a.qk_dim + a.v_dim);  // QK^T and PV
@@ -55,7 +55,10 @@ double bytes_of(const CrossEntropyArgs& a) { return kF * 2.0 * a.rows * a.vocab;
 double bytes_of(const EmbeddingForwardArgs& a) { return kF * 2.0 * a.rows * a.dim; }
 double bytes_of(const EmbeddingBackwardArgs& a) { return kF * 3.0 * a.rows * a.dim; }
 double bytes_of(const AddArgs& a) { return kF * 3.0 * double(a.n); }
-double bytes_of(const CopyColumnsArgs& a) { return kF * (a.accumulate ? 3.0 : 2.0) * a.rows * a.cols; }
+double bytes_of(const CopyColumnsArgs& a) {  // every group read; dst_group 0 writes one window
+  const double window = double(a.rows) * a.cols, written = a.dst_group == 0 ? 1.0 : a.groups;
+  return kF * window * (a.groups + written * (a.accumulate ? 2.0 : 1.0));
+}
 double bytes_of(const SigmoidArgs& a) { return kF * 2.0 * double(a.n); }
 double bytes_of(const ScaleArgs& a) { return kF * 2.0 * double(a.n); }
 double bytes_of(const SumSquaresArgs& a) { return kF * double(a.n); }

@@ -1,6 +1,7 @@
 #pragma once
-// Arguments of the dispatch ops: the grouping of (token, expert) rows by expert, the row gather,
-// the gated combine and the multi-token prediction's shifted inputs. Included by ops/op_list.hpp.
+// Arguments of the dispatch ops: the grouping of (token, expert) rows by expert, the order of the
+// rows an expert-parallel rank receives, the row gather, the gated combine and the multi-token
+// prediction's shifted inputs. Included by ops/op_list.hpp.
 #include "ops/bf16.hpp"
 
 namespace mt {
@@ -14,6 +15,19 @@ struct MoePermuteArgs {
   int* perm_token = nullptr;    // [tokens * top_k] out: the token of each permuted row
   int* slot_row = nullptr;      // [tokens * top_k] out: the permuted row of (token, k)
   double* load = nullptr;       // [experts] += rows routed to each expert; may be null
+};
+
+// Expert parallelism: where the rows a rank receives go. They arrive grouped by (source rank,
+// local expert), counts[q * local + j] rows from rank q for local expert j, and the grouped GEMMs
+// take them grouped by (local expert, source). Built on the device from the exchanged counts, so
+// the host moves only those.
+struct MoeArrivalsArgs {
+  int sources = 0, local = 0;   // expert-parallel ranks, experts on this rank
+  int rows = 0;                 // rows arriving, the sum of counts (the host knows it from the exchange)
+  const int* counts = nullptr;  // [sources * local]
+  int* local_begin = nullptr;   // [local + 1] out: local expert j computes on rows [begin[j], begin[j+1])
+  int* local_of = nullptr;      // [rows] out: arriving row -> local row
+  int* arrival_of = nullptr;    // [rows] out: local row -> arriving row
 };
 
 // dst[r, :] = src[index[r], :] for r < rows, `cols` values a row.

@@ -1,5 +1,6 @@
-// Reference ops that move token rows: grouping (token, expert) pairs by expert, gathering rows,
-// the gated combine and its backward pass, and multi-token prediction's shifted tokens.
+// Reference ops that move token rows: grouping (token, expert) pairs by expert, ordering the rows
+// an expert-parallel rank receives, gathering rows, the gated combine and its backward pass, and
+// multi-token prediction's shifted tokens.
 #include <algorithm>
 #include <vector>
 
@@ -23,6 +24,25 @@ void moe_permute(DeviceState*, const MoePermuteArgs& a) {
     a.perm_token[row] = i / a.top_k;
     a.slot_row[i] = row;
   }
+}
+
+void moe_arrivals(DeviceState*, const MoeArrivalsArgs& a) {
+  const int L = a.local;
+  a.local_begin[0] = 0;
+  for (int j = 0; j < L; ++j) {
+    int rows = 0;
+    for (int q = 0; q < a.sources; ++q) rows += a.counts[q * L + j];
+    a.local_begin[j + 1] = a.local_begin[j] + rows;
+  }
+  MT_CHECK(a.local_begin[L] == a.rows);
+  std::vector<int> fill(a.local_begin, a.local_begin + L);
+  int arriving = 0;
+  for (int q = 0; q < a.sources; ++q)
+    for (int j = 0; j < L; ++j)
+      for (int i = 0; i < a.counts[q * L + j]; ++i, ++arriving) {
+        a.local_of[arriving] = fill[j]++;
+        a.arrival_of[a.local_of[arriving]] = arriving;
+      }
 }
 
 void gather_rows(DeviceState*, const GatherRowsArgs& a) {

@@ -1,5 +1,6 @@
-// Moving token rows on the GPU: the stable grouping of (token, expert) pairs by expert, row
-// gathers, the gated combine and its backward pass, and multi-token prediction's shifted tokens.
+// Moving token rows on the GPU: the stable grouping of (token, expert) pairs by expert, the order
+// of the rows an expert-parallel rank receives, row gathers, the gated combine and its backward
+// pass, and multi-token prediction's shifted tokens.
 // The grouping is deterministic: each expert's block scans the pairs in order, so every row lands
 // where the CPU reference's counting sort puts it.
 #include <cuda_bf16.h>
@@ -57,6 +58,38 @@ __global__ void place_kernel(MoePermuteArgs a, int pairs) {
     __syncthreads();  // everyone has read `placed` and the scan storage before they change
     if (threadIdx.x == 0) placed += chunk;
     __syncthreads();
+  }
+}
+
+// One thread: the local experts' offsets, and where each (source, local expert) segment starts
+// among the arriving rows and among the local rows. Few segments (the layer's experts).
+__global__ void arrival_starts_kernel(MoeArrivalsArgs a, int* arrive_start, int* local_start) {
+  const int L = a.local;
+  a.local_begin[0] = 0;
+  for (int j = 0; j < L; ++j) {
+    int at = a.local_begin[j];
+    for (int q = 0; q < a.sources; ++q) {
+      local_start[q * L + j] = at;
+      at += a.counts[q * L + j];
+    }
+    a.local_begin[j + 1] = at;
+  }
+  int arrived = 0;
+  for (int seg = 0; seg < a.sources * L; ++seg) {
+    arrive_start[seg] = arrived;
+    arrived += a.counts[seg];
+  }
+}
+
+// Block `seg` maps its segment's rows both ways; rows past a.rows (counts that disagree with the
+// host's total) are not written.
+__global__ void arrival_place_kernel(MoeArrivalsArgs a, const int* arrive_start, const int* local_start) {
+  const int seg = blockIdx.x, n = a.counts[seg];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int from = arrive_start[seg] + i, to = local_start[seg] + i;
+    if (from >= a.rows || to >= a.rows) return;
+    a.local_of[from] = to;
+    a.arrival_of[to] = from;
   }
 }
 
@@ -118,6 +151,18 @@ void moe_permute(DeviceState* s, const MoePermuteArgs& a) {
   offsets_kernel<<<1, 1, 0, s->stream>>>(counts, a.experts, a.expert_begin, a.load);
   MT_CUDA_CHECK_LAUNCH();
   place_kernel<<<a.experts, kBlock, 0, s->stream>>>(a, pairs);
+  MT_CUDA_CHECK_LAUNCH();
+}
+
+void moe_arrivals(DeviceState* s, const MoeArrivalsArgs& a) {
+  activate(s);
+  const int segments = a.sources * a.local;
+  // The counts slot: moe_permute's use of it ended earlier on this stream.
+  auto* starts = static_cast<int*>(scratch(s, kScratchCounts, 2 * size_t(segments) * sizeof(int)));
+  arrival_starts_kernel<<<1, 1, 0, s->stream>>>(a, starts, starts + segments);
+  MT_CUDA_CHECK_LAUNCH();
+  if (a.rows == 0) return;
+  arrival_place_kernel<<<segments, kBlock, 0, s->stream>>>(a, starts, starts + segments);
   MT_CUDA_CHECK_LAUNCH();
 }
 

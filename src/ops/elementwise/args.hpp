@@ -18,14 +18,18 @@ struct SwigluBackwardArgs {
 
 // dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major
 // matrices with the given row strides. Splits and joins per-head slices (MLA's [nope; rope]
-// keys, grouped-query heads) without a device-specific loop in the layers.
+// keys) without a device-specific loop in the layers.
 // dst_bf16 in place of dst: the columns rounded to bfloat16 as they are written (not accumulated).
+// `groups` windows at once (every head in one op): group g reads src + g * src_group and writes
+// dst + g * dst_group. dst_group 0 sums the groups into one window in group order (the first
+// written unless accumulate, the rest added), as separate calls in that order would.
 struct CopyColumnsArgs {
   int rows = 0, cols = 0;
   const float* src = nullptr; int src_stride = 0;
   float* dst = nullptr; int dst_stride = 0;
   bool accumulate = false;
   Bf16* dst_bf16 = nullptr;
+  int groups = 1, src_group = 0, dst_group = 0;
 };
 
 // y += x (n values)

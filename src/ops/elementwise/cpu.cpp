@@ -3,6 +3,7 @@
 #include "ops/bf16.hpp"
 #include "ops/backend/cpu_ops.hpp"
 #include "ops/elementwise/math.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
@@ -22,18 +23,23 @@ void add(DeviceState*, const AddArgs& a) {
 }
 
 void copy_columns(DeviceState*, const CopyColumnsArgs& a) {
-  for (int r = 0; r < a.rows; ++r) {
-    const float* src = a.src + size_t(r) * a.src_stride;
-    if (a.dst_bf16) {
-      Bf16* dst = a.dst_bf16 + size_t(r) * a.dst_stride;
-      for (int c = 0; c < a.cols; ++c) dst[c].bits = float_to_bf16_bits(src[c]);
-      continue;
+  MT_CHECK(a.groups >= 1 && (a.dst_group != 0 || a.groups == 1 || !a.dst_bf16));
+  for (int g = 0; g < a.groups; ++g) {
+    const bool add = a.accumulate || (g > 0 && a.dst_group == 0);
+    for (int r = 0; r < a.rows; ++r) {
+      const float* src = a.src + size_t(g) * a.src_group + size_t(r) * a.src_stride;
+      const size_t at = size_t(g) * a.dst_group + size_t(r) * a.dst_stride;
+      if (a.dst_bf16) {
+        Bf16* dst = a.dst_bf16 + at;
+        for (int c = 0; c < a.cols; ++c) dst[c].bits = float_to_bf16_bits(src[c]);
+        continue;
+      }
+      float* dst = a.dst + at;
+      if (add)
+        for (int c = 0; c < a.cols; ++c) dst[c] += src[c];
+      else
+        std::copy(src, src + a.cols, dst);
     }
-    float* dst = a.dst + size_t(r) * a.dst_stride;
-    if (a.accumulate)
-      for (int c = 0; c < a.cols; ++c) dst[c] += src[c];
-    else
-      std::copy(src, src + a.cols, dst);
   }
 }
 

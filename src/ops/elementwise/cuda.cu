@@ -42,19 +42,24 @@ __global__ void add_kernel(size_t n, const float* x, float* y) {
   for (size_t i = first_index(); i < n; i += grid_stride()) y[i] += x[i];
 }
 
-// One item per (row, column) of the window; consecutive threads take consecutive columns of a row.
-__global__ void copy_columns_kernel(int rows, int cols, const float* src, int src_stride, float* dst, int dst_stride,
-                                    bool accumulate, __nv_bfloat16* dst_bf16) {
-  const size_t n = size_t(rows) * cols;
+// One item per (group, row, column) of the windows, consecutive threads taking consecutive columns
+// of a row; with dst_group 0 one per (row, column), summing the groups in order, so the result
+// matches the CPU's group-by-group calls bit for bit.
+__global__ void copy_columns_kernel(CopyColumnsArgs a, __nv_bfloat16* dst_bf16) {
+  const bool summed = a.dst_group == 0 && a.groups > 1;
+  const size_t per_group = size_t(a.rows) * a.cols, n = per_group * (summed ? 1 : a.groups);
   for (size_t i = first_index(); i < n; i += grid_stride()) {
-    const size_t r = i / cols, c = i % cols;
-    const float v = src[r * src_stride + c];
+    const size_t g = i / per_group, e = i % per_group, r = e / a.cols, c = e % a.cols;
+    const float* src = a.src + g * a.src_group + r * a.src_stride + c;
+    const size_t at = g * a.dst_group + r * a.dst_stride + c;
     if (dst_bf16) {
-      dst_bf16[r * dst_stride + c] = __float2bfloat16_rn(v);
+      dst_bf16[at] = __float2bfloat16_rn(*src);
       continue;
     }
-    float* d = dst + r * dst_stride + c;
-    *d = accumulate ? *d + v : v;
+    float v = a.accumulate ? a.dst[at] + *src : *src;
+    if (summed)
+      for (int h = 1; h < a.groups; ++h) v += src[size_t(h) * a.src_group];
+    a.dst[at] = v;
   }
 }
 
@@ -84,12 +89,11 @@ void add(DeviceState* s, const AddArgs& a) {
 }
 
 void copy_columns(DeviceState* s, const CopyColumnsArgs& a) {
-  if (a.rows <= 0 || a.cols <= 0) return;
+  if (a.rows <= 0 || a.cols <= 0 || a.groups <= 0) return;
   activate(s);
-  const size_t n = size_t(a.rows) * a.cols;
+  const size_t n = size_t(a.rows) * a.cols * (a.dst_group == 0 ? 1 : a.groups);
   copy_columns_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(
-      a.rows, a.cols, a.src, a.src_stride, a.dst, a.dst_stride, a.accumulate,
-      reinterpret_cast<__nv_bfloat16*>(a.dst_bf16));
+      a, reinterpret_cast<__nv_bfloat16*>(a.dst_bf16));
   MT_CUDA_CHECK_LAUNCH();
 }
 

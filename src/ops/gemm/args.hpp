@@ -32,7 +32,8 @@ struct Fp8Codes {
 };
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B) is [k,n].
-// A is stored [m,k] (or [k,m] when trans_a), B is stored [k,n] (or [n,k] when trans_b).
+// A is stored [m,k] (or [k,m] when trans_a), B is stored [k,n] (or [n,k] when trans_b), each
+// row-major with the leading dimensions below.
 struct GemmArgs {
   int m = 0, n = 0, k = 0;
   const float* a = nullptr; bool trans_a = false;
@@ -45,9 +46,25 @@ struct GemmArgs {
   // with bf16 inputs, whose rounding leaves such values as they are.
   const Bf16* a_bf16 = nullptr;
   const Bf16* b_bf16 = nullptr;
+  // Strided operands (elements): the row strides of A, B and C as stored (0: packed, the
+  // stored width), and `batch` products in one call, product i reading a + i * batch_a and
+  // b + i * batch_b and writing c + i * batch_c (a batch stride of 0 shares A or B).
+  int lda = 0, ldb = 0, ldc = 0;
+  int batch = 1;
+  long long batch_a = 0, batch_b = 0, batch_c = 0;
   // B as prepared FP8 codes (fp8 inputs, B a weight): the same values as quantizing b.
   Fp8Codes fp8_b = {};
 };
+
+// The leading dimensions g means, 0s filled in with the packed ones.
+inline int gemm_lda(const GemmArgs& g) { return g.lda ? g.lda : (g.trans_a ? g.m : g.k); }
+inline int gemm_ldb(const GemmArgs& g) { return g.ldb ? g.ldb : (g.trans_b ? g.k : g.n); }
+inline int gemm_ldc(const GemmArgs& g) { return g.ldc ? g.ldc : g.n; }
+// Whether g is one packed product, as every GEMM was before strides.
+inline bool gemm_packed(const GemmArgs& g) {
+  return g.batch == 1 && gemm_lda(g) == (g.trans_a ? g.m : g.k) && gemm_ldb(g) == (g.trans_b ? g.k : g.n) &&
+         gemm_ldc(g) == g.n;
+}
 
 // An activation as GEMMs read it: fp32, or (with bf16 GEMM inputs) already rounded and stored in
 // bfloat16, half the memory for the same products.

@@ -151,37 +151,23 @@ __global__ void copy_out_kernel(const float* __restrict__ d, int ld, float* __re
   }
 }
 
-// One FP8 product as cuBLASLt runs it: the operands' places in scratch, the descriptors and the
-// algorithm, and where the output goes.
+// One FP8 product as cuBLASLt runs it: the operands' places in scratch, the plan (descriptors and
+// algorithm, kept in the device state's LtPlans), and where the output goes.
 struct Fp8Matmul {
   Operand a, b;
   int k_pad = 0;
   bool direct = false;  // cuBLASLt writes g.c itself; else a padded buffer copied out
   float* d = nullptr;
-  LtCall call;
-  cublasLtMatmulHeuristicResult_t heur{};
+  const LtPlan* plan = nullptr;
 };
 
-// Sets up g's FP8 matmul in `mm` (a and b hold their views); returns why cuBLASLt cannot run it,
-// or nullptr. Quantizes nothing yet.
-const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
-  Operand& a = mm.a;
-  Operand& b = mm.b;
-  if (const char* why = choose_modes(*g.fp8.recipe, g, a, b)) return why;
-  // Padded m and n also make the fp32 output rows 16-byte multiples.
-  mm.k_pad = fp8_pad(g.k, kFp8PadK);
-  a.outer_pad = fp8_pad(g.m, kFp8PadOuter);
-  b.outer_pad = fp8_pad(g.n, kFp8PadOuter);
-  place(s, kScratchGemmA, a, mm.k_pad);
-  if (g.fp8_b.codes) place_prepared(s, kScratchGemmB, b, g.fp8_b, mm.k_pad);
-  else place(s, kScratchGemmB, b, mm.k_pad);
-  mm.direct = a.outer_pad == g.m && b.outer_pad == g.n && alignment_of(g.c) >= 16;
-  const size_t d_bytes = size_t(a.outer_pad) * b.outer_pad * sizeof(float);
-  mm.d = mm.direct ? g.c : static_cast<float*>(scratch(s, kScratchGemmOut, d_bytes));
-
+// The descriptors and algorithm of mm's product (operands placed, output chosen) into `plan`.
+void build_fp8_plan(DeviceState* s, const Fp8Matmul& mm, LtPlan& plan) {
+  const Operand& a = mm.a;
+  const Operand& b = mm.b;
   // Column-major as in gemm_lt: D^T[n, m] = B[n, k] A[m, k]^T, i.e. cuBLASLt's A is our B (TRANSA = T
   // over its K-contiguous codes), its B our A (TRANSB = N), D row-major [m_pad, n_pad].
-  LtCall& call = mm.call;
+  LtCall& call = plan.call;
   MT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const int32_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
   MT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t));
@@ -213,7 +199,38 @@ const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a.codes);
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, mm.d);
   set_alignment(call.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, mm.d);
-  if (!find_algorithm(s, call, &mm.heur)) return "no cuBLASLt FP8 algorithm for this shape and scaling";
+  plan.found = find_algorithm(s, call, &plan.heur);
+}
+
+// Sets up g's FP8 matmul in `mm` (a and b hold their views); returns why cuBLASLt cannot run it,
+// or nullptr. Quantizes nothing yet; the plan is built on the first product with its key.
+const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
+  Operand& a = mm.a;
+  Operand& b = mm.b;
+  if (const char* why = choose_modes(*g.fp8.recipe, g, a, b)) return why;
+  // Padded m and n also make the fp32 output rows 16-byte multiples.
+  mm.k_pad = fp8_pad(g.k, kFp8PadK);
+  a.outer_pad = fp8_pad(g.m, kFp8PadOuter);
+  b.outer_pad = fp8_pad(g.n, kFp8PadOuter);
+  place(s, kScratchGemmA, a, mm.k_pad);
+  if (g.fp8_b.codes) place_prepared(s, kScratchGemmB, b, g.fp8_b, mm.k_pad);
+  else place(s, kScratchGemmB, b, mm.k_pad);
+  mm.direct = a.outer_pad == g.m && b.outer_pad == g.n && alignment_of(g.c) >= 16;
+  const size_t d_bytes = size_t(a.outer_pad) * b.outer_pad * sizeof(float);
+  mm.d = mm.direct ? g.c : static_cast<float*>(scratch(s, kScratchGemmOut, d_bytes));
+  const Fp8LtKey key{.type_a = int(lt_type(a.view.format)), .type_b = int(lt_type(b.view.format)),
+                     .mode_a = int(a.mode), .mode_b = int(b.mode), .k_pad = mm.k_pad, .outer_a = a.outer_pad,
+                     .outer_b = b.outer_pad, .scales_a = a.lt_scales, .scales_b = b.lt_scales,
+                     .align_a = alignment_of(a.codes), .align_b = alignment_of(b.codes),
+                     .align_d = alignment_of(mm.d), .workspace = s->workspace_bytes};
+  std::unique_ptr<LtPlan>& plan = lt_plans(s).fp8_plans[key];
+  if (!plan) {
+    auto made = std::make_unique<LtPlan>();
+    build_fp8_plan(s, mm, *made);
+    plan = std::move(made);
+  }
+  mm.plan = plan.get();
+  if (!mm.plan->found) return "no cuBLASLt FP8 algorithm for this shape and scaling";
   return nullptr;
 }
 
@@ -221,8 +238,9 @@ const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
 void run_matmul(DeviceState* s, const GemmArgs& g, const Fp8Matmul& mm) {
   // A padded output starts unwritten: cuBLASLt does not read C when beta is 0.
   const float beta = mm.direct ? g.beta : 0.0f;
-  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, mm.call.op, &g.alpha, mm.b.codes, mm.call.first, mm.a.codes, mm.call.second,
-                                 &beta, mm.d, mm.call.out, mm.d, mm.call.out, &mm.heur.algo, s->workspace,
+  const LtCall& call = mm.plan->call;
+  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, call.op, &g.alpha, mm.b.codes, call.first, mm.a.codes, call.second, &beta,
+                                 mm.d, call.out, mm.d, call.out, &mm.plan->heur.algo, s->workspace,
                                  s->workspace_bytes, s->stream));
   if (!mm.direct) {
     copy_out_kernel<<<stride_grid(s, size_t(g.m) * g.n, kBlock), kBlock, 0, s->stream>>>(mm.d, mm.b.outer_pad, g.c,

@@ -5,9 +5,9 @@
 namespace mt {
 
 // One GEMM per group of rows; group g owns rows [offsets[g], offsets[g+1]) of the ragged operands,
-// so all the experts of a layer run in one call. offsets ([groups + 1]) are in host memory: the
-// host sizes the call, so the device never stops to report group sizes (the caller reads them
-// once per dispatch, which it needs anyway to size an expert-parallel exchange).
+// so all the experts of a layer run in one call. offsets ([groups + 1]) are in device memory, as
+// the dispatch computes them: the device reads the group sizes itself, so the host never waits
+// for the routing (the CPU reference reads them inside the op).
 //   Ragged::rows    C[rows_g, n] = A[rows_g, k] op(B_g) (+ C when beta = 1), B_g = b + g*n*k stored
 //                   [n, k] when trans_b, else [k, n] (forward: x W^T; input gradient: dy W)
 //   Ragged::reduce  C_g[m, n] += A[rows_g, m]^T B[rows_g, n], C_g = c + g*m*n (weight gradients)
