@@ -27,7 +27,7 @@ Block::Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& pre
 
 SwigluWeights Block::dense_weights() const {
   ParamStore& p = *env_.params;
-  return {p.value(ffn_gate), p.value(ffn_up), p.value(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
+  return {env_.weight(ffn_gate), env_.weight(ffn_up), env_.weight(ffn_down), d_, int(p.info(ffn_gate).shape[0])};
 }
 
 void Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const float* x, int batch, float* y,

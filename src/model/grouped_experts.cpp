@@ -5,20 +5,24 @@ namespace mt {
 namespace {
 // out[rows, n_out] (= or +=) x[rows, n_in] W_g^T for each group's rows; W: [groups, n_out, n_in].
 void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows, GemmOperand x,
-                            const float* weights, int n_in, int n_out, float* out, bool accumulate) {
+                            WeightOperand weights, int n_in, int n_out, float* out, bool accumulate) {
+  const PreparedOperand p = env.prepared(weights, false);
   env.be().grouped_gemm({.groups = w.groups, .offsets = rows.offsets, .ragged = Ragged::rows, .m = rows.count,
-                         .n = n_out, .k = n_in, .a = x.f32, .b = weights, .trans_b = true, .c = out,
+                         .n = n_out, .k = n_in, .a = x.f32, .b = weights.f32, .trans_b = true, .c = out,
                          .beta = accumulate ? 1.0f : 0.0f, .inputs = env.gemm_inputs,
-                         .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16});
+                         .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16,
+                         .b_bf16 = p.bf16, .fp8_b = p.fp8});
 }
 // dx[rows, n_in] (= or +=) dy[rows, n_out] W_g.
 void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows,
-                                   const float* dy, const float* weights, int n_in, int n_out, float* dx,
+                                   const float* dy, WeightOperand weights, int n_in, int n_out, float* dx,
                                    bool accumulate) {
+  const PreparedOperand p = env.prepared(weights, true);
   env.be().grouped_gemm({.groups = w.groups, .offsets = rows.offsets, .ragged = Ragged::rows, .m = rows.count,
-                         .n = n_in, .k = n_out, .a = dy, .b = weights, .trans_b = false, .c = dx,
+                         .n = n_in, .k = n_out, .a = dy, .b = weights.f32, .trans_b = false, .c = dx,
                          .beta = accumulate ? 1.0f : 0.0f, .inputs = env.gemm_inputs,
-                         .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
+                         .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16,
+                         .fp8_b = p.fp8});
 }
 // dW_g[n_out, n_in] += dy_g^T x_g.
 void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows,

@@ -7,9 +7,9 @@
 namespace mt {
 
 struct GroupedExpertWeights {
-  const float* gate = nullptr;  // [groups, hidden, dim]
-  const float* up = nullptr;    // [groups, hidden, dim]
-  const float* down = nullptr;  // [groups, dim, hidden]
+  WeightOperand gate;  // [groups, hidden, dim]
+  WeightOperand up;    // [groups, hidden, dim]
+  WeightOperand down;  // [groups, dim, hidden]
   int groups = 0, dim = 0, hidden = 0;
 };
 struct GroupedExpertGrads { float* gate = nullptr; float* up = nullptr; float* down = nullptr; };

@@ -36,6 +36,22 @@ struct MatmulSetup {
   MatmulSetup(GemmPrecision i = GemmPrecision::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
 };
 
+// A weight as GEMMs read it: its fp32 values and, for a parameter of the store (LayerEnv::weight),
+// its id, by which a GEMM finds the form prepared for it (ParamStore::prepared_bf16, prepared_fp8).
+struct WeightOperand {
+  const float* f32 = nullptr;
+  int id = -1;
+  WeightOperand() = default;
+  WeightOperand(const float* w) : f32(w) {}  // NOLINT: plain fp32 values, nothing prepared
+  WeightOperand(const float* w, int param) : f32(w), id(param) {}
+};
+
+// What a GEMM reads in place of a weight's fp32 values (nothing: it converts them itself).
+struct PreparedOperand {
+  const Bf16* bf16 = nullptr;
+  Fp8Codes fp8 = {};
+};
+
 struct LayerEnv {
   const Backend* backend = nullptr;
   GemmPrecision gemm_inputs = GemmPrecision::fp32;
@@ -59,6 +75,15 @@ struct LayerEnv {
   }
   // What an FP8 GEMM of this layer knows of its operands.
   Fp8Gemm fp8_operands(Fp8Operand a, Fp8Operand b) const { return {fp8, a, b}; }
+
+  WeightOperand weight(int id) const { return {params->value(id), id}; }
+  // The form of w prepared for this layer's GEMM inputs, read as the forward's x W^T or Dgrad's dy W.
+  PreparedOperand prepared(WeightOperand w, bool dgrad) const {
+    if (w.id < 0) return {};
+    if (gemm_inputs == GemmPrecision::bf16) return {params->prepared_bf16(w.id), {}};
+    if (gemm_inputs == GemmPrecision::fp8) return {nullptr, params->prepared_fp8(w.id, dgrad, *fp8)};
+    return {};
+  }
 
   // Sums the partial results of a row-parallel product (or the input gradient of a column-
   // parallel one) over the tensor-parallel group.
@@ -113,18 +138,21 @@ struct LayerEnv {
   }
 
   // y[rows,out] = x[rows,in] W^T  (accumulate: y += ...)
-  void linear_forward(GemmOperand x, const float* w, int rows, int in, int out, float* y,
+  void linear_forward(GemmOperand x, WeightOperand w, int rows, int in, int out, float* y,
                       bool accumulate = false) const {
-    backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w, .trans_b = true, .c = y,
+    const PreparedOperand p = prepared(w, false);
+    backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w.f32, .trans_b = true, .c = y,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
-                   .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16});
+                   .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16,
+                   .b_bf16 = p.bf16, .fp8_b = p.fp8});
   }
   // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...)
-  void linear_backward_input(const float* dy, const float* w, int rows, int in, int out, float* dx,
+  void linear_backward_input(const float* dy, WeightOperand w, int rows, int in, int out, float* dx,
                              bool accumulate = false) const {
-    backend->gemm({.m = rows, .n = in, .k = out, .a = dy, .b = w, .c = dx,
+    const PreparedOperand p = prepared(w, true);
+    backend->gemm({.m = rows, .n = in, .k = out, .a = dy, .b = w.f32, .c = dx,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
-                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight)});
+                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16, .fp8_b = p.fp8});
   }
   // dW[out,in] += dy[rows,out]^T x[rows,in]
   void linear_backward_weight(const float* dy, GemmOperand x, int rows, int in, int out, float* dw) const {

@@ -34,7 +34,6 @@ RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_b
 // in place by their query heads (the attention op's kv_heads): nothing is copied per head.
 void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, int batch, float* y) {
   Saved& s = saved_[slot];
-  ParamStore& p = *env_.params;
   const Backend& be = env_.be();
   const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
   const bool half = env_.bf16_activations;
@@ -45,9 +44,9 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, in
   float* v = (half ? temp : arena).floats(size_t(rows) * kvd);
   s.o = arena.floats(size_t(rows) * hd);
   s.lse = arena.floats(size_t(batch) * heads_ * seq_);
-  env_.linear_forward(x, p.value(wq), rows, d_, hd, q);
-  env_.linear_forward(x, p.value(wk), rows, d_, kvd, k);
-  env_.linear_forward(x, p.value(wv), rows, d_, kvd, v);
+  env_.linear_forward(x, env_.weight(wq), rows, d_, hd, q);
+  env_.linear_forward(x, env_.weight(wk), rows, d_, kvd, k);
+  env_.linear_forward(x, env_.weight(wv), rows, d_, kvd, v);
   if (half) {
     Bf16* q16 = arena.bf16s(size_t(rows) * hd);
     Bf16* k16 = arena.bf16s(size_t(rows) * kvd);
@@ -65,21 +64,20 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, in
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
                         .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_});
-  env_.linear_forward(s.o, p.value(wo), rows, hd, d_, y);
+  env_.linear_forward(s.o, env_.weight(wo), rows, hd, d_, y);
 }
 
 void Mha::redo(int slot, Arena&, GemmOperand x) { saved_[slot].x = x; }
 
 void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   Saved& s = saved_[slot];
-  ParamStore& p = *env_.params;
   const int rows = s.batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
   s.dy = dy;
   s.dout = arena.floats(size_t(rows) * hd);
   s.dq = arena.floats(size_t(rows) * hd);
   s.dk = arena.floats(size_t(rows) * kvd);
   s.dv = arena.floats(size_t(rows) * kvd);
-  env_.linear_backward_input(dy, p.value(wo), rows, hd, d_, s.dout);
+  env_.linear_backward_input(dy, env_.weight(wo), rows, hd, d_, s.dout);
   // Each key/value head's gradient is its group's sum, formed inside the op.
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                 .v_dim = head_dim_, .scale = scale_,
@@ -89,9 +87,9 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   // RoPE is a rotation, so its backward is the inverse rotation.
   env_.be().rope(rope_args(rows, heads_, s.dq, true));
   env_.be().rope(rope_args(rows, kv_heads_, s.dk, true));
-  env_.linear_backward_input(s.dq, p.value(wq), rows, d_, hd, dx);
-  env_.linear_backward_input(s.dk, p.value(wk), rows, d_, kvd, dx, true);
-  env_.linear_backward_input(s.dv, p.value(wv), rows, d_, kvd, dx, true);
+  env_.linear_backward_input(s.dq, env_.weight(wq), rows, d_, hd, dx);
+  env_.linear_backward_input(s.dk, env_.weight(wk), rows, d_, kvd, dx, true);
+  env_.linear_backward_input(s.dv, env_.weight(wv), rows, d_, kvd, dx, true);
 }
 
 void Mha::backward_weight(int slot) {

@@ -55,12 +55,12 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand 
   if (q_lora_ > 0) {
     s.cq = arena.floats(size_t(rows) * q_lora_);
     s.cq_rstd = arena.floats(rows);
-    env_.linear_forward(x, p.value(wq_a), rows, d_, q_lora_, s.cq);
+    env_.linear_forward(x, env_.weight(wq_a), rows, d_, q_lora_, s.cq);
     s.cq_normed = env_.rmsnorm_for_gemms(
         arena, {.rows = rows, .dim = q_lora_, .eps = eps_, .x = s.cq, .weight = p.value(q_norm), .rstd = s.cq_rstd});
   }
   s.ckv = arena.floats(size_t(rows) * ckv_w);
-  env_.linear_forward(x, p.value(wkv_a), rows, d_, ckv_w, s.ckv);
+  env_.linear_forward(x, env_.weight(wkv_a), rows, d_, ckv_w, s.ckv);
   be.rope(key_rope(rows, s.ckv, false));
   s.c = arena.floats(size_t(rows) * kv_lora_);
   copy_block(be, rows, kv_lora_, s.ckv, ckv_w, 0, s.c, kv_lora_, 0);
@@ -74,20 +74,19 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand 
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
                         .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
-  env_.linear_forward(s.o, p.value(wo), rows, H * vdim_, d_, y);
+  env_.linear_forward(s.o, env_.weight(wo), rows, H * vdim_, d_, y);
 }
 
 // DeepSeek-V3 recomputes these up-projections in backward (report §3.2.3): per head they are
 // wider than the latents they come from. The fp32 [k_nope; v] projection (and under
 // bf16_activations the queries' fp32 projection) only feed the per-head copies: temporary.
 void Mla::project_heads(Saved& s, Arena& redo, Arena& temp, int rows) {
-  ParamStore& p = *env_.params;
   const Backend& be = env_.be();
   const int H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
   const bool half = env_.bf16_activations;
   float* q = (half ? temp : redo).floats(size_t(rows) * H * qk_);
-  if (q_lora_ > 0) env_.linear_forward(s.cq_normed, p.value(wq_b), rows, q_lora_, H * qk_, q);
-  else env_.linear_forward(s.x, p.value(wq), rows, d_, H * qk_, q);
+  if (q_lora_ > 0) env_.linear_forward(s.cq_normed, env_.weight(wq_b), rows, q_lora_, H * qk_, q);
+  else env_.linear_forward(s.x, env_.weight(wq), rows, d_, H * qk_, q);
   if (half) {
     Bf16* q16 = redo.bf16s(size_t(rows) * H * qk_);
     be.rope(query_rope(rows, q, false, q16));
@@ -97,7 +96,7 @@ void Mla::project_heads(Saved& s, Arena& redo, Arena& temp, int rows) {
     s.q = q;
   }
   float* kv = temp.floats(size_t(rows) * H * kv_w);
-  env_.linear_forward(s.c_normed, p.value(wkv_b), rows, kv_lora_, H * kv_w, kv);
+  env_.linear_forward(s.c_normed, env_.weight(wkv_b), rows, kv_lora_, H * kv_w, kv);
   // Keys and values per head: only attention's products read them (in bfloat16 under bf16_activations).
   // One op per part for every head: the keys' own features, the shared RoPE key, the values.
   auto assemble = [&](auto* k, auto* v) {
@@ -128,7 +127,7 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   const int rows = s.batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
   s.dy = dy;
   float* dout = arena.floats(size_t(rows) * H * vdim_);
-  env_.linear_backward_input(dy, p.value(wo), rows, H * vdim_, d_, dout);
+  env_.linear_backward_input(dy, env_.weight(wo), rows, H * vdim_, d_, dout);
   s.dq = arena.floats(size_t(rows) * H * qk_);
   float* dk = arena.floats(size_t(rows) * H * qk_);
   s.dkv = arena.floats(size_t(rows) * H * kv_w);
@@ -147,23 +146,23 @@ void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   be.copy_columns({.rows = rows, .cols = rope_, .src = dk + nope_, .src_stride = H * qk_, .dst = s.dckv + kv_lora_,
                    .dst_stride = ckv_w, .groups = H, .src_group = qk_, .dst_group = 0});
   s.dc_normed = arena.floats(size_t(rows) * kv_lora_);
-  env_.linear_backward_input(s.dkv, p.value(wkv_b), rows, kv_lora_, H * kv_w, s.dc_normed);
+  env_.linear_backward_input(s.dkv, env_.weight(wkv_b), rows, kv_lora_, H * kv_w, s.dc_normed);
   float* dc = arena.floats(size_t(rows) * kv_lora_);
   be.rmsnorm_backward_input({.rows = rows, .dim = kv_lora_, .dy = s.dc_normed, .x = s.c, .weight = p.value(kv_norm),
                              .rstd = s.c_rstd, .dx = dc});
   copy_block(be, rows, kv_lora_, dc, kv_lora_, 0, s.dckv, ckv_w, 0);
   be.rope(key_rope(rows, s.dckv, true));
-  env_.linear_backward_input(s.dckv, p.value(wkv_a), rows, d_, ckv_w, dx);
+  env_.linear_backward_input(s.dckv, env_.weight(wkv_a), rows, d_, ckv_w, dx);
 
   if (q_lora_ > 0) {
     s.dcq_normed = arena.floats(size_t(rows) * q_lora_);
     s.dcq = arena.floats(size_t(rows) * q_lora_);
-    env_.linear_backward_input(s.dq, p.value(wq_b), rows, q_lora_, H * qk_, s.dcq_normed);
+    env_.linear_backward_input(s.dq, env_.weight(wq_b), rows, q_lora_, H * qk_, s.dcq_normed);
     be.rmsnorm_backward_input({.rows = rows, .dim = q_lora_, .dy = s.dcq_normed, .x = s.cq,
                                .weight = p.value(q_norm), .rstd = s.cq_rstd, .dx = s.dcq});
-    env_.linear_backward_input(s.dcq, p.value(wq_a), rows, d_, q_lora_, dx, true);
+    env_.linear_backward_input(s.dcq, env_.weight(wq_a), rows, d_, q_lora_, dx, true);
   } else {
-    env_.linear_backward_input(s.dq, p.value(wq), rows, d_, H * qk_, dx, true);
+    env_.linear_backward_input(s.dq, env_.weight(wq), rows, d_, H * qk_, dx, true);
   }
 }
 

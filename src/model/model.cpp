@@ -194,7 +194,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   with_values(chunk, head_group(), [&] {
     be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.top,
                         .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
-    head_env(chunk).linear_forward(s.normed, params.value(head), rows, D, V, s.logits);
+    head_env(chunk).linear_forward(s.normed, head_env(chunk).weight(head), rows, D, V, s.logits);
   });
   s.dlogits = keep_logits_ ? arena.floats(size_t(rows) * V) : s.logits;
   float* losses = arena.floats(rows);
@@ -236,7 +236,7 @@ void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, co
   be.copy_columns({.rows = rows, .cols = D, .src = m.a, .src_stride = D, .dst = m.cat, .dst_stride = 2 * D});
   be.copy_columns({.rows = rows, .cols = D, .src = m.b, .src_stride = D, .dst = m.cat + D, .dst_stride = 2 * D});
   m.hp = arena.floats(n);
-  env.linear_forward(m.cat, params.value(mod.proj), rows, 2 * D, D, m.hp);
+  env.linear_forward(m.cat, env.weight(mod.proj), rows, 2 * D, D, m.hp);
   // The block holds this rank's rows under sequence parallelism; the out norm and head all of them.
   const ShardPlace& shard = env.shard;
   const size_t mine = size_t(shard.row_share(rows)) * D;
@@ -251,7 +251,7 @@ void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, co
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
                       .rstd = m.n_rstd});
   float* logits = arena.floats(size_t(rows) * V);
-  head_env(chunk).linear_forward(m.n, params.value(head), rows, D, V, logits);
+  head_env(chunk).linear_forward(m.n, head_env(chunk).weight(head), rows, D, V, logits);
   m.dlogits = logits;  // in place: nothing reads an MTP module's logits
   float* losses = arena.floats(rows);
   be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
@@ -270,7 +270,7 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
   const size_t n = size_t(rows) * D;
   m.dn = arena.floats(n);
-  head_env(chunk).linear_backward_input(m.dlogits, params.value(head), rows, D, V, m.dn);
+  head_env(chunk).linear_backward_input(m.dlogits, head_env(chunk).weight(head), rows, D, V, m.dn);
   m.dh = arena.floats(n);
   be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
                              .rstd = m.n_rstd, .dx = m.dh});
@@ -281,7 +281,7 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   mod.block->backward_input(slot, arena, m.dh + size_t(shard.first_row(rows)) * D, dhp);
   m.dhp = env.gather_rows(arena, dhp, mine);
   float* dcat = arena.floats(2 * n);
-  env.linear_backward_input(m.dhp, params.value(mod.proj), rows, 2 * D, D, dcat);
+  env.linear_backward_input(m.dhp, env.weight(mod.proj), rows, 2 * D, D, dcat);
   m.da = arena.floats(n);
   m.db = arena.floats(n);
   be.copy_columns({.rows = rows, .cols = D, .src = dcat, .src_stride = 2 * D, .dst = m.da, .dst_stride = D});
@@ -335,7 +335,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
     float* top_grad = arena.floats(whole);
     s.dnormed = arena.floats(whole);
     with_values(chunk, head_group(), [&] {
-      head_env(chunk).linear_backward_input(s.dlogits, params.value(head), s.rows, D, V, s.dnormed);
+      head_env(chunk).linear_backward_input(s.dlogits, head_env(chunk).weight(head), s.rows, D, V, s.dnormed);
       be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top,
                                  .weight = params.value(final_norm), .rstd = s.rstd, .dx = top_grad});
     });

@@ -33,13 +33,12 @@ MoE::MoE(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
 }
 
 GroupedExpertWeights MoE::expert_weights() const {
-  const ParamStore& p = *env_.params;
-  return {p.value(expert_gate), p.value(expert_up), p.value(expert_down), dispatcher_.local_experts(), d_, hidden_};
+  return {env_.weight(expert_gate), env_.weight(expert_up), env_.weight(expert_down), dispatcher_.local_experts(), d_,
+          hidden_};
 }
 
 SwigluWeights MoE::shared_weights() const {
-  const ParamStore& p = *env_.params;
-  return {p.value(shared_gate), p.value(shared_up), p.value(shared_down), d_, shared_hidden_};
+  return {env_.weight(shared_gate), env_.weight(shared_up), env_.weight(shared_down), d_, shared_hidden_};
 }
 
 void MoE::forward(int slot, Arena& arena, Arena& redo, const float* x, int batch, float* y, float aux_weight,

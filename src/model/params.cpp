@@ -79,6 +79,7 @@ void ParamStore::finalize(const Backend& backend, uint64_t seed, double init_std
   lent_values_.assign(infos.size(), nullptr);
   buffers_.clear();
   for (size_t n : buffer_sizes_) buffers_.emplace_back(backend, DType::f32, n);
+  values_updated();
 }
 
 void ParamStore::release_gradients(const std::vector<int>& ids) {

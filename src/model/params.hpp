@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/prepared_weights.hpp"
 #include "tensor/buffer.hpp"
 #include "util/error.hpp"
 
@@ -96,6 +97,7 @@ class ParamStore {
   void set_values(const std::vector<float>& v) const {
     MT_CHECK(values_.count() == total_);
     values_.from_host(v);
+    values_updated();
   }
   void set_buffer(int id, const std::vector<float>& v) const { buffers_[id].from_host(v); }
   void zero_grads() const { grads_.zero(); }
@@ -117,6 +119,17 @@ class ParamStore {
   std::unordered_map<std::string, int> ids_by_name() const;
   std::unordered_map<std::string, int> buffer_ids_by_name() const;
 
+  // The weights in the forms GEMMs read them (model/prepared_weights.hpp), for parameters with
+  // values of their own (not ZeRO-3's released ones); none yet: the GEMM converts the fp32 values.
+  const Bf16* prepared_bf16(int id) const { return infos[id].value_released ? nullptr : prepared_.bf16(id); }
+  Fp8Codes prepared_fp8(int id, bool dgrad, const Fp8Recipe& r) const {
+    return infos[id].value_released ? Fp8Codes{} : prepared_.fp8(id, dgrad, r);
+  }
+  // Whatever changes the values calls this, which remakes the prepared forms: set_values, finalize
+  // and the optimizer after its step.
+  void values_updated() const { prepared_.refresh(*this); }
+  size_t prepared_bytes() const { return prepared_.bytes(); }
+
   std::vector<ParamInfo> infos;
   std::vector<std::string> buffer_names;
 
@@ -127,6 +140,7 @@ class ParamStore {
   Buffer values_, grads_;
   std::vector<float*> lent_, lent_values_;  // per parameter: the lent memory of a released gradient, value
   std::vector<Buffer> buffers_;
+  mutable PreparedWeights prepared_;  // derived from values_: remade by values_updated()
 };
 
 }  // namespace mt

@@ -34,7 +34,7 @@ void Router::forward(Arena& arena, const float* x, int tokens, float aux_weight,
   r.aux_weight = aux_weight;
   r.f = nullptr;
   r.scores = arena.floats(scores);
-  env_.linear_forward(x, p.value(weight), tokens, d_, experts_, r.scores);
+  env_.linear_forward(x, env_.weight(weight), tokens, d_, experts_, r.scores);
   be.sigmoid({.n = scores, .x = r.scores, .y = r.scores});
   r.chosen = arena.ints(picks);
   r.gates = arena.floats(picks);
@@ -73,7 +73,7 @@ void Router::backward_input(Arena& arena, Routing& r, const float* dgate, float*
   r.dlogits = arena.floats(size_t(r.tokens) * experts_);
   a.dlogits = r.dlogits;
   env_.be().router_backward(a);
-  env_.linear_backward_input(r.dlogits + size_t(of_dx.first) * experts_, env_.params->value(weight), of_dx.count, d_,
+  env_.linear_backward_input(r.dlogits + size_t(of_dx.first) * experts_, env_.weight(weight), of_dx.count, d_,
                              experts_, dx, true);
 }
 

@@ -6,9 +6,9 @@
 namespace mt {
 
 struct SwigluWeights {
-  const float* gate = nullptr;  // [hidden, dim]
-  const float* up = nullptr;    // [hidden, dim]
-  const float* down = nullptr;  // [dim, hidden]
+  WeightOperand gate;  // [hidden, dim]
+  WeightOperand up;    // [hidden, dim]
+  WeightOperand down;  // [dim, hidden]
   int dim = 0, hidden = 0;
 };
 struct SwigluGrads { float* gate = nullptr; float* up = nullptr; float* down = nullptr; };

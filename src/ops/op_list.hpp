@@ -8,6 +8,7 @@
 #include "ops/dispatch/args.hpp"
 #include "ops/elementwise/args.hpp"
 #include "ops/embedding/args.hpp"
+#include "ops/fp8/args.hpp"
 #include "ops/fp8_rows/args.hpp"
 #include "ops/gemm/args.hpp"
 #include "ops/grouped_gemm/args.hpp"
@@ -52,7 +53,8 @@
   X(sum_scalars, SumScalarsArgs, void)                               \
   X(adamw, AdamwArgs, void)                                          \
   X(fp8_pack_rows, Fp8PackRowsArgs, void)                            \
-  X(fp8_unpack_rows, Fp8UnpackRowsArgs, void)
+  X(fp8_unpack_rows, Fp8UnpackRowsArgs, void)                        \
+  X(fp8_quantize_weight, Fp8WeightArgs, void)
 
 // The declarations of one device's implementations, `Result name(DeviceState*, const Args&);` for
 // every op, inside that device's namespace (backend/cpu_ops.hpp, backend/cuda_ops.hpp).

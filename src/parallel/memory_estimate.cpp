@@ -88,7 +88,10 @@ std::string HostMemoryEstimate::table() const {
 RankMemory run_storage(const Config& cfg) {
   Layout l = layout_of_config(cfg);
   l.storage = bf16_activations(cfg.precision) ? Storage::mixed : Storage::fp32;
-  return trainer_memory(cfg.model, cfg.training.global_batch, l);
+  // bf16 GEMM inputs keep a bfloat16 copy of each weight; fp8 its codes in two orientations (the
+  // forward's and Dgrad's) and bfloat16 copies of what stays in BF16 (head, router): 2 bytes either way.
+  const double prepared = cfg.precision.matmul == MatmulPrecision::fp32 ? 0 : 2;
+  return trainer_memory(cfg.model, cfg.training.global_batch, l, prepared);
 }
 
 HostMemoryEstimate estimate_host_memory(const Config& cfg, int slots, double program_bytes, double shard_bytes) {
@@ -108,6 +111,9 @@ HostMemoryEstimate estimate_host_memory(const Config& cfg, int slots, double pro
            std::to_string(arenas) + ")",
        arenas * m.activations},
   };
+  if (m.prepared > 0)
+    e.terms.push_back({"weights as the GEMMs read them (bf16 copies or FP8 codes, remade after each update)",
+                       m.prepared});
   const ModelConfig& model = cfg.model;
   if (cfg.precision.matmul == MatmulPrecision::bf16) {
     // The CPU's bf16 GEMM rounds copies of both operands for the call; the largest is the head's

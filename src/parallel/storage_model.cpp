@@ -158,17 +158,22 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
 // reduce-scatter; ZeRO-2 keeps only the pieces' gradients, beside a window per chunk for the
 // largest group and a packed buffer for the largest group's pieces (train/optimizer.hpp); ZeRO-3
 // the pieces' weights too, beside a window per chunk for the largest group a pass reads.
-RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement) {
+// The GEMMs' prepared forms cost `prepared_bytes` per element of every weight but the embedding
+// table (norms included: a few per layer), under ZeRO-3 of the routed experts only (the dense
+// weights' values are lent to the passes, which convert them themselves).
+RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement,
+                           double prepared_bytes) {
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
   const bool zero1 = l.zero >= 1 && l.dp > 1, zero2 = l.zero >= 2 && l.dp > 1, zero3 = l.zero >= 3 && l.dp > 1;
   RankMemory most;
   for (int r = 0; r < placement.ranks; ++r) {
     StageParams all;
-    double windows = 0, read_windows = 0;
+    double windows = 0, read_windows = 0, tables = 0;
     bool embedding = false, last = false;
     for (int c = 0; c < placement.chunks_per_rank; ++c) {
       const int pos = placement.locate(r, c)->position;
       embedding = embedding || pos == 0;
+      tables += pos == 0 ? double(m.vocab_size) * m.d_model : 0;
       last = last || pos == placement.stages - 1;
       const StageParams s = moetrain_stage_params(m, l, cut[size_t(pos)], cut[size_t(pos) + 1], pos == 0,
                                                   pos == placement.stages - 1);
@@ -181,7 +186,10 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
       read_windows += s.largest_read;
     }
     // The last stage's copy of the embedding (MTP) when another rank holds the first.
-    if (last && !embedding && m.mtp.depth > 0) all.params += double(m.vocab_size) * m.d_model;
+    if (last && !embedding && m.mtp.depth > 0) {
+      all.params += double(m.vocab_size) * m.d_model;
+      tables += double(m.vocab_size) * m.d_model;
+    }
     const double dense = all.params - all.experts, shard = std::ceil(dense / l.dp);
     const double batch = std::ceil((zero3 ? std::max(all.largest_group, all.largest_read) : all.largest_group) / l.dp);
     RankMemory here;
@@ -190,6 +198,7 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
     here.optimizer = zero2   ? 8 * (shard + all.experts)
                      : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard)
                              : 8 * all.params;
+    here.prepared = prepared_bytes * (zero3 ? all.experts : all.params - tables);
     if (here.weights + here.grads + here.optimizer > most.weights + most.grads + most.optimizer) most = here;
   }
   return most;
@@ -270,9 +279,9 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
 
 }  // namespace
 
-RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l) {
+RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l, double prepared_bytes) {
   const pipeline::Placement placement = placement_of(l);
-  RankMemory memory = moetrain_memory(m, l, placement);
+  RankMemory memory = moetrain_memory(m, l, placement, prepared_bytes);
   const double tokens = double(l.micro_batch) * m.seq_len / l.cp;
   memory.activations = 4 * tokens * moetrain_activation_values(m, l, placement, global_batch / (l.dp * l.micro_batch));
   return memory;

@@ -11,7 +11,8 @@ namespace mt {
 // Bytes per rank.
 struct RankMemory {
   double weights = 0, grads = 0, optimizer = 0, activations = 0;
-  double total() const { return weights + grads + optimizer + activations; }
+  double prepared = 0;  // the weights as GEMMs read them (model/prepared_weights.hpp)
+  double total() const { return weights + grads + optimizer + activations + prepared; }
 };
 
 // Where the layout's schedule puts the model's pieces: stages = pieces the model is cut into,
@@ -20,7 +21,8 @@ struct RankMemory {
 pipeline::Placement placement_of(const Layout& l);
 
 // moetrain's own storage per rank (l.storage fp32 or mixed): weights, gradients, optimizer state
-// and the activation arenas' high water, without timing anything.
-RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l);
+// and the activation arenas' high water, without timing anything. `prepared_bytes`: what each
+// element of a weight that GEMMs read costs again in its prepared forms (0: none are kept).
+RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l, double prepared_bytes = 0);
 
 }  // namespace mt

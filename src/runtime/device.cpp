@@ -29,7 +29,8 @@ std::string gib(double bytes) {
 
 double estimated_step_bytes(const Config& cfg, int slots) {
   const RankMemory m = run_storage(cfg);
-  return m.weights + m.grads + m.optimizer + (layout_of_config(cfg).scheduled() ? 1 : slots) * m.activations;
+  const int arenas = layout_of_config(cfg).scheduled() ? 1 : slots;
+  return m.weights + m.grads + m.optimizer + m.prepared + arenas * m.activations;
 }
 
 DeviceChoice choose_device(const Config& cfg, int slots) {

@@ -317,6 +317,7 @@ void Optimizer::step(double lr, long t, const double* guard) {
                 .v = v_.f32() + r.moment, .guard = guard});
   }
   if (zero_ == 1 || zero_ == 2) gather_weights();
+  params_.values_updated();  // the GEMMs' bf16 copies and FP8 codes follow the new weights
 }
 
 template <class Mine, class To>
@@ -397,6 +398,7 @@ void Optimizer::import_values(const std::vector<float>& values) {
     else be().upload(value_of(r), from, r.len * sizeof(float));
   }
   shard_values_.from_host(pieces);
+  params_.values_updated();
 }
 
 void Optimizer::import_moments(const std::vector<float>& m, const std::vector<float>& v) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/backend/cpu_ops.hpp"
+
 namespace mt::cpu {
 
 namespace {
@@ -70,6 +72,30 @@ std::vector<float> fp8_dequantize(const Fp8Matrix& q) {
     for (int c = 0; c < q.cols; ++c)
       out[size_t(r) * q.cols + c] = fp8_to_float(q.codes[size_t(r) * q.cols + c], q.format) * q.scale_at(r, c);
   return out;
+}
+
+// The stored matrix quantized as the GEMM does it, its codes and scales then laid out in the view.
+void fp8_quantize_weight(DeviceState*, const Fp8WeightArgs& a) {
+  const Fp8Recipe& r = *a.recipe;
+  const Fp8WeightLayout l = fp8_weight_layout(r, a.rows, a.cols, a.transposed);
+  const Fp8Pieces pieces = fp8_pieces(r, Fp8Operand::weight, !a.transposed, a.rows, a.cols);
+  const int grid_cols = pieces_along(a.cols, pieces.cols);
+  for (int g = 0; g < a.groups; ++g) {
+    const Fp8Matrix q = fp8_quantize(a.x + size_t(g) * a.rows * a.cols, a.rows, a.cols, pieces,
+                                     r.format(Fp8Operand::weight), r.pow2_scales);
+    uint8_t* codes = a.codes + g * l.codes();
+    for (int i = 0; i < l.outer_pad; ++i)
+      for (int p = 0; p < l.k_pad; ++p) {
+        const bool real = i < l.outer && p < l.k;
+        const size_t at = a.transposed ? size_t(p) * a.cols + i : size_t(i) * a.cols + p;
+        codes[size_t(i) * l.k_pad + p] = real ? q.codes[at] : 0;
+      }
+    float* scales = a.scales + g * l.pieces();
+    for (int i = 0; i < l.pieces_outer(); ++i)
+      for (int p = 0; p < l.pieces_k(); ++p)
+        scales[size_t(i) * l.pieces_k() + p] =
+            q.scales[a.transposed ? size_t(p) * grid_cols + i : size_t(i) * grid_cols + p];
+  }
 }
 
 }  // namespace mt::cpu

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ops/backend/cuda_check.cuh"
+#include "ops/backend/cuda_ops.hpp"
 #include "ops/fp8/quantize_cuda.cuh"
 #include "ops/backend/launch.cuh"
 #include "ops/backend/cuda_backend.hpp"
@@ -216,6 +217,19 @@ void fp8_dequantized_copy(DeviceState* s, const Fp8View& v, const float* piece_s
   MT_CUDA_CHECK_LAUNCH();
 }
 
+void fp8_quantize_weight(DeviceState* s, const Fp8WeightArgs& a) {
+  activate(s);
+  const Fp8WeightLayout l = fp8_weight_layout(*a.recipe, a.rows, a.cols, a.transposed);
+  const size_t stored = size_t(a.rows) * a.cols;
+  for (int g = 0; g < a.groups; ++g) {
+    // The stored matrix is [outer, k] as it is, or [k, outer] when the view transposes it.
+    const Fp8View v = fp8_view(*a.recipe, Fp8Operand::weight, a.x + g * stored, l.outer, l.k, !a.transposed);
+    float* scales = a.scales + g * l.pieces();
+    fp8_piece_scales(s, v, scales);
+    fp8_quantize_codes(s, v, scales, a.codes + g * l.codes(), l.outer_pad, l.k_pad);
+  }
+}
+
 }  // namespace mt::cuda
 
 namespace mt {
@@ -226,7 +240,7 @@ CudaFp8Operand cuda_fp8_quantize(const Backend& gpu, const float* x, int rows, i
   activate(s);
   const int outer = k_along_rows ? cols : rows, k = k_along_rows ? rows : cols;
   const cuda::Fp8View v = cuda::fp8_view(recipe, kind, x, outer, k, !k_along_rows);
-  CudaFp8Operand q{outer, k, cuda::fp8_pad(outer, cuda::kFp8PadOuter), cuda::fp8_pad(k, cuda::kFp8PadK),
+  CudaFp8Operand q{outer, k, fp8_pad(outer, kFp8PadOuter), fp8_pad(k, kFp8PadK),
                    v.piece_outer, v.piece_k, {}, {}};
   q.codes.resize(size_t(q.outer_pad) * q.k_pad);
   q.scales.resize(v.pieces());

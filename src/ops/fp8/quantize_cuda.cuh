@@ -10,15 +10,11 @@
 #include <cstdint>
 
 #include "ops/backend/cuda_state.cuh"
-#include "ops/fp8/recipe.hpp"
+#include "ops/fp8/args.hpp"
 
 namespace mt::cuda {
 
-// The padded shape of the codes: K (their leading dimension, in bytes) a multiple of 16 as FP8
-// matmuls need, outer a multiple of 4 as block-scaled ones need.
-constexpr int kFp8PadK = 16;
-constexpr int kFp8PadOuter = 4;
-inline int fp8_pad(int n, int multiple) { return (n + multiple - 1) / multiple * multiple; }
+// The padded shape of the codes: kFp8PadK, kFp8PadOuter (ops/fp8/args.hpp).
 
 struct Fp8View {
   const float* x = nullptr;

@@ -1,5 +1,8 @@
 #pragma once
 // Arguments of the GEMM op: C = alpha op(A) op(B) + beta C, and what its inputs are stored in.
+#include <cstddef>
+#include <cstdint>
+
 #include "ops/bf16.hpp"
 #include "ops/fp8/recipe.hpp"
 
@@ -14,6 +17,18 @@ enum class GemmPrecision { fp32, bf16, fp8 };
 struct Fp8Gemm {
   const Fp8Recipe* recipe = nullptr;
   Fp8Operand a = Fp8Operand::activation, b = Fp8Operand::weight;
+};
+
+// A weight's FP8 codes and scales made ahead of the GEMM (ops/fp8/args.hpp: Fp8WeightArgs), read in
+// place of quantizing b: B as the [n, K] view with K contiguous, `ld` codes a row (K padded), and
+// the scale of each piece of that view. transposed: the view is B's storage transposed (B stored
+// [k, n], Dgrad's weight), as Hopper's FP8 GEMM wants K contiguous.
+struct Fp8Codes {
+  const uint8_t* codes = nullptr;
+  const float* scales = nullptr;
+  int ld = 0;
+  bool transposed = false;
+  size_t group_codes = 0, group_scales = 0;  // a grouped GEMM's step from one group's to the next
 };
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C, op(A) is [m,k], op(B) is [k,n].
@@ -37,6 +52,8 @@ struct GemmArgs {
   int lda = 0, ldb = 0, ldc = 0;
   int batch = 1;
   long long batch_a = 0, batch_b = 0, batch_c = 0;
+  // B as prepared FP8 codes (fp8 inputs, B a weight): the same values as quantizing b.
+  Fp8Codes fp8_b = {};
 };
 
 // The leading dimensions g means, 0s filled in with the packed ones.

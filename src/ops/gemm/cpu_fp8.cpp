@@ -1,6 +1,6 @@
 // The CPU reference of the GEMM with FP8 inputs (the CUDA one: cuda_fp8.cu): both operands
-// quantized as their kinds say (ops/fp8/quantize_cpu.hpp), then multiplied with fp32 accumulation
-// or the recipe's limited-precision accumulator.
+// quantized as their kinds say (ops/fp8/quantize_cpu.hpp), or B read from its prepared codes, then
+// multiplied with fp32 accumulation or the recipe's limited-precision accumulator.
 #include "ops/gemm/cpu_fp8.hpp"
 
 #include <cblas.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/fp8/quantize_cpu.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
@@ -51,6 +52,25 @@ void gemm_limited_accumulator(const GemmArgs& g, const std::vector<float>& a, co
   }
 }
 
+// B's values from its prepared codes (GemmArgs::fp8_b) in B's stored layout: each code times its
+// piece's scale, the values fp8_round_trip gives from b itself.
+std::vector<float> prepared_values(const GemmArgs& g) {
+  const Fp8Codes& p = g.fp8_b;
+  MT_CHECK(g.fp8.b == Fp8Operand::weight && p.transposed == !g.trans_b);
+  const Fp8Recipe& r = *g.fp8.recipe;
+  const Fp8WeightLayout l = fp8_weight_layout(r, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, p.transposed);
+  MT_CHECK(p.ld == l.k_pad);
+  const Fp8Format format = r.format(Fp8Operand::weight);
+  std::vector<float> out(size_t(g.n) * g.k);
+  for (int i = 0; i < g.n; ++i)  // over the view [n, k]
+    for (int q = 0; q < g.k; ++q) {
+      const float s = p.scales[size_t(i / l.piece_outer) * l.pieces_k() + q / l.piece_k];
+      const float v = fp8_to_float(p.codes[size_t(i) * p.ld + q], format) * s;
+      out[g.trans_b ? size_t(i) * g.k + q : size_t(q) * g.n + i] = v;
+    }
+  return out;
+}
+
 }  // namespace
 
 void gemm_fp8(const GemmArgs& g) {
@@ -60,8 +80,10 @@ void gemm_fp8(const GemmArgs& g) {
   const int b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
   const std::vector<float> a = fp8_round_trip(g.a, a_rows, a_cols, fp8_pieces(r, g.fp8.a, g.trans_a, a_rows, a_cols),
                                               r.format(g.fp8.a), r.pow2_scales);
-  const std::vector<float> b = fp8_round_trip(g.b, b_rows, b_cols, fp8_pieces(r, g.fp8.b, !g.trans_b, b_rows, b_cols),
-                                              r.format(g.fp8.b), r.pow2_scales);
+  const std::vector<float> b =
+      g.fp8_b.codes ? prepared_values(g)
+                    : fp8_round_trip(g.b, b_rows, b_cols, fp8_pieces(r, g.fp8.b, !g.trans_b, b_rows, b_cols),
+                                     r.format(g.fp8.b), r.pow2_scales);
   if (r.accumulator_bits > 0) {
     gemm_limited_accumulator(g, a, b, r.accumulator_bits, r.promote_every);
     return;

@@ -1,5 +1,6 @@
 // GemmArgs with inputs == fp8 on the GPU: both operands quantized by the call's recipe
-// (ops/fp8/quantize_cuda.cu, the CPU emulation's codes and scales bit for bit), then one scaled FP8
+// (ops/fp8/quantize_cuda.cu, the CPU emulation's codes and scales bit for bit), or B's codes and
+// scales prepared once per update (GemmArgs::fp8_b, the same bits), then one scaled FP8
 // cuBLASLt matmul with fp32 output. The result is sum_k (q_a s_a)(q_b s_b) * alpha + beta C like
 // the CPU's, the sum in the tensor cores' order and precision.
 //
@@ -52,6 +53,7 @@ struct Operand {
   uint8_t* codes = nullptr;
   float* lt_scales = nullptr;     // what cuBLASLt reads
   float* piece_scales = nullptr;  // one per piece of the recipe
+  bool prepared = false;          // codes and piece scales made ahead (GemmArgs::fp8_b)
 };
 
 cudaDataType_t lt_type(Fp8Format f) { return f == Fp8Format::e4m3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
@@ -95,9 +97,21 @@ void place(DeviceState* s, ScratchSlot slot, Operand& o, int k_pad) {
   o.lt_scales = o.mode == Fp8Scaling::scalar ? o.piece_scales : reinterpret_cast<float*>(base + codes);
 }
 
+// A prepared weight's codes and piece scales are its own; the slot holds only cuBLASLt's scales.
+void place_prepared(DeviceState* s, ScratchSlot slot, Operand& o, const Fp8Codes& p, int k_pad) {
+  MT_CHECK(p.ld == k_pad);
+  o.prepared = true;
+  o.codes = const_cast<uint8_t*>(p.codes);
+  o.piece_scales = const_cast<float*>(p.scales);
+  const size_t lt_bytes = fp8_scale_count(o.view, o.mode, o.outer_pad) * sizeof(float);
+  o.lt_scales = o.mode == Fp8Scaling::scalar ? o.piece_scales : static_cast<float*>(scratch(s, slot, lt_bytes));
+}
+
 void quantize(DeviceState* s, const Operand& o, int k_pad) {
-  fp8_piece_scales(s, o.view, o.piece_scales);
-  fp8_quantize_codes(s, o.view, o.piece_scales, o.codes, o.outer_pad, k_pad);
+  if (!o.prepared) {
+    fp8_piece_scales(s, o.view, o.piece_scales);
+    fp8_quantize_codes(s, o.view, o.piece_scales, o.codes, o.outer_pad, k_pad);
+  }
   if (o.mode != Fp8Scaling::scalar) fp8_cublas_scales(s, o.view, o.piece_scales, o.mode, o.outer_pad, o.lt_scales);
 }
 
@@ -199,7 +213,8 @@ const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
   a.outer_pad = fp8_pad(g.m, kFp8PadOuter);
   b.outer_pad = fp8_pad(g.n, kFp8PadOuter);
   place(s, kScratchGemmA, a, mm.k_pad);
-  place(s, kScratchGemmB, b, mm.k_pad);
+  if (g.fp8_b.codes) place_prepared(s, kScratchGemmB, b, g.fp8_b, mm.k_pad);
+  else place(s, kScratchGemmB, b, mm.k_pad);
   mm.direct = a.outer_pad == g.m && b.outer_pad == g.n && alignment_of(g.c) >= 16;
   const size_t d_bytes = size_t(a.outer_pad) * b.outer_pad * sizeof(float);
   mm.d = mm.direct ? g.c : static_cast<float*>(scratch(s, kScratchGemmOut, d_bytes));
@@ -253,6 +268,7 @@ void record_scaling(DeviceState* s, const Fp8Matmul& mm) {
 // Both operands as [outer, K]: A is [m, k] unless trans_a, B is [n, k] when trans_b.
 void set_views(const GemmArgs& g, Fp8Matmul& mm) {
   const Fp8Recipe& r = *g.fp8.recipe;
+  MT_CHECK(!g.fp8_b.codes || (g.fp8.b == Fp8Operand::weight && g.fp8_b.transposed == !g.trans_b));
   mm.a.view = fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a);
   mm.b.view = fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b);
 }

@@ -27,6 +27,7 @@ struct GroupedGemmArgs {
   Fp8Gemm fp8 = {};  // read when inputs is fp8
   const Bf16* a_bf16 = nullptr;  // as GemmArgs: a or b stored in bfloat16
   const Bf16* b_bf16 = nullptr;
+  Fp8Codes fp8_b = {};  // as GemmArgs, for Ragged::rows: group g's at the Fp8Codes' group steps
 };
 
 }  // namespace mt

@@ -19,6 +19,11 @@ inline std::vector<GemmArgs> group_gemms(const GroupedGemmArgs& a) {
     GemmArgs one{.a = a.a ? a.a + a_at : nullptr, .b = a.b ? a.b + b_at : nullptr, .inputs = a.inputs, .fp8 = a.fp8,
                  .a_bf16 = a.a_bf16 ? a.a_bf16 + a_at : nullptr, .b_bf16 = a.b_bf16 ? a.b_bf16 + b_at : nullptr};
     if (a.ragged == Ragged::rows) {
+      one.fp8_b = a.fp8_b;
+      if (a.fp8_b.codes) {
+        one.fp8_b.codes += size_t(g) * a.fp8_b.group_codes;
+        one.fp8_b.scales += size_t(g) * a.fp8_b.group_scales;
+      }
       one.m = rows, one.n = a.n, one.k = a.k, one.trans_b = a.trans_b;
       one.c = a.c + size_t(begin) * a.n, one.beta = a.beta;
     } else {
