@@ -80,6 +80,7 @@ line_suite "data order and validation tests" tests/inputs/data_order_tests.sh
 line_suite "export to transformers and import, as the README shows" tests/inputs/export_loop_tests.sh
 line_suite "memory pre-check" tests/inputs/memory_tests.sh
 line_suite "layers and sizes of the source tree" tests/structure_tests.sh
+line_suite "step counters and capture safety" tests/step_counters_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

@@ -39,6 +39,7 @@ class StepExecutor {
   void order_embedding_gradient(const pipeline::Task& t);
   Pending prepare(const pipeline::Task& t);
   void execute(Pending& p);
+  void execute_graphed(Pending& p);
   void finish(Pending& p);
   void add_forward_result(const ForwardResult& r);
   void compute(const pipeline::ComputeOp& op);
