@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run_as_root=""
 [[ $(id -u) -eq 0 ]] && run_as_root="--allow-run-as-root"
-mpi() { ${MPIRUN:-mpirun} --oversubscribe $run_as_root -np "$@"; }
+mpi() { ${MPIRUN:-mpirun} -q --oversubscribe $run_as_root -np "$@"; }
 
 source tests/expect.sh
 
@@ -88,6 +88,7 @@ layout dp2 2 "$(ranks_ok 2)" parallel.dp=2
 layout tp2 2 "$(ranks_ok 2)" parallel.tp=2
 layout pp2 2 "$(ranks_ok 2)" parallel.pp=2 model.n_layers=4
 layout dp2-zero1 2 "$(ranks_ok 2)" parallel.dp=2 parallel.zero=1
-# Expert parallelism: each MoE layer (2 here) of each micro-batch (2 per rank: global_batch 4 over
-# dp 2) reads the counts of its experts once in the forward pass: 4 downloads a step.
-layout ep2 2 "$(ranks_ok 2); downloads inside the last step: 4$" parallel.dp=2 parallel.ep=2
+# Expert parallelism: each MoE layer (2 here) reads the expert counts of each micro-batch (1 per rank:
+# global_batch 4 over dp 2, micro_batch 2) once, in its forward pass, to size the all-to-all: 2 downloads a
+# step, inside the passes; none in the step's own part.
+layout ep2 2 "$(ranks_ok 2); downloads inside the last step's passes: 2$" parallel.dp=2 parallel.ep=2

@@ -190,7 +190,14 @@ TEST_CASE("capture check: identical steps pass; a planted download, allocation o
   const mt::CaptureRules ep{.exchange_downloads = true};
   const std::vector<mt::Region> with = step_regions(counters, be, 4, true, false);
   CHECK(mt::check_capture(with, step_regions(counters, be, 8, true, false), 2, ep).ok());
+  // ... in the passes only: the step's own region may not download.
+  counters.begin_region("step");
+  counters.download(8);
+  counters.end_region();
+  const mt::CaptureReport outside = mt::check_capture(with, counters.take_regions(), 2, ep);
+  REQUIRE(outside.problems.size() == 2);
+  CHECK(outside.problems[0] == "step 2, step: download of 8 bytes, before any op");
   const mt::CaptureReport fewer = mt::check_capture(with, step_regions(counters, be, 4, false, false), 2, ep);
   REQUIRE(fewer.problems.size() == 1);
-  CHECK(fewer.problems[0] == "step 2: 0 downloads inside the step's regions, 1 the step before");
+  CHECK(fewer.problems[0] == "step 2: 0 downloads inside the passes, 1 the step before");
 }

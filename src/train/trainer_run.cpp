@@ -144,7 +144,7 @@ bool Trainer::report_capture() const {
   opt_.world->all_reduce_sum(failed);
   if (lead_)
     std::printf("capture check: %lld step(s) after the first compared on %d rank(s): %s; downloads inside "
-                "the last step: %lld\n",
+                "the last step's passes: %lld\n",
                 counters_->checked_steps(), opt_.world->size(),
                 failed[0] > 0 ? (std::to_string(int(failed[0])) + " rank(s) failed").c_str() : "ok",
                 c.downloads);

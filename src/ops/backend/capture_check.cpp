@@ -47,8 +47,9 @@ void check_round_trips(const Region& r, const std::string& where, const CaptureR
       last_op = &op;
       continue;
     }
-    if (op.kind == kTraceDownload) ++report.downloads;
-    if (op.kind == kTraceDownload && rules.exchange_downloads) continue;
+    const bool in_pass = r.name != rules.step_region;
+    if (op.kind == kTraceDownload && in_pass) ++report.downloads;
+    if (op.kind == kTraceDownload && in_pass && rules.exchange_downloads) continue;
     const std::string after = last_op ? std::string(" after ") + op_kind_name(last_op->kind) : " before any op";
     const std::string size =
         op.kind == kTraceSync ? "" : " of " + std::to_string(op.words.empty() ? 0 : op.words[0]) + " bytes";
@@ -104,7 +105,7 @@ CaptureReport check_capture(const std::vector<Region>& before, const std::vector
     Problems ignored(was, 0);
     for (const Region& r : before) check_round_trips(r, "", rules, was, ignored);
     if (was.downloads != report.downloads)
-      problems.add(at + ": " + std::to_string(report.downloads) + " downloads inside the step's regions, " +
+      problems.add(at + ": " + std::to_string(report.downloads) + " downloads inside the passes, " +
                        std::to_string(was.downloads) + " the step before",
                    "another number of downloads");
     return report;

@@ -12,16 +12,18 @@
 namespace mt {
 
 struct CaptureRules {
-  // Downloads allowed inside regions (the expert-parallel exchange of counts): each step must
-  // make the same number, and the op sequences are not compared (their sizes follow the routing).
+  // Downloads allowed inside the passes (the expert-parallel exchange of counts), not in the
+  // step's own region: each step must make the same number, and the op sequences are not
+  // compared (their sizes follow the routing).
   bool exchange_downloads = false;
+  std::string step_region = "step";
   size_t most_problems = 8;  // the problems listed; more are counted
 };
 
 struct CaptureReport {
   std::vector<std::string> problems;  // at most most_problems
   long long more = 0;                 // problems not listed
-  long long downloads = 0;            // inside the regions of `now`
+  long long downloads = 0;            // inside the passes of `now`
   // Every problem by its cause ("download after gather_rows", "other arguments: gemm"), counted.
   std::map<std::string, long long> causes;
   bool ok() const { return problems.empty(); }
