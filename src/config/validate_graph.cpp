@@ -16,25 +16,27 @@ void validate_cuda_graph(const Config& c) {
   if (!c.training.cuda_graph) return;
   const auto& p = c.parallel;
   const DeviceKind d = c.precision.device;
-  if (d == DeviceKind::cpu || d == DeviceKind::cpu_strict)
-    refuse(c, "precision.device",
-           "captures CUDA graphs and needs precision.device = \"cuda\" (or \"auto\" on a GPU); set it false on "
-           "the CPU, where the ops run at the host's call");
-  if (p.ep > 1)
-    refuse(c, "parallel.ep",
-           "cannot go with parallel.ep = " + std::to_string(p.ep) +
-               ": each MoE layer's all-to-all is sized by expert counts read on the host, which a graph cannot "
-               "replay; use parallel.ep = 1 (experts replicated over the data-parallel ranks)");
-  if (p.tp > 1 && p.comm != CommChoice::nccl)
-    refuse(c, "parallel.comm",
-           "with parallel.tp = " + std::to_string(p.tp) +
-               " captures the tensor-parallel sums inside the layers, which only NCCL's collectives allow (the "
-               "staged MPI transport copies through the host): set parallel.comm = \"nccl\"");
-  if (p.pp > 1)
-    refuse(c, "parallel.pp",
-           "cannot go with parallel.pp = " + std::to_string(p.pp) +
-               ": a pipeline's passes hand activations over between them on the host's schedule, and "
-               "DualPipe runs two passes at once on two threads; capture is built for parallel.pp = 1");
+  const std::string ep = std::to_string(p.ep), tp = std::to_string(p.tp), pp = std::to_string(p.pp);
+  const struct {
+    bool refused;
+    const char* key;
+    std::string why;
+  } rules[] = {
+      {d == DeviceKind::cpu || d == DeviceKind::cpu_strict, "precision.device",
+       "captures CUDA graphs and needs precision.device = \"cuda\" (or \"auto\" on a GPU); set it false on the CPU, "
+       "where the ops run at the host's call"},
+      {p.ep > 1, "parallel.ep",
+       "cannot go with parallel.ep = " + ep + ": each MoE layer's all-to-all is sized by expert counts read on the "
+       "host, which a graph cannot replay; use parallel.ep = 1 (experts replicated over the data-parallel ranks)"},
+      {p.tp > 1 && p.comm != CommChoice::nccl, "parallel.comm",
+       "with parallel.tp = " + tp + " captures the tensor-parallel sums inside the layers, which only NCCL's "
+       "collectives allow (the staged MPI transport copies through the host): set parallel.comm = \"nccl\""},
+      {p.pp > 1, "parallel.pp",
+       "cannot go with parallel.pp = " + pp + ": a pipeline's passes hand activations over between them on the "
+       "host's schedule, and DualPipe runs two passes at once on two threads; capture is built for parallel.pp = 1"},
+  };
+  for (const auto& r : rules)
+    if (r.refused) refuse(c, r.key, r.why);
 }
 
 }  // namespace mt

@@ -16,6 +16,11 @@ const char* const kKindNames[] = {
     "copy", "zero", "graph_launch"};
 constexpr int kKinds = int(sizeof kKindNames / sizeof kKindNames[0]);
 
+void add(Transfers& t, size_t bytes) {
+  ++t.count;
+  t.bytes += (long long)bytes;
+}
+
 }  // namespace
 
 int op_kind_count() { return kKinds; }
@@ -56,34 +61,22 @@ DeviceCounters::~DeviceCounters() = default;
 
 void DeviceCounters::upload(size_t bytes) {
   std::lock_guard lock(mu_);
-  ++counts_.uploads.count;
-  counts_.uploads.bytes += (long long)bytes;
+  add(counts_.uploads, bytes);
 }
 
-// A round trip also enters the innermost region's trace, so a failed check says where it was.
+// A round trip, counted; it also enters the innermost region's trace, so a failed check says
+// where it was.
 void DeviceCounters::round_trip(int trace_kind, size_t bytes) {
+  std::lock_guard lock(mu_);
+  if (trace_kind == kTraceDownload) add(counts_.downloads, bytes);
+  else if (trace_kind == kTraceAllocation) add(counts_.allocations, bytes);
+  else ++counts_.syncs;
   if (tracing_ && !open_.empty()) open_.back().trace.push_back({trace_kind, nullptr, {uint64_t(bytes)}});
 }
 
-void DeviceCounters::download(size_t bytes) {
-  std::lock_guard lock(mu_);
-  ++counts_.downloads.count;
-  counts_.downloads.bytes += (long long)bytes;
-  round_trip(kTraceDownload, bytes);
-}
-
-void DeviceCounters::sync() {
-  std::lock_guard lock(mu_);
-  ++counts_.syncs;
-  round_trip(kTraceSync, 0);
-}
-
-void DeviceCounters::allocation(size_t bytes) {
-  std::lock_guard lock(mu_);
-  ++counts_.allocations.count;
-  counts_.allocations.bytes += (long long)bytes;
-  round_trip(kTraceAllocation, bytes);
-}
+void DeviceCounters::download(size_t bytes) { round_trip(kTraceDownload, bytes); }
+void DeviceCounters::sync() { round_trip(kTraceSync, 0); }
+void DeviceCounters::allocation(size_t bytes) { round_trip(kTraceAllocation, bytes); }
 
 void DeviceCounters::release() {
   std::lock_guard lock(mu_);
