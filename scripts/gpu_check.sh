@@ -304,7 +304,7 @@ counter_result() {
   figures=$(awk '/^counters / { on = 1; next } on && /^  [a-z]/ {
       name = $0; sub(/( +[0-9.]+)+$/, "", name); sub(/^ +/, "", name); gsub(/[ :]+/, "_", name); v[name] = $NF }
     END { printf "op_launches=%s downloads=%s syncs=%s allocations=%s in_step_downloads=%s in_step_syncs=%s " \
-            "in_step_allocations=%s", v["op_launches"], v["downloads"], v["host_syncs"], v["allocations"],
+            "in_step_allocations=%s", v["all_launches"], v["downloads"], v["host_syncs"], v["allocations"],
             v["inside_the_step_downloads"], v["inside_the_step_host_syncs"], v["inside_the_step_allocations"] }' \
     "$work/last")
   result "$1" PASS "per step after the first: ${figures// /, }" "$figures"

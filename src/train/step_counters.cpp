@@ -98,7 +98,7 @@ std::string StepCounters::profile_text() const {
   const std::vector<long long> ra = counter_row(a), rb = counter_row(b);
   const char* const names[] = {"uploads",          "upload bytes",     "downloads",
                                "download bytes",   "host syncs",       "allocations",
-                               "allocation bytes", "releases",         "op launches",
+                               "allocation bytes", "releases",         "all launches",
                                "comm staging copies", "comm staging bytes", "inside the step: downloads",
                                "inside the step: host syncs", "inside the step: allocations"};
   for (size_t i = 0; i < ra.size(); ++i) line(out, names[i], double(ra[i]), double(rb[i]) / n, later);
