@@ -13,8 +13,10 @@
 #              attention_bench beside PyTorch's scaled_dot_product_attention
 #   smoke      configs/deepseek-v3-small.toml on cuda and on cpu, every step's loss within 1e-3 relative;
 #              greedy samples on both; runs stopped half way on one device and resumed on the other
-#   gpt2       a dense model of GPT-2 124M's shape: tokens/s and MFU, beside PyTorch eager on the same model
-#   moe1b      configs/moe-1b.toml: bf16 tokens/s beside PyTorch, where a step's time goes (--profile), FP8
+#   gpt2       a dense model of GPT-2 124M's shape: tokens/s and MFU, beside PyTorch eager on the same model, with
+#              and without training.cuda_graph; the device counters of a step
+#   moe1b      configs/moe-1b.toml: bf16 tokens/s beside PyTorch, with and without training.cuda_graph, where a
+#              step's time goes and its device counters (--profile), FP8
 #   dsv3       DeepSeek-V3's layer shapes (bench/dsv3-layers.toml); PyTorch beside it when time is left
 #   nccl       nccl_test (every NcclComm call on one rank), smoke's cuda run again over NCCL
 #   oracle     the PyTorch oracle's configurations with moetrain's step on cuda
@@ -295,6 +297,44 @@ versus() {
     result "$check" PASS "moetrain $speed_tps tok/s (MFU $speed_mfu); PyTorch: $torch_why" "$ours"
   fi
 }
+# counter_result CHECK: the device counters of the last command's --profile table, per step after the first: op
+# launches, downloads, host syncs and allocations in the step, and those inside it before its scalars are read.
+counter_result() {
+  if ! grep -aq '^counters ' "$work/last"; then result "$1" FAIL "no counters table: $(last_line)"; return; fi
+  local figures
+  figures=$(awk '/^counters / { on = 1; next } on && /^  [a-z]/ {
+      name = $0; sub(/( +[0-9.]+)+$/, "", name); sub(/^ +/, "", name); gsub(/[ :]+/, "_", name); v[name] = $NF }
+    END { printf "op_launches=%s downloads=%s syncs=%s allocations=%s in_step_downloads=%s in_step_syncs=%s " \
+            "in_step_allocations=%s", v["all_launches"], v["downloads"], v["host_syncs"], v["allocations"],
+            v["inside_the_step_downloads"], v["inside_the_step_host_syncs"], v["inside_the_step_allocations"] }' \
+    "$work/last")
+  result "$1" PASS "per step after the first: ${figures// /, }" "$figures"
+}
+# counters LABEL CONFIG: a short --profile run for counter_result.
+counters() {
+  local name=counters_$1 check="counters $(basename "$2" .toml)"
+  if train "$name" 150 "$(speed_config "$2")" "$name" "$device" --profile --set training.steps=3 \
+      --set precision.matmul=bf16; then
+    counter_result "$check"
+  else
+    result "$check" FAIL "$(last_line)"
+  fi
+  forget "$name"
+}
+# graph_speed LABEL CONFIG STEPS: tokens/s with training.cuda_graph = true beside $speed_tps (the run without).
+graph_speed() {
+  local label=$1 cfg=$2 steps=$3 without=$speed_tps check="cuda graph $(basename "$2" .toml)"
+  if ((stand_in)); then result "$check" SKIP "stand-in: training.cuda_graph is cuda only"; return; fi
+  if speed "${label}_graph" "$cfg" "$steps" --set training.cuda_graph=true; then
+    local ratio=n/a
+    [[ -n $without ]] && ratio=$(awk -v a="$speed_tps" -v b="$without" 'BEGIN { printf "%.2f", a / b }')
+    result "$check" PASS "with graphs $speed_tps tok/s (MFU $speed_mfu), without ${without:-failed}, ratio $ratio" \
+      "graph_tokens_per_s=$speed_tps graph_mfu=$speed_mfu tokens_per_s=${without:-none} ratio=$ratio"
+  else
+    result "$check" FAIL "the run with training.cuda_graph = true: $(last_line)"
+  fi
+  speed_tps=$without
+}
 # fallback_lines: the last command's "gemm fallback:" and "fp8 fallback:" lines that counted something.
 fallback_lines() { grep -aE '^(gemm|fp8) fallback:' "$work/last" | grep -av ': none$'; }
 # fallbacks CHECK [FILE]: the GEMMs that ran another way than asked (cuBLASLt without an algorithm, FP8 over fp32)
@@ -560,12 +600,15 @@ section_gpt2() {
   # to GPT-2's MLP parameters, RoPE, RMSNorm) is read against it.
   need_shards || return
   versus gpt2 bench/gpt2-124m.toml 20
+  graph_speed gpt2 bench/gpt2-124m.toml 20
+  counters gpt2 bench/gpt2-124m.toml
 }
 
 section_moe1b() {
   need_shards || return
   local cfg=configs/moe-1b.toml
   versus moe1b "$cfg" 15
+  graph_speed moe1b "$cfg" 15
   local bf16_tps=$speed_tps
   # Where a step's device time goes, by op kind (CUDA events around every op).
   if train profile 150 "$(speed_config "$cfg")" profile "$device" --profile --set training.steps=4 \
@@ -573,6 +616,7 @@ section_moe1b() {
     result profile PASS "ms per step: $(grep -aA4 '^  op ' "$work/last" | tail -n 4 |
       awk '{ printf "%s%s %s (%s)", (NR > 1 ? ", " : ""), $1, $3, $4 }'); all ops $(grep -a '^  all ops' "$work/last" |
       awk '{ print $3 }')"
+    counter_result "counters moe-1b"
   else
     result profile FAIL "$(last_line)"
   fi

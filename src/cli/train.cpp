@@ -23,6 +23,7 @@ struct TrainArgs {
   bool dry_run = false;
   long long stop_after = 0;
   bool profile = false;
+  bool check_capture = false;
   std::string cluster;
 };
 
@@ -101,10 +102,12 @@ int run_train(const TrainArgs& a, mt::Comm* world) {
   opt.world = ranks > 1 ? world : nullptr;
   opt.stop_after = a.stop_after;
   opt.profile = a.profile;
+  opt.check_capture = a.check_capture;
   mt::Trainer trainer(cfg, opt);
   mt::TrainSummary s = trainer.run();
   if (!world || world->rank() == 0) print_summary(cfg, s, trainer.run_dir());
-  return s.interrupted ? 130 : 0;
+  if (s.interrupted) return 130;
+  return s.capture_failed ? 1 : 0;
 }
 
 }  // namespace
@@ -125,6 +128,10 @@ Command add_train(CLI::App& app, Comm* world) {
   train->add_flag("--profile", a->profile,
                   "time every op kind on the device and print where a step's time goes (mean over the steps after "
                   "the first)");
+  train->add_flag("--check-capture", a->check_capture,
+                  "trace every step's device ops and check that each step after the first repeats the last one's "
+                  "(sizes, pointers, streams) without a download, host sync or allocation inside it, as a CUDA "
+                  "graph's replay needs; exits 1 with the differences when not");
   return {train, [a, world] { return run_train(*a, world); }};
 }
 

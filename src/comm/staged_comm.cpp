@@ -32,7 +32,11 @@ class StagedRequest final : public Request {
 class StagedComm final : public DeviceComm {
  public:
   StagedComm(Comm& host, const Backend& backend, std::unique_ptr<Comm> owned = nullptr)
-      : owned_(std::move(owned)), host_(&host), be_(backend), direct_(backend.host_addressable()) {}
+      : owned_(std::move(owned)), host_(&host), be_(backend), staging_(backend),
+        direct_(backend.host_addressable()) {
+    // Its copies emulate NCCL, which moves no data through the host: they are not the step's.
+    if (backend.counters) staging_.counters = &backend.counters->staging();
+  }
 
   Comm& host() const override { return *host_; }
   const Backend& backend() const override { return be_; }
@@ -162,15 +166,16 @@ class StagedComm final : public DeviceComm {
     return n;
   }
   void down(void* host, const void* device, size_t bytes) const {
-    if (bytes) be_.download(host, device, bytes);
+    if (bytes) staging_.download(host, device, bytes);
   }
   void up(void* device, const void* host, size_t bytes) const {
-    if (bytes) be_.upload(device, host, bytes);
+    if (bytes) staging_.upload(device, host, bytes);
   }
 
   std::unique_ptr<Comm> owned_;  // the host communicator of a split
   Comm* host_;
   Backend be_;
+  Backend staging_;  // be_, counting on its counters' staging set
   bool direct_;  // device memory is host memory: pointers go to the host Comm as they are
 };
 

@@ -193,6 +193,7 @@ struct TrainingConfig {
   int eval_every = 50;    // 0 = no evaluation
   int eval_sequences = 32;  // validation windows, spread evenly over the validation stream
   Recompute recompute = Recompute::none;
+  bool cuda_graph = false;  // replay each pass of a micro-batch as a CUDA graph after a warm-up step
 };
 
 struct OptimizerConfig {

@@ -232,6 +232,9 @@ std::vector<Field> schema_fields(Config& c) {
            "activation recomputation, the same gradients bit for bit: selective = RMSNorm outputs, SwiGLU "
            "products and MLA's per-head q/k/v are computed again before the backward; full = blocks keep "
            "only their inputs and run their forward again (least memory, a third more compute)");
+  b.flag("training.cuda_graph", t.cuda_graph,
+         "cuda only: capture each forward and backward pass of a micro-batch as a CUDA graph in the second step "
+         "and replay it in the later ones (docs/parallel.md has the layouts it takes)");
 
   auto& o = c.optimizer;
   b.real("optimizer.lr", o.lr, 0, kInf, true, false, "peak learning rate (AdamW)");

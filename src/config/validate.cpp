@@ -191,6 +191,7 @@ void validate_config(const Config& c) {
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
   validate_layout(c);
+  validate_cuda_graph(c);
 }
 
 }  // namespace mt

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "ops/backend/counters.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -32,6 +33,7 @@ struct OldRows {
   std::vector<long long> steps, eval_steps;
   std::map<std::string, std::vector<double>> scalars;
   std::vector<float> load, bias, phases;
+  std::vector<long long> counters, op_launches;  // empty: a log written before the counters
   std::vector<double> eval_loss;
   size_t rows = 0, eval_rows = 0;  // complete rows: every dataset has them
   size_t phase_floats = 0;         // ranks x phases of the run that wrote the timings
@@ -71,6 +73,10 @@ OldRows read_old(const std::string& path, size_t moe_floats) {
     h5::Handle space(H5Dget_space(d), H5Sclose);
     const std::vector<hsize_t> dims = h5::extent(space, "opening /timing/rank_phases");
     if (dims.size() == 3) o.phase_floats = size_t(dims[1] * dims[2]);
+  }
+  if (h5::exists(f, "/counters/step") && h5::exists(f, "/counters/op_launches")) {
+    o.counters = h5::read_all<long long>(f, "/counters/step", H5T_NATIVE_LLONG);
+    o.op_launches = h5::read_all<long long>(f, "/counters/op_launches", H5T_NATIVE_LLONG);
   }
   o.eval_steps = h5::read_all<long long>(f, "/eval/step", H5T_NATIVE_LLONG);
   o.eval_loss = h5::read_all<double>(f, "/eval/loss", H5T_NATIVE_DOUBLE);
@@ -129,6 +135,13 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
         r.rank_phases.assign(old.phases.begin() + i * phase_floats_, old.phases.begin() + (i + 1) * phase_floats_);
       else
         r.rank_phases.assign(phase_floats_, NAN);
+      // Counters of a log without them, or of another op list, stay unknown (-1).
+      const size_t kinds = size_t(op_kind_count());
+      const bool counted = old.op_launches.size() == old.counters.size() / kCounters * kinds;
+      if (counted && old.counters.size() >= (i + 1) * kCounters) {
+        r.counters.assign(old.counters.begin() + i * kCounters, old.counters.begin() + (i + 1) * kCounters);
+        r.op_launches.assign(old.op_launches.begin() + i * kinds, old.op_launches.begin() + (i + 1) * kinds);
+      }
       write_row(r);
     }
     for (size_t i = 0; i < old.eval_rows && old.eval_steps[i] <= resume_step; ++i)
@@ -160,6 +173,16 @@ void RunLog::create(const std::string& path, const RunFacts& facts) {
   series_["rank_phases"] =
       h5::create_series(file_, "/timing/rank_phases", H5T_IEEE_F32LE, {hsize_t(facts.ranks), hsize_t(kPhases)});
   h5::write_string_attr(series_["rank_phases"], "phases", kPhaseNames);
+  series_["counters"] = h5::create_series(file_, "/counters/step", H5T_STD_I64LE, {hsize_t(kCounters)});
+  h5::write_string_attr(series_["counters"], "fields", kCounterNames);
+  series_["op_launches"] =
+      h5::create_series(file_, "/counters/op_launches", H5T_STD_I64LE, {hsize_t(op_kind_count())});
+  std::string kinds;
+  for (int k = 0; k < op_kind_count(); ++k) {
+    if (k) kinds += ',';
+    kinds += op_kind_name(k);
+  }
+  h5::write_string_attr(series_["op_launches"], "kinds", kinds);
   series_["eval_step"] = h5::create_series(file_, "/eval/step", H5T_STD_I64LE, {});
   series_["eval_loss"] = h5::create_series(file_, "/eval/loss", H5T_IEEE_F64LE, {});
   h5::check(H5Fstart_swmr_write(file_), "starting SWMR on " + path);
@@ -180,6 +203,10 @@ void RunLog::write_row(const StepRecord& r) {
     h5::append_rows(series_["expert_bias"], H5T_NATIVE_FLOAT, r.expert_bias.data(), 1);
   }
   h5::append_rows(series_["rank_phases"], H5T_NATIVE_FLOAT, r.rank_phases.data(), 1);
+  const std::vector<long long> unknown_counters(kCounters, -1), unknown_ops(size_t(op_kind_count()), -1);
+  const bool known = r.counters.size() == size_t(kCounters) && r.op_launches.size() == size_t(op_kind_count());
+  h5::append_rows(series_["counters"], H5T_NATIVE_LLONG, (known ? r.counters : unknown_counters).data(), 1);
+  h5::append_rows(series_["op_launches"], H5T_NATIVE_LLONG, (known ? r.op_launches : unknown_ops).data(), 1);
 }
 
 void RunLog::write_eval(long long step, double loss) {

@@ -20,7 +20,16 @@ struct StepRecord {
   std::vector<float> expert_load;  // [n_moe_layers * n_experts] fraction of routed tokens
   std::vector<float> expert_bias;  // [n_moe_layers * n_experts] bias after this step's update
   std::vector<float> rank_phases;  // [ranks * kPhases] seconds, kPhaseNames order
+  std::vector<long long> counters;     // [kCounters] the first rank's device counters, kCounterNames order
+  std::vector<long long> op_launches;  // [op kinds] its op launches per kind (ops/backend/counters.hpp)
 };
+
+// The device counters of a step (train/step_counters.hpp): the whole step's; the staged
+// communicator's copies; the host round trips inside the step before its scalars are read.
+inline constexpr int kCounters = 14;
+inline constexpr const char* kCounterNames =
+    "uploads,upload_bytes,downloads,download_bytes,syncs,allocations,allocation_bytes,releases,op_launches,"
+    "staging_copies,staging_bytes,in_step_downloads,in_step_syncs,in_step_allocations";
 
 // Where a rank's step time goes: compute (wall time in forward and backward passes, including
 // the communication inside the layers, which tp_comm and ep_comm count and DualPipe's pairs

@@ -7,8 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "ops/backend/arg_fields.hpp"
+#include "ops/backend/counters.hpp"
+#include "ops/backend/graph_capture.hpp"
 #include "ops/op_list.hpp"
 
 namespace mt {
@@ -42,6 +46,19 @@ struct OpTable {
   MT_OPS(MT_OP_ENTRY)
 #undef MT_OP_ENTRY
 
+  // CUDA graphs (training.cuda_graph; ops/backend/graph_capture.hpp); null on a device without
+  // them. Between graph_begin and graph_end the work queued on this stream, and on the streams
+  // that wait on its marks, is recorded instead of run; graph_launch queues it again, as recorded.
+  // upload_async queues a copy from host memory made by host_alloc (pinned on a GPU), read when
+  // the device reaches it.
+  void (*graph_begin)(DeviceState*) = nullptr;
+  void* (*graph_end)(DeviceState*) = nullptr;
+  void (*graph_launch)(DeviceState*, void* graph) = nullptr;
+  void (*graph_destroy)(DeviceState*, void* graph) = nullptr;
+  void* (*host_alloc)(DeviceState*, size_t bytes) = nullptr;
+  void (*host_release)(DeviceState*, void* p) = nullptr;
+  void (*upload_async)(DeviceState*, void* dst, const void* src, size_t bytes) = nullptr;
+
   // The GEMMs this device ran another way than its first choice, by kind and shape; null (no
   // entry) for a device with one way only. Read it through backend_fallbacks().
   const FallbackCounts* (*fallbacks)(DeviceState*) = nullptr;
@@ -50,30 +67,110 @@ struct OpTable {
 // Names of the table entries a backend leaves empty (it cannot run the whole model yet).
 std::vector<std::string> missing_ops(const OpTable& t);
 
-// A device: its op table and its state. Layers hold a Backend& and call through it.
+// The op kinds in table order, as DeviceCounters counts them (op_kind_name).
+enum OpKind : int {
+#define MT_OP_KIND(name, ...) op_kind_##name,
+  MT_OPS(MT_OP_KIND)
+#undef MT_OP_KIND
+};
+
+template <class R>
+constexpr size_t result_bytes() {
+  if constexpr (std::is_void_v<R>) return 0;
+  else return sizeof(R);
+}
+
+// A device: its op table and its state. Layers hold a Backend& and call through it. Every call
+// is counted on `counters` when set (ops/backend/counters.hpp), and goes through `graph` while it
+// captures or replays a pass (ops/backend/graph_capture.hpp): copies of a Backend share both.
 struct Backend {
   const OpTable* ops = nullptr;
   DeviceState* state = nullptr;
+  DeviceCounters* counters = nullptr;
+  GraphCapture* graph = nullptr;
 
-#define MT_OP_CALL(name, Args, Result) \
-  Result name(const Args& a) const { return ops->name(state, a); }
+  // A number returned to the host is a download of it. A replayed pass's ops are in its graph,
+  // launched (and counted) once.
+#define MT_OP_CALL(name, Args, Result)                                                     \
+  Result name(const Args& a) const {                                                       \
+    if (graph && graph->active() && graph->op(op_kind_##name, state, arg_words(a),         \
+                                              result_bytes<Result>()))                     \
+      return Result();                                                                     \
+    if (counters) {                                                                        \
+      count_op(op_kind_##name, a);                                                         \
+      if (const size_t n = result_bytes<Result>()) counters->download(n);                  \
+    }                                                                                      \
+    return ops->name(state, a);                                                            \
+  }
   MT_OPS(MT_OP_CALL)
 #undef MT_OP_CALL
 
   // Memory: device buffers are reached from the host only through these.
-  void* alloc(size_t bytes) const { return ops->alloc(state, bytes); }
-  void release(void* p) const { ops->release(state, p); }
-  void upload(void* dst, const void* src, size_t bytes) const { ops->upload(state, dst, src, bytes); }
-  void download(void* dst, const void* src, size_t bytes) const { ops->download(state, dst, src, bytes); }
-  void copy(void* dst, const void* src, size_t bytes) const { ops->copy(state, dst, src, bytes); }
-  void zero(void* dst, size_t bytes) const { ops->zero(state, dst, bytes); }
-  void synchronize() const { ops->synchronize(state); }
+  void* alloc(size_t bytes) const {
+    if (counters) counters->allocation(bytes);
+    if (graph && graph->active()) graph->refuse("an allocation");
+    return ops->alloc(state, bytes);
+  }
+  // Not refused inside a captured pass: releases run while an error unwinds one.
+  void release(void* p) const {
+    if (counters) counters->release();
+    ops->release(state, p);
+  }
+  void upload(void* dst, const void* src, size_t bytes) const {
+    if (counters) counters->upload(bytes);
+    if (graph && graph->active()) return graph->upload(ops, state, dst, src, bytes);
+    ops->upload(state, dst, src, bytes);
+  }
+  void download(void* dst, const void* src, size_t bytes) const {
+    if (counters) counters->download(bytes);
+    if (graph && graph->active()) graph->refuse("a download");
+    ops->download(state, dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, size_t bytes) const {
+    const CopyWords w{dst, src, bytes};
+    if (graph && graph->active() && graph->op(op_kind_copy(), state, arg_words(w), 0)) return;
+    if (counters) count_op(op_kind_copy(), w);
+    ops->copy(state, dst, src, bytes);
+  }
+  void zero(void* dst, size_t bytes) const {
+    const CopyWords w{dst, nullptr, bytes};
+    if (graph && graph->active() && graph->op(op_kind_zero(), state, arg_words(w), 0)) return;
+    if (counters) count_op(op_kind_zero(), w);
+    ops->zero(state, dst, bytes);
+  }
+  void synchronize() const {
+    if (counters) counters->sync();
+    if (graph && graph->active()) graph->refuse("a host sync");
+    ops->synchronize(state);
+  }
   void* mark_create() const { return ops->mark_create(state); }
   void mark_destroy(void* m) const { ops->mark_destroy(state, m); }
-  void mark_record(void* m) const { ops->mark_record(state, m); }
-  double mark_seconds(void* from, void* to) const { return ops->mark_seconds(state, from, to); }
-  void mark_wait(void* m) const { ops->mark_wait(state, m); }
+  // Marks inside a captured pass order its streams within the graph; a replay has them already.
+  void mark_record(void* m) const {
+    if (graph && graph->replaying()) return;
+    ops->mark_record(state, m);
+  }
+  double mark_seconds(void* from, void* to) const {
+    if (counters) counters->sync();
+    if (graph && graph->active()) graph->refuse("a read of a time mark (a host sync)");
+    return ops->mark_seconds(state, from, to);
+  }
+  void mark_wait(void* m) const {
+    if (graph && graph->replaying()) return;
+    ops->mark_wait(state, m);
+  }
   bool host_addressable() const { return ops->host_addressable; }
+
+ private:
+  struct CopyWords {
+    const void* dst = nullptr;
+    const void* src = nullptr;
+    size_t bytes = 0;
+  };
+  template <class A>
+  void count_op(int kind, const A& a) const {
+    counters->op(kind, state, counters->tracing() ? arg_words(a) : std::vector<uint64_t>{});
+  }
 };
 
 const OpTable& cpu_ops();

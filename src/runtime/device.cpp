@@ -88,13 +88,17 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   return d;
 }
 
+// A stream counts on its device's counters and joins its graphs.
 Backend open_stream(const DeviceChoice& d) {
+  Backend s = d.backend;
   switch (d.owned) {
-    case DeviceChoice::Owned::cuda: return cuda_backend_create(d.gpu);
-    case DeviceChoice::Owned::strict: return cpu_strict_stream_create(d.backend);
+    case DeviceChoice::Owned::cuda: s = cuda_backend_create(d.gpu); break;
+    case DeviceChoice::Owned::strict: s = cpu_strict_stream_create(d.backend); break;
     case DeviceChoice::Owned::none: break;
   }
-  return d.backend;
+  s.counters = d.backend.counters;
+  s.graph = d.backend.graph;
+  return s;
 }
 
 void close_stream(const DeviceChoice& d, Backend& stream) {

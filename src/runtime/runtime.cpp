@@ -4,12 +4,23 @@
 
 #include "comm/gather_text.hpp"
 #include "comm/timed_device_comm.hpp"
+#include "util/error.hpp"
 
 namespace mt {
 
 void Runtime::open(const Config& cfg, Comm& world, int slots) {
   require_nccl_if_asked(cfg);
   device.choice = choose_device(cfg, slots);
+  // Set before any copy is made: streams, communicators and the model count here too.
+  device.choice.backend.counters = counters.get();
+  if (cfg.training.cuda_graph) {
+    if (device.choice.owned != DeviceChoice::Owned::cuda)
+      throw UserError(cfg.origin.at("training.cuda_graph") + ": training.cuda_graph = true needs a GPU, but " +
+                      "precision.device = \"auto\" chose " + device.choice.description +
+                      "; set training.cuda_graph = false on the CPU");
+    graph = std::make_unique<GraphCapture>();
+    device.choice.backend.graph = graph.get();
+  }
   streams.device = &device.choice;
   // Every rank takes part; only the first prints them.
   rank_devices = all_gather_text(world, device.choice.description);

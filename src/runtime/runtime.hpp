@@ -1,7 +1,8 @@
 #pragma once
 // What a training run computes and communicates on, in one owner: the device, the streams opened
 // on it, the communicators cut from the world, those of each model chunk (ordered after its
-// stream) and the timers on them. The members are declared in the order they must exist, so the
+// stream), the timers on them and the device's counters. The members are declared in the order they
+// must exist (the counters first: every backend copy points at them), so the
 // default destructor tears them down in reverse: chunk communicators and then the groups before
 // the streams and device they live on (a group's children before the world communicator they were
 // split from, by ParallelGroups' own member order), timers before their streams, streams before
@@ -43,10 +44,13 @@ class Runtime {
   struct CommSeconds { double tp = 0, ep = 0; };
   struct CommTimers { std::unique_ptr<DeviceTimer> tp, ep; };
 
+  std::unique_ptr<DeviceCounters> counters = std::make_unique<DeviceCounters>();
   Device device;
   std::vector<std::string> rank_devices;  // every rank's device description, by world rank
   TransportChoice transport;
   Streams streams;
+  // training.cuda_graph: the passes' graphs, on the device's streams (destroyed before them).
+  std::unique_ptr<GraphCapture> graph;
   std::vector<CommSeconds> comm_seconds;  // this step's host-side part, per model chunk
   std::vector<CommTimers> comm_timers;    // the device-side part, per model chunk
   ParallelGroups groups;

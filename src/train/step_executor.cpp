@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "model/step_statistics.hpp"
@@ -10,6 +11,14 @@ namespace mt {
 
 using pipeline::Pass;
 using pipeline::Payload;
+
+namespace {
+// A pass's region of the device counters: its kind, chunk and micro-batch.
+std::string region_name(const pipeline::Task& t) {
+  static const char* const kPass[] = {"forward", "backward", "input_grad", "weight_grad"};
+  return std::string(kPass[int(t.pass)]) + " chunk " + std::to_string(t.chunk) + " mb " + std::to_string(t.microbatch);
+}
+}  // namespace
 
 StepExecutor::StepExecutor(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g,
                            const StepPlan& plan, const FillMicroBatch& fill, const AfterForward& after_forward,
@@ -98,6 +107,15 @@ void StepExecutor::execute(Pending& p) {
   }
 }
 
+// training.cuda_graph: the pass is warmed up, captured or replayed (ops/backend/graph_capture.hpp).
+void StepExecutor::execute_graphed(Pending& p) {
+  const Backend& stream = model_.backend(p.task.chunk);
+  if (!stream.graph) return execute(p);
+  stream.graph->begin(stream, region_name(p.task));
+  execute(p);
+  stream.graph->end();
+}
+
 void StepExecutor::finish(Pending& p) {
   const pipeline::Task& t = p.task;
   const int pos = p.loc.position;
@@ -122,7 +140,8 @@ void StepExecutor::finish(Pending& p) {
 void StepExecutor::compute(const pipeline::ComputeOp& op) {
   if (!op.overlapped_backward) {
     Pending p = prepare(op.task);
-    (p.task.pass == Pass::forward ? forward_time_ : backward_time_)[p.task.chunk]->time([&] { execute(p); });
+    const CountedRegion region(main().counters, region_name(p.task));
+    (p.task.pass == Pass::forward ? forward_time_ : backward_time_)[p.task.chunk]->time([&] { execute_graphed(p); });
     finish(p);
     return;
   }
@@ -130,7 +149,10 @@ void StepExecutor::compute(const pipeline::ComputeOp& op) {
   if (op.task.chunk == op.overlapped_backward->chunk)
     throw std::logic_error("an overlapped pair of one chunk's passes (a schedule bug)");
   Pending f = prepare(op.task), b = prepare(*op.overlapped_backward);
-  compute_pair(f, b);
+  {
+    const CountedRegion region(main().counters, region_name(f.task) + " with " + region_name(b.task));
+    compute_pair(f, b);
+  }
   finish(f);
   finish(b);
 }

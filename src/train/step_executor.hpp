@@ -42,6 +42,7 @@ class StepExecutor {
   void order_embedding_gradient(const pipeline::Task& t);
   Pending prepare(const pipeline::Task& t);
   void execute(Pending& p);
+  void execute_graphed(Pending& p);
   void finish(Pending& p);
   void compute(const pipeline::ComputeOp& op);
   void compute_pair(Pending& f, Pending& b);

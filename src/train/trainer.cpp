@@ -41,6 +41,8 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
                          .sequence_parallel = p.sequence_parallel,
                          .tp = runtime_.layer_tp(), .ep = runtime_.layer_ep()};
+  counters_ = std::make_unique<StepCounters>(runtime_.counters.get(), opt_.check_capture,
+                                             CaptureRules{.exchange_downloads = p.ep > 1});
   if (opt_.profile) profile_ = std::make_unique<OpProfile>(device_.backend);
   model_ = std::make_unique<Model>(cfg.model, uint64_t(cfg.run.seed), profile_ ? profile_->backend() : device_.backend,
                                    matmul_setup(cfg), slots, shard, stages);
@@ -120,6 +122,10 @@ int Trainer::plan_steps() {
   schedule_ = step_schedule(p, plan_);
   const int slots = pipelined(schedule_) ? schedule_.placement.microbatches_per_flow : plan_.slots();
   // Before anything is allocated: a refusal here leaves nothing to release.
+  if (opt_.profile && cfg_.training.cuda_graph)
+    throw UserError(cfg_.origin.at("training.cuda_graph") +
+                    ": --profile times every op apart, but training.cuda_graph = true replays a pass's ops as one "
+                    "graph: profile with training.cuda_graph = false");
   if (opt_.profile && pipelined(schedule_))
     throw UserError(cfg_.origin.at("parallel.schedule") +
                     ": --profile times the ops of one stream, but parallel.pp = " + std::to_string(p.pp) +

@@ -8,6 +8,7 @@
 #include "io/shards.hpp"
 #include "model/model.hpp"
 #include "ops/backend/device_timer.hpp"
+#include "train/step_counters.hpp"
 #include "ops/backend/fallback_counts.hpp"
 #include "ops/backend/op_profile.hpp"
 #include "parallel/groups.hpp"
@@ -27,6 +28,7 @@ struct TrainOptions {
   bool quiet = false;       // no step lines (tests)
   long long stop_after = 0; // stop (with a checkpoint) after this many steps in total; 0 = run to the end
   bool profile = false;     // time every op kind; rank 0 prints the table at the end
+  bool check_capture = false;  // trace every step's ops and check that each could replay the last's
   Comm* world = nullptr;    // the ranks mpirun started, laid out as [parallel] says; null: one rank
 };
 
@@ -37,6 +39,8 @@ struct TrainSummary {
   double unigram_entropy = 0;
   double tokens_per_s = 0, elapsed_s = 0;  // over the steps run by this invocation
   bool interrupted = false;
+  // --check-capture: whether every rank's steps after the first passed (step_counters.hpp).
+  bool capture_failed = false;
   // Device memory per rank, bytes, the most of any rank: the parameters, their gradients, the
   // optimizer's state (AdamW moments, ZeRO-1's buffers), and the activation arenas (allocated;
   // the high water of their use beside).
@@ -83,6 +87,7 @@ class Trainer {
   double evaluation_bytes_per_token() const;
   std::string data_order_text() const;
   void print_header() const;
+  bool report_capture() const;  // collective over the world; whether every rank passed
 
   Config cfg_;
   TrainOptions opt_;
@@ -116,6 +121,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<StepScalars> scalars_;  // the step's losses, norm and statistics on the device
+  std::unique_ptr<StepCounters> counters_;  // the device counters of each step
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'
   int profiled_steps_ = 0;  // steps profiled by this run, the first included
 };

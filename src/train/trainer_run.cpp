@@ -37,7 +37,9 @@ TrainSummary Trainer::run() {
     const bool first_only = profiled_steps_ <= 1;
     std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_,
                                        first_only ? 1 : profiled_steps_ - 1).c_str());
+    std::printf("%s", counters_->profile_text().c_str());
   }
+  if (opt_.check_capture) summary.capture_failed = !report_capture();
   summary.last_step = r.state.step;
   summary.memory = memory_use();
   summary.fallbacks = fallbacks();
@@ -69,6 +71,7 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   for (CommSeconds& c : comm_seconds_) c = {};
   for (CommTimers& c : comm_timers_) c.tp->take_seconds(), c.ep->take_seconds();
   // The update is queued behind the passes; the host waits once, for the step's scalars.
+  counters_->begin_step();
   DeviceTimer sync_time(model_->backend()), update_time(model_->backend());
   double lr = 0;
   const StepTotals totals =
@@ -78,6 +81,7 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
           lr = queue_update(*model_, *optimizer_, cfg_, {r.state.lr_start, r.state.lr_end}, r.state.step, *scalars_,
                             sync_time);
         });
+        counters_->end_region();  // the step's region ends before its one download
       });
   CommSeconds in_layers;
   for (size_t c = 0; c < comm_seconds_.size(); ++c) {
@@ -113,6 +117,9 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   rec.rank_phases.resize(size_t(kPhases) * opt_.world->size());
   opt_.world->all_gather(phases, rec.rank_phases);
   rec.mfu = r.peak > 0 ? rec.flops_per_s / r.peak : NAN;
+  const StepCounts counts = counters_->end_step(rec.step);
+  rec.counters = counter_row(counts);
+  rec.op_launches = op_launch_row(counts);
   return rec;
 }
 
@@ -126,6 +133,30 @@ void Trainer::record(Running& r, const StepRecord& rec, TrainSummary& summary) {
   }
   summary.losses.push_back(rec.loss);
   r.tokens_done += double(cfg_.training.global_batch) * cfg_.model.seq_len;
+}
+
+// --check-capture's verdict: each failing rank lists its problems, the first rank sums up.
+bool Trainer::report_capture() const {
+  const CaptureReport& c = counters_->capture();
+  const int rank = opt_.world->rank();
+  for (const std::string& p : c.problems) std::printf("capture check: rank %d: %s\n", rank, p.c_str());
+  if (c.more) std::printf("capture check: rank %d: %lld more problem(s)\n", rank, c.more);
+  std::string causes;
+  for (const auto& [cause, n] : c.causes) {
+    if (!causes.empty()) causes += "; ";
+    causes += std::to_string(n) + " x " + cause;
+  }
+  if (!causes.empty()) std::printf("capture check: rank %d: the last step's problems: %s\n", rank, causes.c_str());
+  std::vector<double> failed{c.ok() ? 0.0 : 1.0};
+  opt_.world->all_reduce_sum(failed);
+  if (lead_)
+    std::printf("capture check: %lld step(s) after the first compared on %d rank(s): %s; downloads inside "
+                "the last step's passes: %lld\n",
+                counters_->checked_steps(), opt_.world->size(),
+                failed[0] > 0 ? (std::to_string(int(failed[0])) + " rank(s) failed").c_str() : "ok",
+                c.downloads);
+  std::fflush(stdout);
+  return failed[0] == 0;
 }
 
 // The end of training, not of this invocation: a run stopped early (--stop-after) and resumed

@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -117,11 +119,16 @@ struct StrictStream {
   StrictStream(StrictDevice* d, std::recursive_mutex& lock) : device(d), queue(lock) {}
 };
 
+// A recorded graph: the work of every stream in the order the host queued it, which respects
+// every mark a stream waited on, so it replays on one stream.
+using StrictGraph = std::vector<std::function<void()>>;
+
 // What all streams of one strict device share.
 struct StrictDevice {
   StrictMemory memory;
   std::recursive_mutex lock;                  // every stream's queue; ops run one at a time
   std::vector<std::unique_ptr<StrictStream>> streams;
+  std::unique_ptr<StrictGraph> recording;     // between graph_begin and graph_end
   void run_all() {
     std::lock_guard hold(lock);
     for (auto& st : streams) st->queue.run_all();
@@ -131,6 +138,14 @@ struct StrictDevice {
 StrictStream& stream(DeviceState* s) { return *reinterpret_cast<StrictStream*>(s); }
 StrictDevice& device(DeviceState* s) { return *stream(s).device; }
 StrictMemory& memory(DeviceState* s) { return device(s).memory; }
+
+// Queues an op on the stream, or records it while the device captures a graph.
+void enqueue(DeviceState* s, std::function<void()> op) {
+  StrictDevice& d = device(s);
+  std::lock_guard hold(d.lock);
+  if (d.recording) d.recording->push_back(std::move(op));
+  else stream(s).queue.push(std::move(op));
+}
 
 // Holds the memory open for the duration of one entry.
 struct Opened {
@@ -145,7 +160,7 @@ template <auto Field, typename R, typename A>
 struct Guarded<Field, R (*)(DeviceState*, const A&)> {
   static R call(DeviceState* s, const A& a) {
     if constexpr (std::is_void_v<R>) {
-      stream(s).queue.push([s, a] {
+      enqueue(s, [s, a] {
         Opened open(s);
         (cpu_ops().*Field)(nullptr, a);
       });
@@ -178,18 +193,46 @@ void strict_host_copy(DeviceState* s, void* dst, const void* src, size_t bytes) 
   std::memcpy(dst, src, bytes);
 }
 void strict_copy(DeviceState* s, void* dst, const void* src, size_t bytes) {
-  stream(s).queue.push([s, dst, src, bytes] {
+  enqueue(s, [s, dst, src, bytes] {
     Opened open(s);
     std::memcpy(dst, src, bytes);
   });
 }
 void strict_zero(DeviceState* s, void* dst, size_t bytes) {
-  stream(s).queue.push([s, dst, bytes] {
+  enqueue(s, [s, dst, bytes] {
     Opened open(s);
     std::memset(dst, 0, bytes);
   });
 }
 void strict_sync(DeviceState* s) { stream(s).queue.run_all(); }
+
+void strict_graph_begin(DeviceState* s) {
+  StrictDevice& d = device(s);
+  std::lock_guard hold(d.lock);
+  if (d.recording) throw std::logic_error("strict CPU backend: a graph capture inside another");
+  d.recording = std::make_unique<StrictGraph>();
+}
+void* strict_graph_end(DeviceState* s) {
+  StrictDevice& d = device(s);
+  std::lock_guard hold(d.lock);
+  return d.recording.release();
+}
+void strict_graph_launch(DeviceState* s, void* g) {
+  for (const auto& op : *static_cast<StrictGraph*>(g)) enqueue(s, op);
+}
+void strict_graph_destroy(DeviceState* s, void* g) {
+  device(s).run_all();  // its ops may still be queued
+  delete static_cast<StrictGraph*>(g);
+}
+// Host memory is readable at any time: the staging of a captured upload is plain memory.
+void* strict_host_alloc(DeviceState*, size_t bytes) { return std::malloc(bytes ? bytes : 1); }
+void strict_host_release(DeviceState*, void* p) { std::free(p); }
+void strict_upload_async(DeviceState* s, void* dst, const void* src, size_t bytes) {
+  enqueue(s, [s, dst, src, bytes] {
+    Opened open(s);
+    std::memcpy(dst, src, bytes);
+  });
+}
 
 void* strict_mark_create(DeviceState*) { return new cpu::StreamMark(); }
 void strict_mark_destroy(DeviceState*, void* m) { delete static_cast<cpu::StreamMark*>(m); }
@@ -217,6 +260,13 @@ const OpTable& strict_ops() {
     t.mark_record = strict_mark_record;
     t.mark_seconds = strict_mark_seconds;
     t.mark_wait = strict_mark_wait;
+    t.graph_begin = strict_graph_begin;
+    t.graph_end = strict_graph_end;
+    t.graph_launch = strict_graph_launch;
+    t.graph_destroy = strict_graph_destroy;
+    t.host_alloc = strict_host_alloc;
+    t.host_release = strict_host_release;
+    t.upload_async = strict_upload_async;
 #define MT_GUARD_ENTRY(op, ...) t.op = guard<&OpTable::op>();
     MT_OPS(MT_GUARD_ENTRY)
 #undef MT_GUARD_ENTRY

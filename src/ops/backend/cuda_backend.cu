@@ -105,6 +105,55 @@ double device_mark_seconds(DeviceState* s, void* from, void* to) {
 
 const FallbackCounts* device_fallbacks(DeviceState* s) { return &s->fallbacks; }
 
+// Stream capture (ops/backend/graph_capture.hpp). Relaxed: a pass's first capture may still
+// allocate pinned staging for its uploads, which the stricter modes refuse while capturing.
+// Streams that wait on a mark recorded here join the capture and rejoin it through the pass's
+// own marks, as the model's side streams do.
+void device_graph_begin(DeviceState* s) {
+  activate(s);
+  MT_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeRelaxed));
+}
+
+void* device_graph_end(DeviceState* s) {
+  activate(s);
+  cudaGraph_t graph = nullptr;
+  MT_CUDA_CHECK(cudaStreamEndCapture(s->stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  MT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  MT_CUDA_CHECK(cudaGraphDestroy(graph));
+  return exec;
+}
+
+void device_graph_launch(DeviceState* s, void* exec) {
+  activate(s);
+  MT_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), s->stream));
+}
+
+void device_graph_destroy(DeviceState* s, void* exec) {
+  activate(s);
+  MT_CUDA_CHECK(cudaStreamSynchronize(s->stream));  // a launch may still run it
+  MT_CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)));
+}
+
+// Pinned: a copy from it is truly asynchronous, and a captured one reads it at each launch.
+void* device_host_alloc(DeviceState* s, size_t bytes) {
+  activate(s);
+  void* p = nullptr;
+  MT_CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
+  return p;
+}
+
+void device_host_release(DeviceState* s, void* p) {
+  activate(s);
+  MT_CUDA_CHECK(cudaFreeHost(p));
+}
+
+void device_upload_async(DeviceState* s, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  activate(s);
+  MT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->stream));
+}
+
 const OpTable& cuda_ops() {
   static const OpTable table = [] {
     OpTable t{};
@@ -122,6 +171,13 @@ const OpTable& cuda_ops() {
     t.mark_seconds = device_mark_seconds;
     t.mark_wait = device_mark_wait;
     t.fallbacks = device_fallbacks;
+    t.graph_begin = device_graph_begin;
+    t.graph_end = device_graph_end;
+    t.graph_launch = device_graph_launch;
+    t.graph_destroy = device_graph_destroy;
+    t.host_alloc = device_host_alloc;
+    t.host_release = device_host_release;
+    t.upload_async = device_upload_async;
 #define MT_CUDA_ENTRY(op, ...) t.op = cuda::op;
     MT_OPS(MT_CUDA_ENTRY)
 #undef MT_CUDA_ENTRY

@@ -137,6 +137,7 @@ void timed_zero(DeviceState* s, void* dst, size_t n) {
 OpProfile::OpProfile(const Backend& inner) : state_(std::make_unique<State>()) {
   State& st = *state_;
   st.inner = inner;
+  st.inner.counters = nullptr;  // the profiled backend counts each call once, where it enters
   OpTable& t = st.table;
   t.name = inner.ops->name;
   t.host_addressable = inner.ops->host_addressable;
@@ -162,7 +163,7 @@ OpProfile::OpProfile(const Backend& inner) : state_(std::make_unique<State>()) {
   st.calls.assign(kind_count, 0);
   st.flops.assign(kind_count, 0.0);
   st.bytes.assign(kind_count, 0.0);
-  profiled_ = Backend{&st.table, reinterpret_cast<DeviceState*>(&st)};
+  profiled_ = Backend{&st.table, reinterpret_cast<DeviceState*>(&st), inner.counters};
 }
 
 OpProfile::~OpProfile() = default;
