@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "ops/backend/arg_fields.hpp"
@@ -74,12 +73,6 @@ enum OpKind : int {
 #undef MT_OP_KIND
 };
 
-template <class R>
-constexpr size_t result_bytes() {
-  if constexpr (std::is_void_v<R>) return 0;
-  else return sizeof(R);
-}
-
 // A device: its op table and its state. Layers hold a Backend& and call through it. Every call
 // is counted on `counters` when set (ops/backend/counters.hpp), and goes through `graph` while it
 // captures or replays a pass (ops/backend/graph_capture.hpp): copies of a Backend share both.
@@ -89,17 +82,13 @@ struct Backend {
   DeviceCounters* counters = nullptr;
   GraphCapture* graph = nullptr;
 
-  // A number returned to the host is a download of it. A replayed pass's ops are in its graph,
-  // launched (and counted) once.
+  // No op returns a value to the host: results stay in device memory. A replayed pass's ops are
+  // in its graph, launched (and counted) once.
 #define MT_OP_CALL(name, Args, Result)                                                     \
   Result name(const Args& a) const {                                                       \
-    if (graph && graph->active() && graph->op(op_kind_##name, state, arg_words(a),         \
-                                              result_bytes<Result>()))                     \
+    if (graph && graph->active() && graph->op(op_kind_##name, state, arg_words(a)))        \
       return Result();                                                                     \
-    if (counters) {                                                                        \
-      count_op(op_kind_##name, a);                                                         \
-      if (const size_t n = result_bytes<Result>()) counters->download(n);                  \
-    }                                                                                      \
+    if (counters) count_op(op_kind_##name, a);                                             \
     return ops->name(state, a);                                                            \
   }
   MT_OPS(MT_OP_CALL)
@@ -128,13 +117,13 @@ struct Backend {
   }
   void copy(void* dst, const void* src, size_t bytes) const {
     const CopyWords w{dst, src, bytes};
-    if (graph && graph->active() && graph->op(op_kind_copy(), state, arg_words(w), 0)) return;
+    if (graph && graph->active() && graph->op(op_kind_copy(), state, arg_words(w))) return;
     if (counters) count_op(op_kind_copy(), w);
     ops->copy(state, dst, src, bytes);
   }
   void zero(void* dst, size_t bytes) const {
     const CopyWords w{dst, nullptr, bytes};
-    if (graph && graph->active() && graph->op(op_kind_zero(), state, arg_words(w), 0)) return;
+    if (graph && graph->active() && graph->op(op_kind_zero(), state, arg_words(w))) return;
     if (counters) count_op(op_kind_zero(), w);
     ops->zero(state, dst, bytes);
   }

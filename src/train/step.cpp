@@ -70,6 +70,7 @@ StepTotals run_step(Model& model, const pipeline::Schedule& schedule, const Para
   reset_step_statistics(model);
   scalars.zero();
   order_after(buffers.backend(), model.backend());  // the chunks start after the first stream
+  buffers.settle();
   StepExecutor run(model, schedule, g, plan, fill, after_forward, buffers, scalars);
   run.run(schedule.ranks[g.me.pp]);
   sum_statistics(model, g, plan);

@@ -53,8 +53,9 @@ StepCounts StepCounters::end_step(long long step) {
   c.staging = device_->staging().total() - staging_at_begin_;
   if (!regions.empty()) c.in_step = regions.back().counts;  // the step's own region closes last
   if (check_) {
-    // The first step warms caches and arenas: the check starts with the second.
-    if (steps_ > 0) {
+    // The first step warms caches and arenas and finds which prepared weights the GEMMs read (made
+    // after its update): the check compares the third step with the second, and so on.
+    if (steps_ > 1) {
       const CaptureReport r = check_capture(last_regions_, regions, step, rules_);
       for (const std::string& p : r.problems) {
         if (capture_.problems.size() < rules_.most_problems) capture_.problems.push_back(p);

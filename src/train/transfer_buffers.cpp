@@ -1,6 +1,13 @@
 #include "train/transfer_buffers.hpp"
 
+#include <algorithm>
+
 namespace mt {
+
+void TransferBuffers::settle() {
+  std::sort(spare_.begin(), spare_.end(),
+            [](const Spare& a, const Spare& b) { return a.buffer.raw() < b.buffer.raw(); });
+}
 
 Buffer TransferBuffers::take(const Backend& writer) {
   if (spare_.empty()) {

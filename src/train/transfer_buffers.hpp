@@ -18,6 +18,9 @@ class TransferBuffers {
   Buffer take(const Backend& writer);
   // Back to the spares once the ops queued on `last_user` so far are done with it.
   void give(Buffer b, const Backend& last_user) { spare_.push_back({std::move(b), Mark::recorded(last_user)}); }
+  // Puts the spares in address order, so that every step takes the same buffers in the same order
+  // (a step's takes and gives leave them permuted): what replaying a captured step needs.
+  void settle();
   const Backend& backend() const { return backend_; }
 
  private:

@@ -3,7 +3,7 @@
 // factors as their bits), nested structs field by field: what a captured launch fixes. The step
 // trace compares them step after step; padding bytes, which memcmp would read, never enter.
 // Fields are reached by structured bindings, so an argument struct stays a plain aggregate of
-// scalars and aggregates (no arrays, no base classes) of at most 24 fields.
+// scalars and aggregates (no arrays, no base classes) of at most 32 fields.
 #include <bit>
 #include <cstdint>
 #include <type_traits>
@@ -19,7 +19,7 @@ struct Any {
 
 template <class T, class... A>
 constexpr int count_fields() {
-  if constexpr (sizeof...(A) > 24) return -1;
+  if constexpr (sizeof...(A) > 32) return -1;
   else if constexpr (requires { T{A{}..., Any{}}; }) return count_fields<T, A..., Any>();
   else return int(sizeof...(A));
 }
@@ -120,12 +120,58 @@ void put_high(std::vector<uint64_t>& out, const T& a) {
   }
 }
 
+template <int N, class T>
+void put_top(std::vector<uint64_t>& out, const T& a) {
+  if constexpr (N == 25) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24);
+  } else if constexpr (N == 26) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25);
+  } else if constexpr (N == 27) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25, f26] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25, f26);
+  } else if constexpr (N == 28) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25, f26, f27] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25, f26, f27);
+  } else if constexpr (N == 29) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25, f26, f27, f28] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25, f26, f27, f28);
+  } else if constexpr (N == 30) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25, f26, f27, f28, f29] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25, f26, f27, f28, f29);
+  } else if constexpr (N == 31) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25, f26, f27, f28, f29, f30] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25, f26, f27, f28, f29, f30);
+  } else if constexpr (N == 32) {
+    auto& [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22,
+          f23, f24, f25, f26, f27, f28, f29, f30, f31] = a;
+    put_all(out, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19, f20, f21,
+          f22, f23, f24, f25, f26, f27, f28, f29, f30, f31);
+  }
+}
+
 template <class T>
 void put_fields(std::vector<uint64_t>& out, const T& a) {
   constexpr int n = count_fields<T>();
-  static_assert(n > 0, "an op's argument struct must be an aggregate of 1 to 24 fields");
+  static_assert(n > 0, "an op's argument struct must be an aggregate of 1 to 32 fields");
   if constexpr (n <= 12) put_low<n>(out, a);
-  else put_high<n>(out, a);
+  else if constexpr (n <= 24) put_high<n>(out, a);
+  else put_top<n>(out, a);
 }
 
 template <class T>

@@ -2,10 +2,8 @@
 // What the host asks of a device, counted where every call passes, in Backend (ops/ops.hpp): so
 // cpu, cpu-strict and cuda are counted alike. One DeviceCounters serves every copy of a Backend
 // (each holds a pointer to it); the runtime owns it. Counted:
-//   uploads, downloads     host <-> device copies (count, bytes); an op that returns a number to
-//                          the host counts as a download of it
-//   syncs                  waits of the host on the device: synchronize(), mark_seconds() and every
-//                          op returning a number
+//   uploads, downloads     host <-> device copies (count, bytes)
+//   syncs                  waits of the host on the device: synchronize() and mark_seconds()
 //   allocations, releases  device memory handed out (count, bytes) and given back
 //   ops                    launches per op kind, in the order of ops/op_list.hpp, then copy, zero
 //                          and graph_launch (a replayed pass: its ops are not counted again)

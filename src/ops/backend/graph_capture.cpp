@@ -62,8 +62,7 @@ void GraphCapture::end() {
   if (p.counters) p.counters->op(op_kind_graph_launch(), p.stream);
 }
 
-bool GraphCapture::op(int kind, const DeviceState* stream, std::vector<uint64_t> words, size_t result_bytes) {
-  if (result_bytes) refuse(std::string("op ") + op_kind_name(kind) + ", which returns a number to the host,");
+bool GraphCapture::op(int kind, const DeviceState* stream, std::vector<uint64_t> words) {
   if (mode_ == Mode::capture) {
     pass_->recorded.push_back({kind, stream, std::move(words)});
     return false;

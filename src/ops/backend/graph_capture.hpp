@@ -40,7 +40,7 @@ class GraphCapture {
   bool active() const { return mode_ != Mode::off; }
   bool replaying() const { return mode_ == Mode::replay; }
   // An op: recorded (false: queue it, captured) or checked against the recording (true: skip).
-  bool op(int kind, const DeviceState* stream, std::vector<uint64_t> words, size_t result_bytes);
+  bool op(int kind, const DeviceState* stream, std::vector<uint64_t> words);
   void upload(const OpTable* ops, DeviceState* stream, void* dst, const void* src, size_t bytes);
   [[noreturn]] void refuse(const std::string& what) const;
 
