@@ -73,6 +73,9 @@ check deepseek-v3-small configs/deepseek-v3-small.toml "${mla[@]}" "${moe[@]}" m
 check deepseek-v3 configs/deepseek-v3.toml "${mla[@]}" "${moe[@]}" model.attention.q_lora_rank=8 model.moe.top_k=4
 check moe-1b configs/moe-1b.toml "${mla[@]}" "${moe[@]}" model.attention.q_lora_rank=8
 check gcide configs/gcide.toml "${mha[@]}" "${moe[@]}"
+# The GEMM precisions: bf16 and FP8 GEMMs read weights prepared after each update.
+check tiny-bf16 configs/tiny.toml "${mla[@]}" "${moe[@]}" precision.matmul='"bf16"'
+check tiny-fp8 configs/tiny.toml "${mla[@]}" "${moe[@]}" precision.matmul='"fp8"'
 check llama3-70b configs/llama3-70b.toml "${mha[@]}" model.attention.n_kv_heads=1 model.n_layers=2 \
   model.n_dense_layers=2
 
@@ -88,6 +91,12 @@ layout dp2 2 "$(ranks_ok 2)" parallel.dp=2
 layout tp2 2 "$(ranks_ok 2)" parallel.tp=2
 layout pp2 2 "$(ranks_ok 2)" parallel.pp=2 model.n_layers=4
 layout dp2-zero1 2 "$(ranks_ok 2)" parallel.dp=2 parallel.zero=1
+layout dp2-zero3 2 "$(ranks_ok 2)" parallel.dp=2 parallel.zero=3
+layout tp2-sequence-parallel 2 "$(ranks_ok 2)" parallel.tp=2 parallel.sequence_parallel=true
+layout pp2-dualpipev 2 "$(ranks_ok 2)" parallel.pp=2 parallel.schedule='"dualpipev"' model.n_layers=4 \
+  training.global_batch=8
+layout pp2-interleaved 2 "$(ranks_ok 2)" parallel.pp=2 parallel.vpp=2 parallel.schedule='"interleaved"' \
+  model.n_layers=4
 # Expert parallelism: each MoE layer (2 here) reads the expert counts of each micro-batch (1 per rank:
 # global_batch 4 over dp 2, micro_batch 2) once, in its forward pass, to size the all-to-all: 2 downloads a
 # step, inside the passes; none in the step's own part.
