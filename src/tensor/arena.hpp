@@ -3,10 +3,11 @@
 // saves and everything its backward pass produces lives here until the micro-batch is retired,
 // so layers can keep plain (device) pointers to their inputs. The first step grows the arena by
 // doubling; reset() then coalesces it into one block of the high-water size, so later steps
-// allocate nothing when they need the same. Where the need varies (the rows an expert-parallel
-// rank receives follow the routing), a micro-batch after the first step (settle()) that needs more
-// than any before adds a block of an eighth of the arena, and reset() coalesces with an eighth to
-// spare: a need that keeps creeping up reallocates a few times, not every step.
+// allocate nothing when they need the same. The sizes a step asks for are fixed for the run (the
+// rows an expert-parallel rank receives take a bound, not the routing's count); should a need still
+// grow, a micro-batch after the first step (settle()) that needs more than any before adds a block
+// of an eighth of the arena, and reset() coalesces with an eighth to spare: a need that keeps
+// creeping up reallocates a few times, not every step (and the step counters show it).
 #include <cstddef>
 #include <vector>
 
