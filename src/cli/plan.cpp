@@ -51,6 +51,7 @@ int run_plan(const PlanArgs& o) {
   SearchResult found;
   if (!o.layout.empty()) {
     Layout l = parse_layout(o.layout, gpus);
+    l.ep_receive_bound = cfg.parallel.ep_receive_bound;
     if (std::string why = layout_problem(cfg.model, batch, c, l); !why.empty())
       throw mt::UserError("plan: --layout " + o.layout + ": " + why);
     rows.push_back(estimate_step(cfg.model, batch, c, l));

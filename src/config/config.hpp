@@ -213,6 +213,7 @@ struct LrScheduleConfig {
 
 struct ParallelConfig {
   int dp = 1, tp = 1, pp = 1, ep = 1;
+  double ep_receive_bound = 0;    // rows an ep rank reserves, in average arrivals; 0 = "worst"
   int vpp = 1;                    // model chunks per pipeline rank (interleaved)
   pipeline::Kind schedule = pipeline::Kind::one_f_one_b;
   int zero = 0;                   // 0: replicated AdamW moments; 1: sharded over dp

@@ -125,6 +125,30 @@ class Binder {
         [&target](toml::table& t, const std::string& leaf) { t.insert_or_assign(leaf, target); }});
   }
 
+  // A number >= lo, or `word` for the case no number names (stored as 0).
+  void real_or_word(const std::string& key, double& target, double lo, const std::string& word,
+                    const std::string& doc) {
+    const std::string valid = "\"" + word + "\" | a number >= " + fmt(lo);
+    out_.push_back(Field{key, "float or string", valid, doc,
+        [&target, lo, word, valid](const toml::node& n) -> std::string {
+          if (n.is_string()) {
+            const std::string& got = n.as_string()->get();
+            if (got == word) { target = 0; return ""; }
+            if (looks_real(got)) return "= " + got + " is out of range (a float must be finite, at most about 1.8e308)";
+            return "must be " + valid + ", got \"" + got + "\"";
+          }
+          std::optional<double> v = n.value<double>();
+          if (!v || !(n.is_floating_point() || n.is_integer())) return "must be " + valid + ", got " + type_name(n);
+          if (!std::isfinite(*v) || *v < lo) return "must be " + valid + ", got " + fmt(*v);
+          target = *v;
+          return "";
+        },
+        [&target, word](toml::table& t, const std::string& leaf) {
+          if (target == 0) t.insert_or_assign(leaf, word);
+          else t.insert_or_assign(leaf, target);
+        }});
+  }
+
   template <class E>
   void choice(const std::string& key, E& target, const std::string& doc) {
     std::string valid;
@@ -258,6 +282,11 @@ std::vector<Field> schema_fields(Config& c) {
   b.integer("parallel.tp", p.tp, 1, kCount, "tensor-parallel ranks");
   b.integer("parallel.pp", p.pp, 1, kCount, "pipeline-parallel ranks");
   b.integer("parallel.ep", p.ep, 1, kCount, "expert-parallel ranks (among the dp*tp ranks of a stage)");
+  b.real_or_word("parallel.ep_receive_bound", p.ep_receive_bound, 1, "worst",
+                 "with ep > 1: rows each expert-parallel rank keeps room for in a MoE layer's pass, in multiples of "
+                 "the average arrivals (tokens x top_k); \"worst\" = the most that can arrive (ep x tokens x "
+                 "min(top_k, experts / ep)), never exceeded. A pass that brings more than a number's room grows the "
+                 "arena once, with a warning (docs/parallel.md)");
   b.integer("parallel.vpp", p.vpp, 1, kSmall, "model chunks per pipeline rank (interleaved schedule)");
   b.choice("parallel.schedule", p.schedule, "pipeline schedule");
   b.integer("parallel.zero", p.zero, 0, 3,

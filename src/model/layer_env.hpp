@@ -16,6 +16,7 @@ namespace mt {
 struct ShardPlace {
   int tp_rank = 0, tp_size = 1;
   int ep_rank = 0, ep_size = 1;
+  double ep_receive_bound = 0;  // parallel.ep_receive_bound (model/ep_receive.hpp): 0 the worst case
   bool sequence_parallel = false;
   DeviceComm* tp = nullptr;  // set when tp_size > 1
   DeviceComm* ep = nullptr;  // set when ep_size > 1

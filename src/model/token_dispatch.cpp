@@ -1,8 +1,11 @@
 #include "model/token_dispatch.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <mutex>
 #include <numeric>
 
+#include "model/ep_receive.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -30,7 +33,30 @@ GemmOperand TokenDispatcher::permute(Arena& arena, const int* chosen, int tokens
   return xe;
 }
 
-void TokenDispatcher::plan(Arena& arena, int tokens, DispatchSaved& s) const {
+int TokenDispatcher::reserve(int tokens, int rows_in) {
+  const EpReceive r{.ep = env_.shard.ep_size, .experts = experts_, .top_k = top_k_,
+                    .bound = env_.shard.ep_receive_bound};
+  const long worst = ep_worst_rows(r, tokens);
+  MT_CHECK(rows_in <= worst);
+  long bound = std::max(ep_reserved_rows(r, tokens), grown_);
+  if (rows_in <= bound) return int(bound);
+  // More arrived than parallel.ep_receive_bound keeps room for: the arena grows (one allocation)
+  // rather than dropping rows, with an eighth to spare so that a need creeping up grows it a few
+  // times, not every step.
+  grown_ = bound = std::min(worst, long(rows_in) + rows_in / 8);
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr,
+                 "warning: an MoE layer's all-to-all brought %d rows to expert-parallel rank %d, more than "
+                 "parallel.ep_receive_bound = %g reserves (%ld rows); its arena grows to hold them (an allocation "
+                 "inside the step, counted; later growth is not reported). parallel.ep_receive_bound = %.2f would "
+                 "have held these (\"worst\" always does)\n",
+                 rows_in, env_.shard.ep_rank, r.bound, ep_reserved_rows(r, tokens), ep_bound_for(r, tokens, rows_in));
+  });
+  return int(bound);
+}
+
+void TokenDispatcher::plan(Arena& arena, int tokens, DispatchSaved& s) {
   const int peers = env_.shard.ep_size, L = local_experts();
   std::vector<int> begin(size_t(experts_) + 1), counts_out(experts_), counts_in(experts_);
   const Backend& be = env_.be();
@@ -46,10 +72,7 @@ void TokenDispatcher::plan(Arena& arena, int tokens, DispatchSaved& s) const {
       s.recv_values[q] += counts_in[q * L + j] * d_;
       rows_in += counts_in[q * L + j];
     }
-  // A token's top_k experts are distinct, so at most min(top_k, L) of its rows come here, from
-  // each of the peers (which route as many tokens as this rank).
-  const int bound = peers * tokens * std::min(top_k_, L);
-  MT_CHECK(rows_in <= bound);
+  const int bound = reserve(tokens, rows_in);
   int* counts = arena.ints(size_t(experts_));
   be.upload(counts, counts_in.data(), counts_in.size() * sizeof(int));
   int* local_begin = arena.ints(size_t(L) + 1);

@@ -8,7 +8,8 @@
 // all-to-all-v; they arrive grouped by (source, local expert), are put in (local expert, source)
 // order for the grouped GEMMs (moe_arrivals builds that order on the device), and go back the
 // same way. Every row is kept: no capacity limit, no dropping; the arena keeps room for the most
-// rows that can arrive, so its layout stays the same step after step. With FP8 GEMMs the rows
+// rows that can arrive (or parallel.ep_receive_bound's share of them: model/ep_receive.hpp), so its
+// layout stays the same step after step; a pass that brings more grows that room (reserve()). With FP8 GEMMs the rows
 // go out as FP8 codes with their 1 x tile scales, as DeepSeek-V3 dispatches (the expert's first
 // GEMM quantizes them the same way, so the result is unchanged); results come back in fp32.
 #include <functional>
@@ -51,9 +52,12 @@ class TokenDispatcher {
   int local_experts() const { return experts_ / env_.shard.ep_size; }
 
  private:
-  void plan(Arena& arena, int tokens, DispatchSaved& s) const;
+  void plan(Arena& arena, int tokens, DispatchSaved& s);
+  // The rows to keep room for when rows_in arrive: parallel.ep_receive_bound's, or more if they do not fit.
+  int reserve(int tokens, int rows_in);
   LayerEnv env_;
   int d_, experts_, top_k_;
+  long grown_ = 0;  // the room an earlier pass's arrivals grew to (0: none did)
 };
 
 }  // namespace mt

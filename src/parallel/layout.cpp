@@ -121,6 +121,7 @@ Layout layout_of_config(const Config& c) {
   l.tp = p.tp;
   l.pp = p.pp;
   l.ep = p.ep;
+  l.ep_receive_bound = p.ep_receive_bound;
   l.vpp = p.vpp;
   l.zero = p.zero;
   l.sp = p.sequence_parallel;

@@ -42,6 +42,9 @@ struct Layout {
   // and values around them). The planner models it, its ranks next after the tensor-parallel
   // ones (rank = tp + TP * (cp + CP * (dp + DP * pp))); the trainer does not run it yet.
   int cp = 1;
+  // parallel.ep_receive_bound: the room an expert-parallel rank keeps for arrivals (0: the worst case).
+  // Not part of the layout's text: the experiment sets it, and the planner's search does not vary it.
+  double ep_receive_bound = 0;
   int world() const { return dp * tp * cp * pp; }
   // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
   // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's

@@ -12,6 +12,7 @@
 #include "config/precision.hpp"
 #include "parallel/layout.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 
 namespace mt {
 
@@ -66,7 +67,7 @@ double HostMemoryEstimate::needed_bytes() const { return peak_bytes() * (1 + kMe
 
 std::string HostMemoryEstimate::table() const {
   std::string out;
-  char line[160];
+  char line[320];  // the longest term name with its figures
   int transient = 0;
   for (const MemoryTerm& t : terms) {
     std::snprintf(line, sizeof line, "  %10s %s %s\n", gb(t.bytes).c_str(), t.transient ? "*" : " ", t.name.c_str());
@@ -94,6 +95,15 @@ RankMemory run_storage(const Config& cfg) {
   return trainer_memory(cfg.model, cfg.training.global_batch, l, prepared);
 }
 
+// Under expert parallelism: what the arenas' room for the all-to-all's arrivals costs.
+static std::string ep_room_text(const Config& cfg, double headroom) {
+  if (cfg.parallel.ep == 1) return "";
+  const double bound = cfg.parallel.ep_receive_bound;
+  return "; room for expert-parallel arrivals (parallel.ep_receive_bound = " +
+         (bound == 0 ? std::string("worst") : format_number("%g", bound)) + "): " + gb(headroom) +
+         " over the average's";
+}
+
 HostMemoryEstimate estimate_host_memory(const Config& cfg, int slots, double program_bytes, double shard_bytes) {
   const RankMemory m = run_storage(cfg);
   // Without a pipeline schedule, each slot (a micro-batch held until the step's backward) has its
@@ -108,7 +118,7 @@ HostMemoryEstimate estimate_host_memory(const Config& cfg, int slots, double pro
       {"gradients (fp32)", m.grads},
       {"AdamW moments (fp32, two per weight)", m.optimizer},
       {"activation arenas: what backward reads, MoE dispatch, logits, per micro-batch in flight (x" +
-           std::to_string(arenas) + ")",
+           std::to_string(arenas) + ")" + ep_room_text(cfg, arenas * m.ep_headroom),
        arenas * m.activations},
   };
   if (m.prepared > 0)

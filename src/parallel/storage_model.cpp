@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "model/ep_receive.hpp"
 #include "model/flops.hpp"
 #include "pipeline/generators.hpp"
 #include "pipeline/simulate.hpp"
@@ -31,7 +32,10 @@ struct BlockValues {
 };
 // `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1.
 // `sp`: sequence parallelism, the block's own rows 1/tp of them (model/block.hpp).
-BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double half, bool sp) {
+// `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
+// one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
+BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double rows,
+                           double half, bool sp) {
   const auto& a = m.attention;
   const double d = m.d_model, H = double(m.n_heads) / tp, own = sp ? 1.0 / tp : 1.0;
   const double norms = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move)
@@ -67,7 +71,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 
   }
   if (moe) {
-    const double K = m.moe.top_k, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,
+    const double K = m.moe.top_k, R = rows, E = m.moe.n_routed_experts, hid = m.moe.expert_hidden,
                  shared = double(m.moe.n_shared_experts) * m.moe.expert_hidden;
     // The router keeps every token (scores, choices, gates; in backward its logits' and the gates'
     // gradients); the rest is this rank's 1/tp share of the tokens, with under tp > 1 its gates'
@@ -75,13 +79,14 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // gathered.
     const double share = 1.0 / tp, split = tp > 1 ? 1 : 0, gathered = tp > 1 && !sp ? 1 : 0;
     // The rows to the experts (bfloat16 under mixed storage) and back.
-    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * K * hid + 2 * shared + gathered * d);
-    dropped += share * half * (K * hid + shared);  // SwiGLU products
-    back += E + K + share * (2 * K * d + 3 * K * hid + 3 * shared + split * K + gathered * d);
-    // Expert parallelism: the rows arriving for this rank's experts (as many as leave, on
-    // average), gathered into expert order, their outputs and those going back; the same again
-    // for the gradients.
-    if (ep > 1) kept += share * ((2 + 2 * half) * K * d + 2 * K), back += share * 4 * K * d;
+    // The experts' hidden values take room for R rows per token.
+    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * shared + gathered * d);
+    dropped += share * half * (R * hid + shared);  // SwiGLU products
+    back += E + K + share * (2 * K * d + 3 * R * hid + 3 * shared + split * K + gathered * d);
+    // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
+    // expert order, their outputs and those going back (with their order both ways); the same
+    // again for the gradients.
+    if (ep > 1) kept += share * ((2 + 2 * half) * R * d + 2 * R), back += share * 4 * R * d;
   } else {
     const double hid = double(m.ffn_hidden) / tp;
     kept += 2 * hid;
@@ -208,7 +213,7 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
 // hold them: each chunk keeps one arena per micro-batch it has in flight at once (in the rank's
 // compute order), each grown to the most one micro-batch needs, and one scratch arena.
 double moetrain_activation_values(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement,
-                                  int microbatches) {
+                                  int microbatches, double expert_rows) {
   const double d = m.d_model, V = m.vocab_size, half = l.storage == Storage::mixed ? 0.5 : 1.0;
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
   const bool mtp_moe = m.n_layers > m.n_dense_layers;
@@ -233,7 +238,7 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       // tokens, block inputs; input gradients
       double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0), work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
-        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, half, sp);
+        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, expert_rows, half, sp);
         slot += b.kept;
         later += b.work;
         work = std::max(work, b.work);
@@ -241,7 +246,7 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       }
       if (pos == placement.stages - 1) {
         slot += 2 * d + V + 2 + 2 * whole;  // final norm, logits (their gradient in place)
-        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, half, sp);
+        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, expert_rows, half, sp);
         // MTP modules keep everything (their blocks' own rows beside the gathered ones)
         slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work + (sp ? 2 * own : 0));
         if (m.mtp.depth > 0) temp = std::max(temp, b.temp);
@@ -279,11 +284,25 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
 
 }  // namespace
 
+double ep_rows_per_token(const ModelConfig& m, const Layout& l) {
+  if (l.ep == 1) return m.moe.top_k;
+  // The tokens one rank's MoE layer routes in a micro-batch: its 1/tp share of them.
+  const int tokens = std::max(1, l.micro_batch * m.seq_len / l.cp / l.tp);
+  const EpReceive r{.ep = l.ep, .experts = m.moe.n_routed_experts, .top_k = m.moe.top_k, .bound = l.ep_receive_bound};
+  return double(ep_reserved_rows(r, tokens)) / tokens;
+}
+
 RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l, double prepared_bytes) {
   const pipeline::Placement placement = placement_of(l);
   RankMemory memory = moetrain_memory(m, l, placement, prepared_bytes);
   const double tokens = double(l.micro_batch) * m.seq_len / l.cp;
-  memory.activations = 4 * tokens * moetrain_activation_values(m, l, placement, global_batch / (l.dp * l.micro_batch));
+  const int microbatches = global_batch / (l.dp * l.micro_batch);
+  const double average = m.moe.top_k;
+  const double reserved = ep_rows_per_token(m, l);
+  memory.activations = 4 * tokens * moetrain_activation_values(m, l, placement, microbatches, reserved);
+  if (reserved != average)
+    memory.ep_headroom =
+        memory.activations - 4 * tokens * moetrain_activation_values(m, l, placement, microbatches, average);
   return memory;
 }
 

@@ -12,6 +12,9 @@ namespace mt {
 struct RankMemory {
   double weights = 0, grads = 0, optimizer = 0, activations = 0;
   double prepared = 0;  // the weights as GEMMs read them (model/prepared_weights.hpp)
+  // Of the activations: what room for the expert-parallel arrivals parallel.ep_receive_bound
+  // reserves (model/ep_receive.hpp) costs over room for the average arrivals.
+  double ep_headroom = 0;
   double total() const { return weights + grads + optimizer + activations + prepared; }
 };
 
@@ -23,6 +26,10 @@ pipeline::Placement placement_of(const Layout& l);
 // moetrain's own storage per rank (l.storage fp32 or mixed): weights, gradients, optimizer state
 // and the activation arenas' high water, without timing anything. `prepared_bytes`: what each
 // element of a weight that GEMMs read costs again in its prepared forms (0: none are kept).
+// The rows a MoE layer's experts keep room for per token of a micro-batch's rank share: top_k
+// with one expert-parallel rank, else the reserved arrivals (model/ep_receive.hpp) per token.
+double ep_rows_per_token(const ModelConfig& m, const Layout& l);
+
 RankMemory trainer_memory(const ModelConfig& m, int global_batch, const Layout& l, double prepared_bytes = 0);
 
 }  // namespace mt

@@ -32,6 +32,15 @@ std::string estimates_table(const std::vector<Estimate>& rows) {
     for (const Part& p : kParts) out += format_number(" %8.3f", e.time.*p.field);
     out += " | " + layout_text(e.layout) + "\n";
   }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Layout& l = rows[i].layout;
+    if (l.ep == 1 || l.storage == Storage::bf16_recipe) continue;
+    // moetrain's own storage reserves room for what the experts' all-to-all may bring.
+    const std::string bound = l.ep_receive_bound == 0 ? "worst" : format_number("%g", l.ep_receive_bound);
+    out += "(#" + std::to_string(i + 1) + ": mem holds the room for expert-parallel arrivals that " +
+           "parallel.ep_receive_bound = " + bound + " reserves, " +
+           format_number("%.1f", rows[i].memory.ep_headroom / 1e9) + " GB over room for the average arrivals)\n";
+  }
   bool any_too_big = false;
   for (const auto& e : rows) any_too_big |= !e.fits;
   if (any_too_big) out += "(! = does not fit in memory)\n";

@@ -39,7 +39,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
   run_dir_ = cfg.run.out_dir + "/" + cfg.run.name;
   layout_ = layout_text(layout_of_config(cfg));
   const ShardPlace shard{.tp_rank = groups_.me.tp, .tp_size = p.tp, .ep_rank = groups_.me.ep, .ep_size = p.ep,
-                         .sequence_parallel = p.sequence_parallel,
+                         .ep_receive_bound = p.ep_receive_bound, .sequence_parallel = p.sequence_parallel,
                          .tp = runtime_.layer_tp(), .ep = runtime_.layer_ep()};
   counters_ = std::make_unique<StepCounters>(runtime_.counters.get(), opt_.check_capture,
                                              CaptureRules{.exchange_downloads = p.ep > 1});
