@@ -4,23 +4,23 @@
 # bit against the default "worst"); bad values are refused naming the file and the key; the memory
 # pre-check and `moetrain plan` say what the room costs. Each case prints PASS or FAIL.
 set -u
-cd "$(dirname "$0")/.."
-bin=${MOETRAIN:-./moetrain}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-run_as_root=""
-[[ $(id -u) -eq 0 ]] && run_as_root="--allow-run-as-root"
-mpi() { ${MPIRUN:-mpirun} -q --oversubscribe $run_as_root -np "$@"; }
-
+cd "$(dirname "$0")/.." || exit 1
 source tests/expect.sh
+bin=${MOETRAIN:-./moetrain}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+as_root=()
+[[ $(id -u) -eq 0 ]] && as_root=(--allow-run-as-root)
+mpi() { ${MPIRUN:-mpirun} -q --oversubscribe "${as_root[@]}" -np "$@"; }
 
-for i in $(seq 1 40); do printf 'fortune number %d: the quick brown fox %d\n%%\n' "$i" "$((i * 7))"; done > "$tmp/quotes"
-$bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
+for i in $(seq 1 40); do printf 'saying %d: a rank receives what the routing sends, %d rows\n%%\n' "$i" "$((i * 3))"; done \
+  > "$work/sayings"
+$bin prepare --input "$work/sayings" --out "$work/data" > /dev/null
 
 # Two ranks, each holding 4 of 8 experts (top 2): the worst case is twice the average arrivals.
-python3 tests/tiny_experiment.py "$tmp" parallel.dp=2 parallel.ep=2 model.moe.n_routed_experts=8 \
-  model.moe.top_k=2 training.steps=3 training.eval_every=0 checkpoint.final=false > "$tmp/ep2.toml"
-train() { mpi 2 $bin train "$tmp/ep2.toml" --set checkpoint.every=0 "$@"; }
+python3 tests/tiny_experiment.py "$work" parallel.dp=2 parallel.ep=2 model.moe.n_routed_experts=8 \
+  model.moe.top_k=2 training.steps=3 training.eval_every=0 checkpoint.final=false > "$work/ep2.toml"
+train() { mpi 2 $bin train "$work/ep2.toml" --set checkpoint.every=0 "$@"; }
 
 out=$(train --set run.name='"worst"' 2>&1)
 # "W warnings, D done": the warnings a run printed, and whether it finished its 3 steps.
@@ -33,30 +33,30 @@ expect "bound 1: the arena grows once with a warning naming the key and the valu
 expect "bound 1: one warning per rank at most, however many layers and steps grow" 0 "^[12] warnings, 1 done$" -- tally "$out"
 for d in /loss /aux_loss /mtp_loss /grad_norm /moe/expert_load; do
   expect "bound 1: $d bit for bit the default's" 0 "" -- \
-    h5diff -q "$tmp/runs/worst/log.h5" "$tmp/runs/tight/log.h5" "$d" "$d"
+    h5diff -q "$work/runs/worst/log.h5" "$work/runs/tight/log.h5" "$d" "$d"
 done
 out=$(train --set run.name='"roomy"' --set parallel.ep_receive_bound=8 2>&1)
 expect "bound 8 (above the worst: the worst's room): no warning" 0 "^0 warnings, 1 done$" -- tally "$out"
 expect "bound 8: loss bit for bit the default's" 0 "" -- \
-  h5diff -q "$tmp/runs/worst/log.h5" "$tmp/runs/roomy/log.h5" /loss /loss
+  h5diff -q "$work/runs/worst/log.h5" "$work/runs/roomy/log.h5" /loss /loss
 
 # Validation: the file (or --set) and the key, what is wrong and what would be right.
 bad() {
-  python3 tests/tiny_experiment.py "$tmp" parallel.ep_receive_bound="$2" > "$tmp/bad.toml"
+  python3 tests/tiny_experiment.py "$work" parallel.ep_receive_bound="$2" > "$work/bad.toml"
   expect "refused: $1" 2 "bad.toml:[0-9]+:[0-9]+: parallel.ep_receive_bound must be \"worst\" \| a number >= 1, got" -- \
-    $bin train "$tmp/bad.toml" --dry-run
+    $bin train "$work/bad.toml" --dry-run
 }
 bad "below the average" 0.5
 bad "zero" 0
 bad "another word" '"most"'
 bad "a boolean" true
 expect "refused from --set" 2 "parallel.ep_receive_bound must be \"worst\" \| a number >= 1, got -2" -- \
-  $bin train "$tmp/ep2.toml" --dry-run --set parallel.ep_receive_bound=-2
+  $bin train "$work/ep2.toml" --dry-run --set parallel.ep_receive_bound=-2
 expect "\"worst\" by --set, unquoted" 0 "ep_receive_bound = [\"']worst[\"']" -- \
-  $bin train "$tmp/ep2.toml" --dry-run --set parallel.ep_receive_bound=worst
+  $bin train "$work/ep2.toml" --dry-run --set parallel.ep_receive_bound=worst
 
 # Where memory is reported: the pre-check's arena term and the planner's table.
-precheck() { MOETRAIN_MEMORY_AVAILABLE=1 mpi 2 $bin train "$tmp/ep2.toml"; }
+precheck() { MOETRAIN_MEMORY_AVAILABLE=1 mpi 2 $bin train "$work/ep2.toml"; }
 expect "memory pre-check: the arrivals' room and its cost" 2 \
   "room for expert-parallel arrivals \(parallel.ep_receive_bound = worst\): [0-9.]+ GB over the average's" -- \
   precheck
