@@ -13,8 +13,9 @@ as_root=()
 [[ $(id -u) -eq 0 ]] && as_root=(--allow-run-as-root)
 mpi() { ${MPIRUN:-mpirun} -q --oversubscribe "${as_root[@]}" -np "$@"; }
 
-for i in $(seq 1 40); do printf 'saying %d: a rank receives what the routing sends, %d rows\n%%\n' "$i" "$((i * 3))"; done \
-  > "$work/sayings"
+for i in $(seq 1 40); do
+  printf 'saying %d: a rank receives what the routing sends, %d rows\n%%\n' "$i" "$((i * 3))"
+done > "$work/sayings"
 $bin prepare --input "$work/sayings" --out "$work/data" > /dev/null
 
 # Two ranks, each holding 4 of 8 experts (top 2): the worst case is twice the average arrivals.
@@ -30,7 +31,8 @@ out=$(train --set run.name='"tight"' --set parallel.ep_receive_bound=1 2>&1)
 expect "bound 1: the arena grows once with a warning naming the key and the value" 0 \
   "more than parallel.ep_receive_bound = 1 reserves .*parallel.ep_receive_bound = [0-9.]+ would have held" -- \
   printf '%s\n' "$out"
-expect "bound 1: one warning per rank at most, however many layers and steps grow" 0 "^[12] warnings, 1 done$" -- tally "$out"
+expect "bound 1: one warning per rank at most, however many layers and steps grow" 0 "^[12] warnings, 1 done$" -- \
+  tally "$out"
 for d in /loss /aux_loss /mtp_loss /grad_norm /moe/expert_load; do
   expect "bound 1: $d bit for bit the default's" 0 "" -- \
     h5diff -q "$work/runs/worst/log.h5" "$work/runs/tight/log.h5" "$d" "$d"
@@ -43,7 +45,8 @@ expect "bound 8: loss bit for bit the default's" 0 "" -- \
 # Validation: the file (or --set) and the key, what is wrong and what would be right.
 bad() {
   python3 tests/tiny_experiment.py "$work" parallel.ep_receive_bound="$2" > "$work/bad.toml"
-  expect "refused: $1" 2 "bad.toml:[0-9]+:[0-9]+: parallel.ep_receive_bound must be \"worst\" \| a number >= 1, got" -- \
+  local why="parallel.ep_receive_bound must be \"worst\" \| a number >= 1, got"
+  expect "refused: $1" 2 "bad.toml:[0-9]+:[0-9]+: $why" -- \
     $bin train "$work/bad.toml" --dry-run
 }
 bad "below the average" 0.5
