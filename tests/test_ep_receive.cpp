@@ -134,7 +134,7 @@ TEST_CASE("ep receive bound: the storage model counts what a step's arenas hold 
   cfg.seq_len = 64;  // enough rows that the arenas' 64-byte rounding of each tensor is noise
   cfg.moe.n_routed_experts = 8;
   for (int ep : {2, 4})
-    for (double bound : {0.0, 3.0})
+    for (double bound : {0.0, 1.5, 3.0})
       for (mt::Recompute recompute : {mt::Recompute::none, mt::Recompute::full}) {
         CAPTURE(ep);
         CAPTURE(bound);
