@@ -284,7 +284,7 @@ void check_rope_bf16(Report& rep, const Backend& cpu, const Backend& gpu, const 
   for (size_t i = 0; i < n; ++i) {
     const float a = mt::bf16_bits_to_float(got[i].bits), b = mt::bf16_bits_to_float(want[i].bits);
     differ += got[i].bits != want[i].bits;
-    beyond_ulp += !(std::fabs(a - b) <= std::max(std::fabs(b) / 128, kTol * largest));
+    beyond_ulp += !(std::fabs(a - b) <= std::max(std::fabs(double(b)) / 128, kTol * largest));
   }
   char name[160];
   std::snprintf(name, sizeof name, "rope bf16 output rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d",
