@@ -34,6 +34,7 @@ struct Case {
 
 // The FP8 forward again, reading the experts' weights as prepared after an update (fp8_b, made by the
 // backend's fp8_quantize_weight): the codes and scales the call would make, so the bits of `unprepared`.
+// b is then NaN, so a call that quantizes the weights again instead fails.
 void check_prepared(const Context& c, GroupedGemmArgs g, const std::vector<float>& c0,
                     const std::vector<float>& unprepared, const std::string& name) {
   const mt::Fp8WeightLayout l = mt::fp8_weight_layout(*g.fp8.recipe, g.n, g.k, false);
@@ -42,6 +43,8 @@ void check_prepared(const Context& c, GroupedGemmArgs g, const std::vector<float
   c.gpu.fp8_quantize_weight({.recipe = g.fp8.recipe, .x = g.b, .groups = g.groups, .rows = g.n, .cols = g.k,
                              .codes = codes.get(), .scales = scales.get()});
   g.fp8_b = {codes.get(), scales.get(), l.k_pad, false, l.codes(), l.pieces()};
+  DeviceVec<float> nan_b(c.gpu, poison<float>(size_t(g.groups) * g.n * g.k));
+  g.b = nan_b.get();
   DeviceVec<float> got(c.gpu, g.beta == 0 ? poison<float>(c0.size()) : c0);
   g.c = got.get();
   if (c.cuda) {
