@@ -54,14 +54,15 @@ selected=${GPU_CHECK_SECTIONS:-${order[*]}}
 selected=" ${selected//,/ } "
 planned=0
 for s in $selected; do
-  [[ -n ${estimate[$s]:-} ]] || { echo "gpu_check: unknown section '$s' in GPU_CHECK_SECTIONS; the sections are: ${order[*]}" >&2; exit 2; }
+  [[ -n ${estimate[$s]:-} ]] ||
+    { echo "gpu_check: unknown section '$s' in GPU_CHECK_SECTIONS; the sections are: ${order[*]}" >&2; exit 2; }
   planned=$((planned + estimate[$s]))
 done
 # More than the deadline holds cuts the last sections short: docs/gpu_check.md splits the check over two calls.
 # GPU_CHECK_PLAN=1 says only this, and exits 1 when the sections do not fit.
 fits=$((planned <= ${GPU_CHECK_SECONDS:-540}))
-((fits)) || echo "gpu_check: the sections chosen are estimated at $planned s, more than the ${GPU_CHECK_SECONDS:-540} s" \
-  "deadline: the last ones will not be reached; run them in two calls (docs/gpu_check.md)" >&2
+((fits)) || echo "gpu_check: the sections chosen are estimated at $planned s, more than the" \
+  "${GPU_CHECK_SECONDS:-540} s deadline: the last ones will not be reached; run them in two calls (docs/gpu_check.md)" >&2
 if [[ ${GPU_CHECK_PLAN:-0} == 1 ]]; then
   echo "gpu_check:" $selected "estimated at $planned s of ${GPU_CHECK_SECONDS:-540} s"
   exit $((!fits))
