@@ -14,8 +14,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 expect "gpu_parity --list names the CUTLASS group after grouped_gemm" 0 "^grouped_gemm grouped_cutlass$" -- bash -c \
   "$parity --list | grep -E '^grouped_' | tr '\n' ' ' | sed 's/ \$//'"
-expect "gpu_parity --cpu-stand-in --only grouped_cutlass: BF16's three forms and FP8's forward, two shapes" 0 \
-  "^group grouped_cutlass: 14 passed, 0 failed$" -- $parity --cpu-stand-in --only grouped_cutlass
+expect "gpu_parity --cpu-stand-in --only grouped_cutlass: BF16's three forms, FP8's forward (also from prepared
+  weights), two shapes" 0 \
+  "^group grouped_cutlass: 18 passed, 0 failed$" -- $parity --cpu-stand-in --only grouped_cutlass
 expect "gemm_bench --cpu-stand-in: a grouped line per form, with the path taken and no per-group figure" 0 "^4$" -- \
   bash -c "$gemm --cpu-stand-in | grep -cE '^grouped cpu-strict (bf16|fp8) model=moe-1b/8 form=(forward|dgrad|wgrad) \
 groups=4 rows=512 n=(128|256) k=(128|256) path=cpu-reference : $number TFLOP/s, per-group n/a, n/a$'"

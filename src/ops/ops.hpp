@@ -84,12 +84,10 @@ struct Backend {
 
   // No op returns a value to the host: results stay in device memory. A replayed pass's ops are
   // in its graph, launched (and counted) once.
-#define MT_OP_CALL(name, Args, Result)                                                     \
-  Result name(const Args& a) const {                                                       \
-    if (graph && graph->active() && graph->op(op_kind_##name, state, arg_words(a)))        \
-      return Result();                                                                     \
-    if (counters) count_op(op_kind_##name, a);                                             \
-    return ops->name(state, a);                                                            \
+#define MT_OP_CALL(name, Args, Result)                       \
+  Result name(const Args& a) const {                         \
+    if (taken_by_graph(op_kind_##name, a)) return Result();  \
+    return ops->name(state, a);                              \
   }
   MT_OPS(MT_OP_CALL)
 #undef MT_OP_CALL
@@ -116,16 +114,10 @@ struct Backend {
     ops->download(state, dst, src, bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) const {
-    const CopyWords w{dst, src, bytes};
-    if (graph && graph->active() && graph->op(op_kind_copy(), state, arg_words(w))) return;
-    if (counters) count_op(op_kind_copy(), w);
-    ops->copy(state, dst, src, bytes);
+    if (!taken_by_graph(op_kind_copy(), CopyWords{dst, src, bytes})) ops->copy(state, dst, src, bytes);
   }
   void zero(void* dst, size_t bytes) const {
-    const CopyWords w{dst, nullptr, bytes};
-    if (graph && graph->active() && graph->op(op_kind_zero(), state, arg_words(w))) return;
-    if (counters) count_op(op_kind_zero(), w);
-    ops->zero(state, dst, bytes);
+    if (!taken_by_graph(op_kind_zero(), CopyWords{dst, nullptr, bytes})) ops->zero(state, dst, bytes);
   }
   void synchronize() const {
     if (counters) counters->sync();
@@ -156,9 +148,13 @@ struct Backend {
     const void* src = nullptr;
     size_t bytes = 0;
   };
+  // Every op call's start: true when a capture or a replay takes the call (the op is not run now),
+  // else the call is counted and its caller runs it.
   template <class A>
-  void count_op(int kind, const A& a) const {
-    counters->op(kind, state, counters->tracing() ? arg_words(a) : std::vector<uint64_t>{});
+  bool taken_by_graph(int kind, const A& a) const {
+    if (graph && graph->active() && graph->op(kind, state, arg_words(a))) return true;
+    if (counters) counters->op(kind, state, counters->tracing() ? arg_words(a) : std::vector<uint64_t>{});
+    return false;
   }
 };
 

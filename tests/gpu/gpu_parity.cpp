@@ -261,8 +261,11 @@ void check_rope(Report& rep, const Backend& cpu, const Backend& gpu, const RopeS
 }
 
 // RoPE writing a bfloat16 copy (bf16 activations: MHA's queries and keys, MLA's queries): the
-// input stays, and the copy's bits are the CPU's, but for an angle's last-bit difference (device
-// against host libm) that moves a rare value across a rounding boundary by one ulp.
+// input stays, and the copy's bits are the CPU's, but where the device's double cos or sin differs
+// from glibc's in the last bit and so moves the float cosine or sine by an ulp. That moves a result
+// by up to |x| * 2^-24 absolute: across a rounding boundary (one bfloat16 ulp), or, for a result
+// x0 * c - x1 * s near zero, by many of its ulps (the first H200 run: one element in 2M). So a value
+// is right within one ulp or within the fp32 check's tolerance (kTol of the largest value).
 void check_rope_bf16(Report& rep, const Backend& cpu, const Backend& gpu, const RopeShape& sh, uint64_t seed) {
   Lcg rng(seed);
   const size_t n = size_t(sh.rows) * sh.heads * sh.head_dim;
@@ -275,17 +278,19 @@ void check_rope_bf16(Report& rep, const Backend& cpu, const Backend& gpu, const 
   gpu.rope({.rows = sh.rows, .heads = sh.heads, .head_dim = sh.head_dim, .rot_offset = sh.rot_offset,
             .rot_dim = sh.rot_dim, .seq_len = sh.seq_len, .x = gx.get(), .out_bf16 = gout.get()});
   const std::vector<mt::Bf16> got = gout.download();
+  double largest = 0;
+  for (const mt::Bf16& w : want) largest = std::max(largest, double(std::fabs(mt::bf16_bits_to_float(w.bits))));
   size_t differ = 0, beyond_ulp = 0;
   for (size_t i = 0; i < n; ++i) {
     const float a = mt::bf16_bits_to_float(got[i].bits), b = mt::bf16_bits_to_float(want[i].bits);
     differ += got[i].bits != want[i].bits;
-    beyond_ulp += !(std::fabs(a - b) <= std::fabs(b) / 128);
+    beyond_ulp += !(std::fabs(a - b) <= std::max(std::fabs(double(b)) / 128, kTol * largest));
   }
   char name[160];
   std::snprintf(name, sizeof name, "rope bf16 output rows=%d heads=%d head_dim=%d rot_offset=%d rot_dim=%d",
                 sh.rows, sh.heads, sh.head_dim, sh.rot_offset, sh.rot_dim);
   rep.check(std::string(name) + ": values off by an ulp, per element", double(differ) / n, 1e-3);
-  rep.check(std::string(name) + ": values off by more than an ulp", double(beyond_ulp), kExact);
+  rep.check(std::string(name) + ": values off by more than an ulp and the fp32 tolerance", double(beyond_ulp), kExact);
   rep.check(std::string(name) + ": input unchanged", relative_error(gx.download(), x), kExact);
 }
 

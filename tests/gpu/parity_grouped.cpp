@@ -32,6 +32,31 @@ struct Case {
   const char* form;
 };
 
+// The FP8 forward again, reading the experts' weights as prepared after an update (fp8_b, made by the
+// backend's fp8_quantize_weight): the codes and scales the call would make, so the bits of `unprepared`.
+// b is then NaN, so a call that quantizes the weights again instead fails.
+void check_prepared(const Context& c, GroupedGemmArgs g, const std::vector<float>& c0,
+                    const std::vector<float>& unprepared, const std::string& name) {
+  const mt::Fp8WeightLayout l = mt::fp8_weight_layout(*g.fp8.recipe, g.n, g.k, false);
+  DeviceVec<uint8_t> codes(c.gpu, std::vector<uint8_t>(size_t(g.groups) * l.codes()));
+  DeviceVec<float> scales(c.gpu, std::vector<float>(size_t(g.groups) * l.pieces()));
+  c.gpu.fp8_quantize_weight({.recipe = g.fp8.recipe, .x = g.b, .groups = g.groups, .rows = g.n, .cols = g.k,
+                             .codes = codes.get(), .scales = scales.get()});
+  g.fp8_b = {codes.get(), scales.get(), l.k_pad, false, l.codes(), l.pieces()};
+  DeviceVec<float> nan_b(c.gpu, poison<float>(size_t(g.groups) * g.n * g.k));
+  g.b = nan_b.get();
+  DeviceVec<float> got(c.gpu, g.beta == 0 ? poison<float>(c0.size()) : c0);
+  g.c = got.get();
+  if (c.cuda) {
+    const std::string path = mt::cuda_grouped_gemm_path(c.gpu, g);
+    c.rep.check(name + " with prepared weights runs on cutlass-fp8 (runs on " + path + ")",
+                path == "cutlass-fp8" ? 0 : 1, 0);
+  }
+  c.gpu.grouped_gemm(g);
+  c.rep.check(name + " with prepared weights, against quantizing them in the call",
+              relative_error(got.download(), unprepared), 0);
+}
+
 // One grouped GEMM on the CPU and both CUDA paths; n and k as GroupedGemmArgs (for reduce, m = k here).
 void check_case(const Context& c, const Case& cs, int n, int k, uint64_t seed) {
   Lcg rng(seed);
@@ -65,6 +90,7 @@ void check_case(const Context& c, const Case& cs, int n, int k, uint64_t seed) {
   }
   c.gpu.grouped_gemm(g);
   c.rep.check(name + " against the CPU", relative_error(got.download(), want), tol);
+  if (cs.inputs == GemmPrecision::fp8) check_prepared(c, g, c0, got.download(), name);
   if (!c.cuda) return;
   DeviceVec<float> loop(c.gpu, cs.beta == 0 ? poison<float>(c_count) : c0);
   g.c = loop.get();

@@ -91,9 +91,18 @@ same() {
   # entries move weights by up to lr: the weights are reported, not bounded.
   # BF16 under tensor parallelism likewise, a bfloat16 step (2^-8) in place of an FP8 one: losses
   # stay within 1e-4 (1.3e-5 seen).
+  # FP8 on cuda under expert parallelism: an expert's weight gradient sums the rows of every rank of
+  # its group in one product (K = all their tokens) where one rank sums each micro-batch's rows in a
+  # product of its own, and in cuBLASLt's FP8 tensor cores a product shorter than 128 along K keeps
+  # about 14 bits of its sum (DeepSeek-V3 report section 3.3.2; 2^-14 = 6e-5 relative, as gpu_parity's
+  # fp8_gemm measured). That is the tp case's last-bit difference, amplified the same way: the first
+  # H200 run had weights 4.3e-5 and 3.3e-4 apart, losses within the default 1e-5, which stays. The
+  # CPU's sums stay bitwise.
   local bounds=()
   [[ $layout == *tp=* && " ${sets[*]}" == *'precision.matmul="fp8"'* ]] &&
     bounds=(SAME_RUN_LOSS_BOUND=1e-3 SAME_RUN_WEIGHT_BOUND=none)
+  [[ ${#bounds[@]} == 0 && $layout == *ep=* && ${MPI_MATRIX_DEVICE:-} == cuda &&
+     " ${sets[*]}" == *'precision.matmul="fp8"'* ]] && bounds=(SAME_RUN_WEIGHT_BOUND=none)
   [[ ${#bounds[@]} == 0 && $layout == *tp=* && " ${sets[*]}" == *'precision.matmul="bf16"'* ]] &&
     bounds=(SAME_RUN_LOSS_BOUND=1e-4 SAME_RUN_WEIGHT_BOUND=none)
   env "${bounds[@]}" "$python" tests/mpi/same_run.py "$name" "$tmp/runs/$run-1" "$tmp/runs/$run-n" 4 "$ranks" "$layout"

@@ -32,10 +32,13 @@ std::string device_problem(int d) {
   return "";
 }
 
-void* device_alloc(DeviceState* s, size_t bytes) {
+// Device memory (cudaMalloc) or pinned host memory (cudaMallocHost: a copy from it is truly asynchronous, and a
+// captured one reads it at each launch), on this backend's device; a zero-byte request gets an address of its own.
+template <cudaError_t (*Malloc)(void**, size_t)>
+void* allocate(DeviceState* s, size_t bytes) {
   activate(s);
   void* p = nullptr;
-  MT_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+  MT_CUDA_CHECK(Malloc(&p, bytes ? bytes : 1));
   return p;
 }
 
@@ -135,14 +138,6 @@ void device_graph_destroy(DeviceState* s, void* exec) {
   MT_CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)));
 }
 
-// Pinned: a copy from it is truly asynchronous, and a captured one reads it at each launch.
-void* device_host_alloc(DeviceState* s, size_t bytes) {
-  activate(s);
-  void* p = nullptr;
-  MT_CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
-  return p;
-}
-
 void device_host_release(DeviceState* s, void* p) {
   activate(s);
   MT_CUDA_CHECK(cudaFreeHost(p));
@@ -158,7 +153,7 @@ const OpTable& cuda_ops() {
   static const OpTable table = [] {
     OpTable t{};
     t.name = "cuda";
-    t.alloc = device_alloc;
+    t.alloc = allocate<cudaMalloc>;
     t.release = device_release;
     t.upload = device_copy;
     t.download = device_copy;
@@ -175,7 +170,7 @@ const OpTable& cuda_ops() {
     t.graph_end = device_graph_end;
     t.graph_launch = device_graph_launch;
     t.graph_destroy = device_graph_destroy;
-    t.host_alloc = device_host_alloc;
+    t.host_alloc = allocate<cudaMallocHost>;
     t.host_release = device_host_release;
     t.upload_async = device_upload_async;
 #define MT_CUDA_ENTRY(op, ...) t.op = cuda::op;

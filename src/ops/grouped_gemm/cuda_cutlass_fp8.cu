@@ -4,7 +4,8 @@
 // every 128 along K (no FP8 accumulation error beyond one 128-long run). The operands are quantized
 // by ops/fp8/quantize_cuda.cu, bit for bit as the CPU emulation does: a row's pieces do not depend
 // on its group, and with n a multiple of 128 the blocks of all experts stacked [groups * n, k] are
-// each expert's own blocks, so one quantization of each whole operand serves every group.
+// each expert's own blocks, so one quantization of each whole operand serves every group. The weights'
+// codes and scales made after the update (GroupedGemmArgs::fp8_b) are read in place of quantizing b.
 // Other recipes and forms (per-tensor scales, tiles other than 128, E5M2, the backward products)
 // are not covered and run per group.
 #include "ops/grouped_gemm/cuda_cutlass.cuh"
@@ -70,12 +71,16 @@ Scales carve_scales(char* at, int groups) {
   return out;
 }
 
-// One operand quantized whole: codes [outer_pad, k] and the recipe's piece scales.
+// An operand's codes (`ld` a row) and the recipe's piece scales; for the weights, group g's start
+// `group_codes` and `group_scales` after group 0's.
 struct Quantized {
   const E4m3* codes;
   const float* scales;
+  int ld = 0;
+  size_t group_codes = 0, group_scales = 0;
 };
 
+// The operand quantized whole: codes [outer_pad, k].
 Quantized quantize(DeviceState* s, ScratchSlot slot, const Fp8View& v) {
   const int outer_pad = fp8_pad(v.outer, kFp8PadOuter);
   const size_t codes_bytes = cg::aligned(size_t(outer_pad) * v.k);
@@ -83,7 +88,20 @@ Quantized quantize(DeviceState* s, ScratchSlot slot, const Fp8View& v) {
   auto* scales = reinterpret_cast<float*>(base + codes_bytes);
   fp8_piece_scales(s, v, scales);
   fp8_quantize_codes(s, v, scales, reinterpret_cast<uint8_t*>(base), outer_pad, v.k);
-  return {reinterpret_cast<const E4m3*>(base), scales};
+  return {reinterpret_cast<const E4m3*>(base), scales, v.k};
+}
+
+// The experts' weights [groups * n, k]: their prepared codes, one [n, k_pad] block and its scales per
+// expert, or else quantized here, stacked.
+Quantized weights(DeviceState* s, const GroupedGemmArgs& a, const Fp8View& v) {
+  if (a.fp8_b.codes) {
+    return {reinterpret_cast<const E4m3*>(a.fp8_b.codes), a.fp8_b.scales, a.fp8_b.ld, a.fp8_b.group_codes,
+            a.fp8_b.group_scales};
+  }
+  Quantized w = quantize(s, kScratchGemmB, v);
+  w.group_codes = size_t(a.n) * a.k;
+  w.group_scales = group_weight_scales(a.n, a.k, kPiece, 1);
+  return w;
 }
 
 __global__ void fill_kernel(GroupedGemmArgs f, Quantized x, Quantized w, cg::Arrays<Gemm> out, Scales sc) {
@@ -93,14 +111,14 @@ __global__ void fill_kernel(GroupedGemmArgs f, Quantized x, Quantized w, cg::Arr
     const GroupPlace p = group_place(Ragged::rows, f.m, f.n, f.k, g, begin, rows);
     out.extents[g] = cg::Extent(p.m, p.n, p.k);
     out.a[g] = x.codes + p.a;
-    out.b[g] = w.codes + p.b;
+    out.b[g] = w.codes + g * w.group_codes;
     out.d[g] = f.c + p.c;
     out.stride_a[g] = cg::with_ld<typename Kernel::InternalStrideA>(f.k);
-    out.stride_b[g] = cg::with_ld<typename Kernel::InternalStrideB>(f.k);
+    out.stride_b[g] = cg::with_ld<typename Kernel::InternalStrideB>(w.ld);
     out.stride_c[g] = cg::with_ld<typename Kernel::InternalStrideC>(f.n);
     out.stride_d[g] = cg::with_ld<typename Kernel::InternalStrideD>(f.n);
     sc.a[g] = x.scales + group_activation_scales(f.k, kPiece, begin);
-    sc.b[g] = w.scales + group_weight_scales(f.n, f.k, kPiece, g);
+    sc.b[g] = w.scales + g * w.group_scales;
     sc.layout_a[g] = ScaleConfig::tile_atom_to_shape_SFA(make_shape(rows, f.n, f.k, 1));
     sc.layout_b[g] = ScaleConfig::tile_atom_to_shape_SFB(make_shape(rows, f.n, f.k, 1));
   }
@@ -115,6 +133,7 @@ bool cutlass_grouped_fp8_covers(const GroupedGemmArgs& a) {
   const Fp8Recipe& r = *a.fp8.recipe;
   const int piece = fp8_groups::kPiece;
   if (r.per_tensor || r.tile != piece || r.block != piece || r.forward != Fp8Format::e4m3) return false;
+  if (a.fp8_b.codes && (a.fp8_b.transposed || a.fp8_b.ld % 16 != 0)) return false;  // prepared as TMA reads them
   // FP8 rows of 16-byte multiples (TMA), whole weight blocks per expert, a 16-byte aligned output.
   return a.m > 0 && a.k > 0 && a.k % 16 == 0 && a.n > 0 && a.n % piece == 0 &&
          reinterpret_cast<uintptr_t>(a.c) % 16 == 0;
@@ -128,7 +147,7 @@ void cutlass_grouped_fp8(DeviceState* s, const GroupedGemmArgs& a) {
   const Fp8View vw = fp8_view(r, Fp8Operand::weight, a.b, a.groups * a.n, a.k, true);
   MT_CHECK(vx.piece_outer == 1 && vx.piece_k == kPiece && vw.piece_outer == kPiece && vw.piece_k == kPiece);
   const Quantized x = quantize(s, kScratchGemmA, vx);
-  const Quantized w = quantize(s, kScratchGemmB, vw);
+  const Quantized w = weights(s, a, vw);
   char* extra = nullptr;
   const size_t bytes = cg::arrays_bytes<Gemm>(a.groups, scales_bytes(a.groups));
   auto* base = static_cast<char*>(scratch(s, kScratchPointers, bytes));

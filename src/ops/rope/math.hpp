@@ -1,12 +1,26 @@
 #pragma once
 // RoPE's per-pair math, shared by the CPU reference (cpu.cpp) and the CUDA kernel (cuda.cu), so the
 // formula a GPU runs is the one the CPU tests check. The global pow/cos/sin are glibc's on the host
-// and CUDA's on the device (results may differ by an ulp or two, within the parity tolerance).
+// and CUDA's on the device (in double, so their float results differ only where a double's last bit
+// moves a float rounding, rarely); the products are rounded alone on both, so the rest is bitwise.
 #include <math.h>
 
 #include "ops/host_device.hpp"
 
 namespace mt {
+
+// a * b rounded to nearest on its own. nvcc fuses a product and the add or subtract after it into one
+// fma (one rounding fewer) and the host build does not (no FMA in x86-64's baseline), which moved
+// near-zero results of x0 * c - x1 * s by many bfloat16 ulps; __fmul_rn/__dmul_rn are never fused.
+template <class T>
+MT_HD inline T rope_mul(T a, T b) {
+#ifdef __CUDA_ARCH__
+  if constexpr (sizeof(T) == sizeof(float)) return __fmul_rn(a, b);
+  else return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
 
 // YaRN, RoPE scaled for contexts beyond the one trained (DeepSeek-V3 report §4.3; Peng et al.
 // 2023): pair i's frequency theta^(-2i/rot_dim) is kept for pairs that turn more than beta_fast
@@ -33,7 +47,7 @@ MT_HD inline double rope_frequency(int pair, int rot_dim, float theta, const Rop
   double high = fmin(ceil(pair_turning(y.beta_slow)), double(rot_dim - 1));
   if (high == low) high += 0.001;
   const double ramp = fmin(fmax((pair - low) / (high - low), 0.0), 1.0);  // 0: kept, 1: interpolated
-  return freq * (1.0 - ramp) + freq / y.factor * ramp;
+  return rope_mul(freq, 1.0 - ramp) + rope_mul(freq / y.factor, ramp);
 }
 
 // cos and sin of RoPE's angle pos * frequency for one position and pair, times the scaling's
@@ -49,8 +63,8 @@ MT_HD inline void rope_cos_sin(int pos, int pair, int rot_dim, float theta, cons
 // Rotates the interleaved pair (x[0], x[1]) by the angle with cosine c and sine s.
 MT_HD inline void rope_rotate(float* x, float c, float s) {
   const float x0 = x[0], x1 = x[1];
-  x[0] = x0 * c - x1 * s;
-  x[1] = x0 * s + x1 * c;
+  x[0] = rope_mul(x0, c) - rope_mul(x1, s);
+  x[1] = rope_mul(x0, s) + rope_mul(x1, c);
 }
 
 }  // namespace mt
