@@ -39,6 +39,7 @@ struct LossScales {
   float ce = 1.0f;   // 1 / tokens in the global batch
   float aux = 1.0f;  // 1 / balance groups in the global batch (sequences, micro-batches or 1)
   float mtp = 0.0f;  // lambda / (D * sequences in the global batch); depth k divides by seq_len - k
+  bool backward = true;  // false: no backward pass follows (evaluation), the head takes no gradients
 };
 
 // Where a forward pass adds its losses in device memory, so a step's add up there without the host
@@ -180,6 +181,7 @@ class Model {
     float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
     std::vector<float*> grads;  // gradient w.r.t. each entry of acts (grads[0]: the chunk's input)
     bool blocks_weighted = false;  // the blocks' weight gradients were taken in backward_input
+    bool head_done = false;  // the forward took the heads' gradients, chunk by chunk (head_loss.hpp)
     struct Mtp {
       const float* h_prev = nullptr;
       int* tokens = nullptr;
@@ -193,6 +195,10 @@ class Model {
   };
   // Forward of MTP module k (0-based) of a micro-batch; returns its summed cross-entropy.
   void mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums);
+  // The output head and its loss over chunks of rows, with its gradients when a backward follows.
+  void head_chunks(int chunk, int slot, const LossScales& scales, double* sum);
+  // Whether the heads run in chunks (model.head_chunk_tokens), not kept whole (set_keep_logits).
+  bool chunked_head() const { return cfg_.head_chunk_tokens > 0 && !keep_logits_; }
   // The chunk's own sums, zeroed (forward without LossSums), and their values after the forward.
   LossSums own_sums(int chunk);
   void read_own_sums(int chunk, ForwardResult& r);
