@@ -7,15 +7,13 @@ set -u
 cd "$(dirname "$0")/.."
 bin=${MOETRAIN:-./moetrain}
 py=.venv/bin/python
+source tests/expect.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run_as_root=""
-[[ $(id -u) -eq 0 ]] && run_as_root="--allow-run-as-root"
-mpi() { ${MPIRUN:-mpirun} -q --oversubscribe $run_as_root -np "$@"; }
+two=(${MPIRUN:-mpirun} -q --oversubscribe -np 2)  # two ranks (as root mpirun wants it said)
+[[ $(id -u) -eq 0 ]] && two+=(--allow-run-as-root)
 
-source tests/expect.sh
-
-for i in $(seq 1 40); do printf 'fortune number %d: the quick brown fox %d\n%%\n' "$i" "$((i * 7))"; done > "$tmp/quotes"
+seq 1 40 | sed 's/.*/a quick brown fox, fortune &\n%/' > "$tmp/quotes"
 $bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
 # 16 rows a micro-batch (2 sequences of 8), MTP depth 1: two heads per micro-batch.
 python3 tests/tiny_experiment.py "$tmp" model.mtp.depth=1 checkpoint.every=0 > "$tmp/exp.toml"
@@ -57,10 +55,10 @@ expect "chunks of 5 train within float32 rounding of the unchunked head" 0 "larg
 expect "capture check: head in chunks of 5, MTP" 0 "capture check: .* ok" -- \
   train capture 5 --set training.steps=5 --set training.eval_every=0 --check-capture
 expect "capture check: head in chunks of 5, ZeRO-3 over dp=2" 0 "capture check: .* ok" -- \
-  mpi 2 $bin train "$tmp/exp.toml" --set run.name='"zero3"' --set model.head_chunk_tokens=5 --set parallel.dp=2 \
+  "${two[@]}" $bin train "$tmp/exp.toml" --set run.name='"zero3"' --set model.head_chunk_tokens=5 --set parallel.dp=2 \
   --set parallel.zero=3 --set training.micro_batch=1 --set training.steps=5 --set training.eval_every=0 --check-capture
 expect "capture check: head in chunks of 3, pp=2 zb-h1" 0 "capture check: .* ok" -- \
-  mpi 2 $bin train "$tmp/exp.toml" --set run.name='"zbh1"' --set model.head_chunk_tokens=3 --set parallel.pp=2 \
+  "${two[@]}" $bin train "$tmp/exp.toml" --set run.name='"zbh1"' --set model.head_chunk_tokens=3 --set parallel.pp=2 \
   --set parallel.schedule='"zb-h1"' --set training.micro_batch=1 --set training.steps=5 --set training.eval_every=0 \
   --check-capture
 expect "a negative chunk is refused, naming the key" 2 "model.head_chunk_tokens must be in \[0, [0-9]+\], got -1" -- train bad -1

@@ -125,15 +125,12 @@ struct Step {
 Step one_step(mt::ModelConfig cfg, int chunk_tokens) {
   cfg.head_chunk_tokens = chunk_tokens;
   testing::StrictDevice dev;
-  const int batch = 4, micro_batch = 2;
+  const int batch = 4, micro_batch = 2, rows = micro_batch * cfg.seq_len;  // 2 micro-batches of 10 rows
   mt::Model model(cfg, 7, dev.be, {}, mt::slots_needed(cfg, batch, micro_batch));
-  const std::vector<int> inputs = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 11);
-  const std::vector<int> targets = testing::random_tokens(size_t(batch) * cfg.seq_len, cfg.vocab_size, 12);
-  const int n = micro_batch * cfg.seq_len;
   Step r;
   r.totals = mt::accumulate_gradients(model, batch, micro_batch, [&](int mb, std::vector<int>& in, std::vector<int>& tg) {
-    in.assign(inputs.begin() + mb * n, inputs.begin() + (mb + 1) * n);
-    tg.assign(targets.begin() + mb * n, targets.begin() + (mb + 1) * n);
+    in = testing::random_tokens(size_t(rows), cfg.vocab_size, 20 + 2 * uint64_t(mb));
+    tg = testing::random_tokens(size_t(rows), cfg.vocab_size, 21 + 2 * uint64_t(mb));
   });
   r.grads = model.params.host_grads();
   const mt::ParamInfo& head = model.params.infos[size_t(model.head)];
