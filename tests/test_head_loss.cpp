@@ -19,7 +19,7 @@ namespace {
 constexpr int kRows = 40, kDim = 16, kVocab = 37;
 
 struct HeadResult {
-  std::vector<float> losses, dx, dw;
+  std::vector<float> losses, dx, dw, logits;
   double sum = 0;
 };
 
@@ -49,23 +49,27 @@ HeadResult run_head(const HeadInputs& in, int chunk_rows, mt::GemmPrecision prec
   targets.upload(in.targets.data(), in.targets.size());
   dev.be.zero(sum.raw(), sum.bytes());
   const float scale = 1.0f / 37;
+  std::vector<float> kept;  // the logits before the loss
   if (chunk_rows < 0) {
     mt::Buffer logits = dev.floats(size_t(kRows) * kVocab);
     env.linear_forward(x.f32(), w.f32(), kRows, kDim, kVocab, logits.f32());
+    kept = logits.to_host_f32();
     dev.be.cross_entropy({.rows = kRows, .vocab = kVocab, .grad_scale = scale, .logits = logits.f32(),
                           .targets = targets.i32(), .losses = losses.f32(), .dlogits = logits.f32(),
                           .sum = sum.f64(), .divisor = 3.0});
     env.linear_backward_input(logits.f32(), w.f32(), kRows, kDim, kVocab, dx.f32());
     env.linear_backward_weight(logits.f32(), x.f32(), kRows, kDim, kVocab, dw.f32());
   } else {
+    mt::Buffer logits = dev.floats(size_t(kRows) * kVocab);
     mt::Arena work(dev.be);
     mt::head_loss(env, work, {.rows = kRows, .dim = kDim, .vocab = kVocab, .chunk_rows = chunk_rows, .x = x.f32(),
                               .weight = w.f32(), .targets = targets.i32(), .grad_scale = scale, .sum = sum.f64(),
                               .divisor = 3.0, .losses = losses.f32(), .dx = backward ? dx.f32() : nullptr,
-                              .dweight = backward ? dw.f32() : nullptr});
+                              .dweight = backward ? dw.f32() : nullptr, .logits = logits.f32()});
+    kept = logits.to_host_f32();
     CHECK(work.high_water() >= size_t(std::min(kRows, chunk_rows > 0 ? chunk_rows : kRows)) * kVocab * 4);
   }
-  HeadResult r{losses.to_host_f32(), backward ? dx.to_host_f32() : std::vector<float>{}, dw.to_host_f32()};
+  HeadResult r{losses.to_host_f32(), backward ? dx.to_host_f32() : std::vector<float>{}, dw.to_host_f32(), kept};
   r.sum = sum.to_host_f64()[0];
   return r;
 }
@@ -88,6 +92,7 @@ TEST_CASE("head_loss: one chunk is the unchunked ops bit for bit, smaller chunks
     for (int chunk : {0, kRows, 64}) {
       CAPTURE(chunk);
       const HeadResult one = run_head(in, chunk, precision);
+      CHECK(one.logits == whole.logits);
       CHECK(one.losses == whole.losses);
       CHECK(one.dx == whole.dx);
       CHECK(one.dw == whole.dw);
@@ -96,7 +101,8 @@ TEST_CASE("head_loss: one chunk is the unchunked ops bit for bit, smaller chunks
     for (int chunk : {16, 7, 1}) {  // 16, 16 and 8 rows; a short last chunk of 5; one row at a time
       CAPTURE(chunk);
       const HeadResult parts = run_head(in, chunk, precision);
-      CHECK(parts.losses == whole.losses);  // each row's loss and input gradient are its own
+      CHECK(parts.logits == whole.logits);  // each row's logits, loss and input gradient are its own
+      CHECK(parts.losses == whole.losses);
       CHECK(parts.dx == whole.dx);
       // The weight gradient adds the chunks' sums in turn: values of order 0.1 to 1, a few ulp apart.
       CHECK(largest_difference(parts.dw, whole.dw) <= 1e-6f);

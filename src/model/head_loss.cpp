@@ -14,6 +14,7 @@ void head_loss(const LayerEnv& env, Arena& work, const HeadLossArgs& a) {
     const int n = std::min(step, a.rows - first);
     const float* x = a.x + size_t(first) * D;
     env.linear_forward(x, a.weight, n, D, V, logits);
+    if (a.logits) be.copy(a.logits + size_t(first) * V, logits, size_t(n) * V * sizeof(float));
     // The gradient overwrites the logits: nothing reads them after the loss.
     be.cross_entropy({.rows = n, .vocab = V, .grad_scale = a.grad_scale, .logits = logits,
                       .targets = a.targets + first, .losses = a.losses + first, .dlogits = logits, .sum = a.sum,

@@ -18,6 +18,7 @@ struct HeadLossArgs {
   float* losses = nullptr;  // [rows]
   float* dx = nullptr;      // [rows, dim]: the gradient w.r.t. x, written; null: no backward follows
   float* dweight = nullptr;  // [vocab, dim]: += the weight's gradient; null with dx
+  float* logits = nullptr;   // [rows, vocab]: a copy of the logits before the loss overwrites them; null: none
 };
 
 // The rows of one chunk: what the caller's arena must hold for head_loss's logits (floats = this * vocab).

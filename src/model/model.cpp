@@ -291,6 +291,7 @@ void Model::head_chunks(int chunk, int slot, const LossScales& scales, double* s
   HeadLossArgs a{.rows = s.rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = s.normed,
                  .weight = head_env(chunk).weight(head), .targets = s.targets, .grad_scale = scales.ce,
                  .sum = sum, .losses = arena.floats(s.rows)};
+  if (keep_logits_) a.logits = s.logits = arena.floats(size_t(s.rows) * V);
   if (!s.head_done) return head_loss(head_env(chunk), work, a);
   a.dx = s.dnormed = arena.floats(size_t(s.rows) * D);
   weigh(chunk, head_group(), [&] {

@@ -138,8 +138,8 @@ class Model {
   void backward_weight(int slot) { backward_weight(0, slot); }
   void retire(int slot) { retire(0, slot); }
   // A host copy of the output logits [batch*seq, vocab] of the slot's last forward, with
-  // set_keep_logits(true): otherwise the loss's gradient overwrites them in place (a
-  // micro-batch's largest tensor at a large vocabulary, not held twice).
+  // set_keep_logits(true): otherwise they exist a chunk at a time, or the loss's gradient
+  // overwrites them in place (a micro-batch's largest tensor at a large vocabulary, not held twice).
   std::vector<float> logits_to_host(int slot) const;
   void set_keep_logits(bool keep) { keep_logits_ = keep; }
   // ZeRO-2/3: each group of weight gradients goes to the holder as soon as a micro-batch's
@@ -197,8 +197,8 @@ class Model {
   void mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums);
   // The output head and its loss over chunks of rows, with its gradients when a backward follows.
   void head_chunks(int chunk, int slot, const LossScales& scales, double* sum);
-  // Whether the heads run in chunks (model.head_chunk_tokens), not kept whole (set_keep_logits).
-  bool chunked_head() const { return cfg_.head_chunk_tokens > 0 && !keep_logits_; }
+  // Whether the heads run in chunks (model.head_chunk_tokens).
+  bool chunked_head() const { return cfg_.head_chunk_tokens > 0; }
   // The chunk's own sums, zeroed (forward without LossSums), and their values after the forward.
   LossSums own_sums(int chunk);
   void read_own_sums(int chunk, ForwardResult& r);
