@@ -61,6 +61,9 @@ expect "capture check: head in chunks of 3, pp=2 zb-h1" 0 "capture check: .* ok"
   "${two[@]}" $bin train "$tmp/exp.toml" --set run.name='"zbh1"' --set model.head_chunk_tokens=3 --set parallel.pp=2 \
   --set parallel.schedule='"zb-h1"' --set training.micro_batch=1 --set training.steps=5 --set training.eval_every=0 \
   --check-capture
+# A memory setting, as training.micro_batch: a run may go on in other chunks.
+expect "a run resumes with another chunk size" 0 "resume +from .*step_00000004 \(step 4\)" -- \
+  train parts 3 --set training.steps=6
 expect "a negative chunk is refused, naming the key" 2 "model.head_chunk_tokens must be in \[0, [0-9]+\], got -1" -- train bad -1
 # GPT-2 124M's shape, 16 sequences of 1024 a micro-batch: 3.29 GB of logits whole, 0.82 GB in chunks of 4096.
 plan() { $bin train bench/gpt2-124m.toml --dry-run --cluster configs/clusters/h100-superpod.toml "$@"; }
