@@ -25,6 +25,8 @@ layouts = [
     ("1 rank, full", 1, ["training.recompute=full"]),
     ("1 rank, MLA", 1, ["model.attention.kind=mla"]),
     ("1 rank, MTP 1", 1, ["model.mtp.depth=1"]),
+    ("1 rank, MTP 1, head unchunked", 1, ["model.mtp.depth=1", "model.head_chunk_tokens=0"]),
+    ("1 rank, MTP 1, head chunks of 128", 1, ["model.mtp.depth=1", "model.head_chunk_tokens=128"]),
     *TWO_RANKS,
     ("pp=1 dualpipev", 1, ["parallel.schedule=dualpipev", "training.micro_batch=2"]),
     ("pp=2 1f1b, full", 2, ["parallel.pp=2", "training.micro_batch=2", "training.recompute=full"]),

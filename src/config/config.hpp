@@ -177,6 +177,9 @@ struct ModelConfig {
   RopeScalingConfig rope_scaling;
   MoeConfig moe;
   MtpConfig mtp;
+  // Rows of the output head's logits that exist at once (model/head_loss.hpp); 0: every row of
+  // a micro-batch, the head's gradients then taken in the backward passes.
+  int head_chunk_tokens = 4096;
 };
 
 struct DataConfig {

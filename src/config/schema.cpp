@@ -238,6 +238,10 @@ std::vector<Field> schema_fields(Config& c) {
 
   b.integer("model.mtp.depth", m.mtp.depth, 0, kSmall, "multi-token prediction depth D (0 = off)");
   b.real("model.mtp.weight", m.mtp.weight, 0, kInf, false, false, "lambda: weight of the MTP loss");
+  b.integer("model.head_chunk_tokens", m.head_chunk_tokens, 0, kWidth,
+            "tokens whose output logits exist at once: the head's GEMM, the cross-entropy and the head's "
+            "gradients run per chunk of this many tokens in the forward pass (MTP heads too), so a "
+            "[tokens, vocab] tensor never exists whole; 0 = the whole micro-batch, gradients in the backward");
 
   b.text("data.train", c.data.train, "training shards: a path or a glob (llm.c format)");
   b.text("data.val", c.data.val, "validation shards: a path or a glob");

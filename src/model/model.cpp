@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/head_loss.hpp"
 #include "util/error.hpp"
 
 namespace mt {
@@ -190,16 +191,21 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   const size_t whole = size_t(rows) * D;
   s.normed = arena.floats(whole);
   s.rstd = arena.floats(rows);
-  s.logits = arena.floats(size_t(rows) * V);
+  s.head_done = chunked_head() && scales.backward;
+  s.logits = s.dlogits = nullptr;
   with_values(chunk, head_group(), [&] {
     be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.top,
                         .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
+    if (chunked_head()) return head_chunks(chunk, slot, scales, sums->ce);
+    s.logits = arena.floats(size_t(rows) * V);
     head_env(chunk).linear_forward(s.normed, head_env(chunk).weight(head), rows, D, V, s.logits);
   });
-  s.dlogits = keep_logits_ ? arena.floats(size_t(rows) * V) : s.logits;
-  float* losses = arena.floats(rows);
-  be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits, .targets = s.targets,
-                    .losses = losses, .dlogits = s.dlogits, .sum = sums->ce});
+  if (!chunked_head()) {
+    s.dlogits = keep_logits_ ? arena.floats(size_t(rows) * V) : s.logits;
+    float* losses = arena.floats(rows);
+    be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.ce, .logits = s.logits, .targets = s.targets,
+                      .losses = losses, .dlogits = s.dlogits, .sum = sums->ce});
+  }
   for (int i = 0; i < rows; ++i) r.tokens += mb.targets[i] >= 0;  // the host's own copy
   s.mtp.resize(mtp.size());
   for (size_t k = 0; k < mtp.size(); ++k)
@@ -250,14 +256,50 @@ void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, co
   m.n_rstd = arena.floats(rows);
   be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
                       .rstd = m.n_rstd});
+  double* sum = sums.mtp ? sums.mtp + size_t(k) * sums.mtp_stride : nullptr;
+  const double divisor = sums.mtp_divisor > 0 ? sums.mtp_divisor * double(T - shift) : 1.0;
+  if (chunked_head()) {
+    HeadLossArgs a{.rows = rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = m.n,
+                   .weight = head_env(chunk).weight(head), .targets = targets,
+                   .grad_scale = scales.mtp / float(T - shift), .sum = sum, .divisor = divisor,
+                   .losses = arena.floats(rows)};
+    temp.reset();  // the block's temporaries are done with
+    if (!s.head_done) return head_loss(head_env(chunk), temp, a);
+    a.dx = m.dn = arena.floats(n);
+    weigh(chunk, {head, mod.out_norm}, [&] {
+      a.dweight = params.grad(head);
+      head_loss(head_env(chunk), temp, a);
+      be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
+                                  .dweight = params.grad(mod.out_norm)});
+    });
+    return;
+  }
   float* logits = arena.floats(size_t(rows) * V);
   head_env(chunk).linear_forward(m.n, head_env(chunk).weight(head), rows, D, V, logits);
   m.dlogits = logits;  // in place: nothing reads an MTP module's logits
   float* losses = arena.floats(rows);
   be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
-                    .targets = targets, .losses = losses, .dlogits = m.dlogits,
-                    .sum = sums.mtp ? sums.mtp + size_t(k) * sums.mtp_stride : nullptr,
-                    .divisor = sums.mtp_divisor > 0 ? sums.mtp_divisor * double(T - shift) : 1.0});
+                    .targets = targets, .losses = losses, .dlogits = m.dlogits, .sum = sum, .divisor = divisor});
+}
+
+void Model::head_chunks(int chunk, int slot, const LossScales& scales, double* sum) {
+  Saved& s = saved_[chunk][slot];
+  Arena& arena = arenas_[chunk][slot];
+  Arena& work = scratch_[chunk];
+  work.reset();  // the last block's temporaries are done with
+  const int D = cfg_.d_model, V = cfg_.vocab_size;
+  HeadLossArgs a{.rows = s.rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = s.normed,
+                 .weight = head_env(chunk).weight(head), .targets = s.targets, .grad_scale = scales.ce,
+                 .sum = sum, .losses = arena.floats(s.rows)};
+  if (keep_logits_) a.logits = s.logits = arena.floats(size_t(s.rows) * V);
+  if (!s.head_done) return head_loss(head_env(chunk), work, a);
+  a.dx = s.dnormed = arena.floats(size_t(s.rows) * D);
+  weigh(chunk, head_group(), [&] {
+    a.dweight = params.grad(head);
+    head_loss(head_env(chunk), work, a);
+    chunk_env_[chunk].be().rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top,
+                                                    .rstd = s.rstd, .dweight = params.grad(final_norm)});
+  });
 }
 
 float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_next) {
@@ -269,8 +311,10 @@ float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_nex
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
   const size_t n = size_t(rows) * D;
-  m.dn = arena.floats(n);
-  head_env(chunk).linear_backward_input(m.dlogits, head_env(chunk).weight(head), rows, D, V, m.dn);
+  if (!s.head_done) {
+    m.dn = arena.floats(n);
+    head_env(chunk).linear_backward_input(m.dlogits, head_env(chunk).weight(head), rows, D, V, m.dn);
+  }
   m.dh = arena.floats(n);
   be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
                              .rstd = m.n_rstd, .dx = m.dh});
@@ -302,11 +346,12 @@ void Model::mtp_backward_weight(int chunk, int slot, int k) {
   const LayerEnv& env = chunk_env_[chunk];
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
-  weigh(chunk, {head, mod.out_norm}, [&] {
-    head_env(chunk).linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
-    be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
-                                .dweight = params.grad(mod.out_norm)});
-  });
+  if (!s.head_done)
+    weigh(chunk, {head, mod.out_norm}, [&] {
+      head_env(chunk).linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
+      be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
+                                  .dweight = params.grad(mod.out_norm)});
+    });
   weigh(chunk, mtp_group(k), [&] {
     mod.block->backward_weight(slot);
     env.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
@@ -333,9 +378,10 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
   if (stage.last) {
     // Every row's gradient (as every tensor-parallel rank computed the head's), then this rank's.
     float* top_grad = arena.floats(whole);
-    s.dnormed = arena.floats(whole);
+    if (!s.head_done) s.dnormed = arena.floats(whole);
     with_values(chunk, head_group(), [&] {
-      head_env(chunk).linear_backward_input(s.dlogits, head_env(chunk).weight(head), s.rows, D, V, s.dnormed);
+      if (!s.head_done)
+        head_env(chunk).linear_backward_input(s.dlogits, head_env(chunk).weight(head), s.rows, D, V, s.dnormed);
       be.rmsnorm_backward_input({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top,
                                  .weight = params.value(final_norm), .rstd = s.rstd, .dx = top_grad});
     });
@@ -381,7 +427,7 @@ void Model::backward_weight(int chunk, int slot) {
   const LayerEnv& env = chunk_env_[chunk];
   const Backend& be = env.be();
   const int D = cfg_.d_model, V = cfg_.vocab_size, nb = stage.end_block - stage.first_block;
-  if (stage.last)
+  if (stage.last && !s.head_done)
     weigh(chunk, head_group(), [&] {
       head_env(chunk).linear_backward_weight(s.dlogits, s.normed, s.rows, D, V, params.grad(head));
       be.rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top, .rstd = s.rstd,

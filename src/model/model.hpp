@@ -39,6 +39,7 @@ struct LossScales {
   float ce = 1.0f;   // 1 / tokens in the global batch
   float aux = 1.0f;  // 1 / balance groups in the global batch (sequences, micro-batches or 1)
   float mtp = 0.0f;  // lambda / (D * sequences in the global batch); depth k divides by seq_len - k
+  bool backward = true;  // false: no backward pass follows (evaluation), the head takes no gradients
 };
 
 // Where a forward pass adds its losses in device memory, so a step's add up there without the host
@@ -137,8 +138,8 @@ class Model {
   void backward_weight(int slot) { backward_weight(0, slot); }
   void retire(int slot) { retire(0, slot); }
   // A host copy of the output logits [batch*seq, vocab] of the slot's last forward, with
-  // set_keep_logits(true): otherwise the loss's gradient overwrites them in place (a
-  // micro-batch's largest tensor at a large vocabulary, not held twice).
+  // set_keep_logits(true): otherwise they exist a chunk at a time, or the loss's gradient
+  // overwrites them in place (a micro-batch's largest tensor at a large vocabulary, not held twice).
   std::vector<float> logits_to_host(int slot) const;
   void set_keep_logits(bool keep) { keep_logits_ = keep; }
   // ZeRO-2/3: each group of weight gradients goes to the holder as soon as a micro-batch's
@@ -180,6 +181,7 @@ class Model {
     float *normed = nullptr, *rstd = nullptr, *logits = nullptr, *dlogits = nullptr, *dnormed = nullptr;
     std::vector<float*> grads;  // gradient w.r.t. each entry of acts (grads[0]: the chunk's input)
     bool blocks_weighted = false;  // the blocks' weight gradients were taken in backward_input
+    bool head_done = false;  // the forward took the heads' gradients, chunk by chunk (head_loss.hpp)
     struct Mtp {
       const float* h_prev = nullptr;
       int* tokens = nullptr;
@@ -193,6 +195,10 @@ class Model {
   };
   // Forward of MTP module k (0-based) of a micro-batch; returns its summed cross-entropy.
   void mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums);
+  // The output head and its loss over chunks of rows, with its gradients when a backward follows.
+  void head_chunks(int chunk, int slot, const LossScales& scales, double* sum);
+  // Whether the heads run in chunks (model.head_chunk_tokens).
+  bool chunked_head() const { return cfg_.head_chunk_tokens > 0; }
   // The chunk's own sums, zeroed (forward without LossSums), and their values after the forward.
   LossSums own_sums(int chunk);
   void read_own_sums(int chunk, ForwardResult& r);

@@ -127,9 +127,11 @@ HostMemoryEstimate estimate_host_memory(const Config& cfg, int slots, double pro
   const ModelConfig& model = cfg.model;
   if (cfg.precision.matmul == MatmulPrecision::bf16) {
     // The CPU's bf16 GEMM rounds copies of both operands for the call; the largest is the head's
-    // backward (the logits' gradient [tokens, vocab] by the weight [vocab, d_model]) or a dense FFN's.
+    // backward (the logits' gradient [rows, vocab] by the weight [vocab, d_model], rows those of a
+    // head chunk) or a dense FFN's.
     const double tokens = double(cfg.training.micro_batch) * model.seq_len;
-    const double head = tokens * model.vocab_size + double(model.vocab_size) * model.d_model;
+    const double rows = model.head_chunk_tokens > 0 ? std::min(tokens, double(model.head_chunk_tokens)) : tokens;
+    const double head = rows * model.vocab_size + double(model.vocab_size) * model.d_model;
     const double ffn = tokens * model.ffn_hidden + double(model.ffn_hidden) * model.d_model;
     e.terms.push_back({"during a step: the bf16 GEMM's rounded copies of the largest GEMM's operands",
                        4 * std::max(head, ffn), true});

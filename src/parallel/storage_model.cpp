@@ -245,10 +245,15 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
         temp = std::max(temp, b.temp);
       }
       if (pos == placement.stages - 1) {
-        slot += 2 * d + V + 2 + 2 * whole;  // final norm, logits (their gradient in place)
+        // The logits (their gradient in place): a micro-batch's, kept until its backward, or one
+        // chunk's in the scratch arena (model.head_chunk_tokens)
+        const double tokens = double(l.micro_batch) * m.seq_len / l.cp, chunk = m.head_chunk_tokens;
+        const double logits = chunk > 0 ? 0 : V;
+        if (chunk > 0) temp = std::max(temp, V * std::min(chunk, tokens) / tokens);
+        slot += 2 * d + logits + 2 + 2 * whole;  // final norm, logits
         const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, expert_rows, half, sp);
         // MTP modules keep everything (their blocks' own rows beside the gathered ones)
-        slot += m.mtp.depth * (17 * d + V + 6 + b.kept + b.work + (sp ? 2 * own : 0));
+        slot += m.mtp.depth * (17 * d + logits + 6 + b.kept + b.work + (sp ? 2 * own : 0));
         if (m.mtp.depth > 0) temp = std::max(temp, b.temp);
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it

@@ -31,7 +31,8 @@ std::pair<double, long> pipeline_forward_only(Model& model, const pipeline::Plac
       const Backend& be = model.backend(here.chunk);
       order_after(be, main);  // what arrived, and the weights
       const ForwardResult r = model.forward(here.chunk, 0, {inputs.data(), targets.data(), count},
-                                            pos > 0 ? carried.f32() : nullptr, {0.0f, 0.0f, 0.0f});
+                                            pos > 0 ? carried.f32() : nullptr,
+                                            {.ce = 0.0f, .aux = 0.0f, .mtp = 0.0f, .backward = false});
       sums[0] += r.ce_sum;
       sums[1] += double(r.tokens);
       if (pos + 1 < pl.stages) be.copy(carried.f32(), model.output(here.chunk, 0), floats * sizeof(float));

@@ -10,11 +10,12 @@ namespace mt {
 namespace {
 
 // Keys (or sections, ending in '.') a resume may change: none of them alters the model or the
-// arithmetic of the update other than its step size (micro_batch, recompute and the layout reorder
-// the sums, as any layout does). The data keys change what the rest of the run reads: other shards,
-// or with data.shuffle the order from the resumed sequence on; config_changes records it.
+// arithmetic of the update other than its step size (micro_batch, recompute, the head's chunks and
+// the layout reorder the sums, as any layout does). The data keys change what the rest of the run
+// reads: other shards, or with data.shuffle the order from the resumed sequence on; config_changes
+// records it.
 const char* const kMayChange[] = {
-    "run.name", "run.out_dir", "data.", "training.steps", "training.micro_batch",
+    "run.name", "run.out_dir", "data.", "training.steps", "training.micro_batch", "model.head_chunk_tokens",
     "training.grad_clip", "training.eval_every", "training.eval_sequences", "training.recompute", "optimizer.lr",
     "lr_schedule.", "parallel.", "precision.device", "precision.peak_tflops", "checkpoint.", "log.",
 };

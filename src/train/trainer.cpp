@@ -75,7 +75,7 @@ double Trainer::evaluate() {
   for (int first = 0; first < n; first += mb) {
     const int count = std::min(mb, n - first);
     val_batches_->fill_spread(first, count, n, in, tg);
-    ForwardResult r = model_->forward(0, {in.data(), tg.data(), count}, {0.0f, 0.0f});
+    ForwardResult r = model_->forward(0, {in.data(), tg.data(), count}, {.ce = 0.0f, .aux = 0.0f, .backward = false});
     model_->retire(0);
     sum += r.ce_sum;
     tokens += r.tokens;

@@ -94,6 +94,8 @@ check global_batch_aux_no_bias --set model.moe.aux_loss=global_batch --set model
 check no_shared_experts --set model.moe.n_shared_experts=0
 check mtp_depth_2 --set model.mtp.depth=2 --set model.mtp.weight=0.5
 check dense_only_mtp --set model.n_dense_layers=3 --set model.mtp.depth=1
+# The heads over chunks of 5 of a micro-batch's 24 tokens (5, 5, 5, 5, 4), their gradients taken in the forward.
+check mtp_head_chunks --set model.mtp.depth=2 --set model.mtp.weight=0.5 --set model.head_chunk_tokens=5
 # YaRN at 3x the original context (12 of 4 positions), with magnitudes that differ so that both
 # the cos/sin scale and the attention scale show.
 yarn=(--set model.rope_scaling.kind=yarn --set model.rope_scaling.factor=3 --set model.rope_scaling.original_seq_len=4
