@@ -60,7 +60,7 @@ logs_cap=$((15 * 1024 * 1024))
 # The order, and each section's estimate in seconds on an H100 (the budgets).
 order=(preflight parity gemm smoke gpt2 moe1b dsv3 nccl oracle layouts fit)
 declare -A estimate=([preflight]=20 [parity]=80 [gemm]=60 [smoke]=60 [gpt2]=45 [moe1b]=130 [dsv3]=50 [nccl]=30
-                     [oracle]=80 [layouts]=240 [fit]=180)
+                     [oracle]=130 [layouts]=240 [fit]=180)
 selected=${GPU_CHECK_SECTIONS:-${order[*]}}
 selected=" ${selected//,/ } "
 for s in $selected; do
@@ -699,7 +699,11 @@ section_oracle() {
   if ((!have_torch || !have_h5py)); then result oracle SKIP "needs torch, numpy, h5py and tomllib in $python"; return; fi
   local only=""
   ((stand_in)) && only="mha_sequence_aux mla"
-  ORACLE_ONLY=$only MOETRAIN="${mt[*]}" ORACLE_DEVICE="$device" PYTHON="$python" limited oracle 200 bash tests/oracle/run_oracle.sh
+  # Every configuration in fp32; bf16 and FP8 (both formats) for two of them, within the section's time.
+  ORACLE_ONLY=$only MOETRAIN="${mt[*]}" ORACLE_DEVICE="$device" PYTHON="$python" limited oracle 260 bash -c \
+    'ORACLE_PRECISIONS=fp32 bash tests/oracle/run_oracle.sh
+     ORACLE_ONLY="mha_sequence_aux mla_q_lora_grouped" ORACLE_PRECISIONS="bf16 fp8 fp8_e5m2" \
+       bash tests/oracle/run_oracle.sh'
   local passed failed
   passed=$(grep -ac '^PASS' "$work/last") failed=$(grep -ac '^FAIL' "$work/last")
   if ((failed == 0 && passed > 0)); then result oracle PASS "$passed configurations" "passed=$passed"
