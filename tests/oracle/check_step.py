@@ -98,6 +98,7 @@ def main():
     ap.add_argument("--tol", type=float, help="one tolerance for every check of the step (default: TOLERANCES)")
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
+    torch.set_num_threads(1)  # tensors of a few thousand values: more threads only cost time
     report = Report()
     worst = {}
 

@@ -79,22 +79,25 @@ step() {
 }
 
 # check NAME --set ... : one configuration in each of ORACLE_PRECISIONS (default: fp32, bf16 and fp8
-# with E4M3, and for the configurations in E5M2 also fp8_e5m2, E4M3 forward and E5M2 gradients). The
-# recomputation re-runs are fp32's only, on the CPU backends: they test the schedule, which the GEMMs'
-# precision does not change.
-E5M2="mha_sequence_aux mla_q_lora_grouped"
+# with E4M3, and for the configurations in MORE also fp8_e5m2, E4M3 forward and E5M2 gradients, and
+# bf16_fp32_activations, bf16 GEMMs with precision.bf16_activations off: the same reference, as the
+# activations kept in bfloat16 are values the GEMMs round anyway). The recomputation re-runs are
+# fp32's only, on the CPU backends: they test the schedule, which the GEMMs' precision does not change.
+MORE="mha_sequence_aux mla_q_lora_grouped"
 check() {
   local name=$1 precision recompute
   shift
   [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" $name "* ]] || return 0
   local precisions="fp32 bf16 fp8"
-  [[ " $E5M2 " == *" $name "* ]] && precisions="$precisions fp8_e5m2"
+  [[ " $MORE " == *" $name "* ]] && precisions="$precisions fp8_e5m2 bf16_fp32_activations"
   for precision in ${ORACLE_PRECISIONS:-$precisions}; do
     recompute=no
     [[ $precision == fp32 && $device != cuda ]] && recompute=yes
     case $precision in
       fp32) step "$name" "$recompute" "$@" ;;
       fp8_e5m2) step "$name-$precision" no "$@" --set precision.matmul=fp8 --set fp8.formats=e4m3_e5m2 ;;
+      bf16_fp32_activations)
+        step "$name-$precision" no "$@" --set precision.matmul=bf16 --set precision.bf16_activations=false ;;
       *) step "$name-$precision" no "$@" --set precision.matmul="$precision" ;;
     esac
   done
