@@ -714,7 +714,11 @@ section_oracle() {
   if ((!have_torch || !have_h5py)); then result oracle SKIP "needs torch, numpy, h5py and tomllib in $python"; return; fi
   local only=""
   ((stand_in)) && only="mha_sequence_aux mla"
-  ORACLE_ONLY=$only MOETRAIN="${mt[*]}" ORACLE_DEVICE="$device" PYTHON="$python" limited oracle 200 bash tests/oracle/run_oracle.sh
+  # Every configuration in fp32; bf16 and FP8 (both formats) for two of them, within the section's time.
+  ORACLE_ONLY=$only MOETRAIN="${mt[*]}" ORACLE_DEVICE="$device" PYTHON="$python" limited oracle 260 bash -c \
+    'ORACLE_PRECISIONS=fp32 bash tests/oracle/run_oracle.sh
+     ORACLE_ONLY="mha_sequence_aux mla_q_lora_grouped" ORACLE_PRECISIONS="bf16 fp8 fp8_e5m2" \
+       bash tests/oracle/run_oracle.sh'
   local passed failed
   passed=$(grep -ac '^PASS' "$work/last") failed=$(grep -ac '^FAIL' "$work/last")
   if ((failed == 0 && passed > 0)); then result oracle PASS "$passed configurations" "passed=$passed"

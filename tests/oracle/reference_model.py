@@ -8,6 +8,8 @@ import math
 
 import torch
 
+from gemm_arithmetic import Plain
+
 
 def rmsnorm(x, w, eps):
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
@@ -52,29 +54,23 @@ def rope(x, offset, rot, seq, theta, scaling=None):
     return torch.cat([x[..., :offset], rotated, x[..., offset + rot:]], dim=-1)
 
 
-def causal_attention(q, k, v, batch, seq, scale):
-    """q, k [rows, H, qk], v [rows, H, vd] -> [rows, H*vd]."""
-    heads = q.shape[1]
-    q, k, v = (t.reshape(batch, seq, heads, -1).transpose(1, 2) for t in (q, k, v))
-    scores = (q @ k.transpose(-1, -2)) * scale
-    mask = torch.ones(seq, seq, dtype=torch.bool).tril()
-    probs = scores.masked_fill(~mask, float("-inf")).softmax(-1)
-    return (probs @ v).transpose(1, 2).reshape(batch * seq, -1)
-
-
-def swiglu(x, w_gate, w_up, w_down):
-    return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+def swiglu(lin, x, w_gate, w_up, w_down, rows=None):
+    """lin(x, w, layer, rows): the model's linear map (Arithmetic.linear)."""
+    return lin(torch.nn.functional.silu(lin(x, w_gate, "", rows)) * lin(x, w_up, "", rows), w_down, "", rows)
 
 
 class Reference:
-    def __init__(self, cfg, params, buffers):
-        """cfg: the resolved experiment (dict from TOML); params, buffers: name -> tensor."""
+    def __init__(self, cfg, params, buffers, arithmetic=None):
+        """cfg: the resolved experiment (dict from TOML); params, buffers: name -> tensor; arithmetic:
+        how GEMMs round their inputs (gemm_arithmetic.Arithmetic; default the dtype's plain products)."""
         self.cfg, self.p, self.buf = cfg, params, buffers
+        self.ar = arithmetic or Plain()
         self.m = cfg["model"]
         self.loads = {}  # MoE layer prefix -> tokens routed to each expert
 
     def attention(self, pre, x, batch):
-        m, p = self.m, self.p
+        m, p, ar = self.m, self.p, self.ar
+        lin = ar.linear
         a, rows, heads, seq, theta = m["attention"], x.shape[0], m["n_heads"], m["seq_len"], m["rope_theta"]
         ys = yarn(m)
         # YaRN sharpens attention by m(mscale_all_dim)^2.
@@ -82,29 +78,29 @@ class Reference:
         if a["kind"] == "mha":
             hd = m["head_dim"]
             kv_heads = a["n_kv_heads"] or heads
-            q = rope((x @ p[pre + ".wq"].T).view(rows, heads, hd), 0, hd, seq, theta, ys)
-            k = rope((x @ p[pre + ".wk"].T).view(rows, kv_heads, hd), 0, hd, seq, theta, ys)
-            v = (x @ p[pre + ".wv"].T).view(rows, kv_heads, hd)
+            q = rope(lin(x, p[pre + ".wq"]).view(rows, heads, hd), 0, hd, seq, theta, ys)
+            k = rope(lin(x, p[pre + ".wk"]).view(rows, kv_heads, hd), 0, hd, seq, theta, ys)
+            v = lin(x, p[pre + ".wv"]).view(rows, kv_heads, hd)
             k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
-            return causal_attention(q, k, v, batch, seq, sharpen / math.sqrt(hd)) @ p[pre + ".wo"].T
+            return lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(hd)), p[pre + ".wo"])
         nope, rp, vd, kvl = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"], a["kv_lora_rank"]
         if a["q_lora_rank"] > 0:
-            cq = rmsnorm(x @ p[pre + ".wq_a"].T, p[pre + ".q_norm"], m["norm_eps"])
-            q = cq @ p[pre + ".wq_b"].T
+            cq = rmsnorm(lin(x, p[pre + ".wq_a"]), p[pre + ".q_norm"], m["norm_eps"])
+            q = lin(cq, p[pre + ".wq_b"])
         else:
-            q = x @ p[pre + ".wq"].T
+            q = lin(x, p[pre + ".wq"])
         q = rope(q.view(rows, heads, nope + rp), nope, rp, seq, theta, ys)
-        ckv = x @ p[pre + ".wkv_a"].T
+        ckv = lin(x, p[pre + ".wkv_a"])
         latent, k_rope = ckv[:, :kvl], rope(ckv[:, None, kvl:], 0, rp, seq, theta, ys)
-        kv = (rmsnorm(latent, p[pre + ".kv_norm"], m["norm_eps"]) @ p[pre + ".wkv_b"].T).view(rows, heads, nope + vd)
+        kv = lin(rmsnorm(latent, p[pre + ".kv_norm"], m["norm_eps"]), p[pre + ".wkv_b"]).view(rows, heads, nope + vd)
         k = torch.cat([kv[..., :nope], k_rope.expand(rows, heads, rp)], dim=-1)
         v = kv[..., nope:]
-        return causal_attention(q, k, v, batch, seq, sharpen / math.sqrt(nope + rp)) @ p[pre + ".wo"].T
+        return lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(nope + rp)), p[pre + ".wo"])
 
     def moe(self, pre, x, balance):
         e, p = self.m["moe"], self.p
         rows, E, K = x.shape[0], e["n_routed_experts"], e["top_k"]
-        scores = torch.sigmoid(x @ p[pre + ".router"].T)
+        scores = torch.sigmoid(self.ar.linear(x, p[pre + ".router"], "router"))
         biased = scores.detach() + self.buf[pre + ".router_bias"]
         groups = e["n_groups"]
         if groups > 1:  # keep the topk_groups groups with the best sum of their two best biased scores
@@ -118,12 +114,13 @@ class Reference:
         gates = e["route_scale"] * selected / selected.sum(-1, keepdim=True)
         y = torch.zeros_like(x)
         if e["n_shared_experts"] > 0:
-            y = y + swiglu(x, p[pre + ".shared.w_gate"], p[pre + ".shared.w_up"], p[pre + ".shared.w_down"])
+            y = y + swiglu(self.ar.linear, x, p[pre + ".shared.w_gate"], p[pre + ".shared.w_up"],
+                           p[pre + ".shared.w_down"])
         for i in range(E):
             token, slot = (chosen == i).nonzero(as_tuple=True)
             if len(token):
-                out = swiglu(x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
-                             p[pre + ".experts.w_down"][i])
+                out = swiglu(self.ar.linear, x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
+                             p[pre + ".experts.w_down"][i], token)
                 # under bf16 autocast `out` is bf16 while y keeps x's dtype; index_add needs one dtype
                 y = y.index_add(0, token, (gates[token, slot, None] * out).to(y.dtype))
         routed = torch.zeros(rows, E, dtype=x.dtype).scatter_(1, chosen, 1.0)
@@ -144,7 +141,8 @@ class Reference:
         if moe:
             f, aux = self.moe(pre + ".moe", n, balance)
         else:
-            f, aux = swiglu(n, p[pre + ".ffn.w_gate"], p[pre + ".ffn.w_up"], p[pre + ".ffn.w_down"]), 0.0
+            f, aux = swiglu(self.ar.linear, n, p[pre + ".ffn.w_gate"], p[pre + ".ffn.w_up"],
+                            p[pre + ".ffn.w_down"]), 0.0
         return h + f, aux
 
     def balance_groups(self, batch):
@@ -164,7 +162,7 @@ class Reference:
         for layer in range(m["n_layers"]):
             x, a = self.block(f"blocks.{layer}", layer >= m["n_dense_layers"], x, batch, balance)
             aux = aux + a
-        logits = rmsnorm(x, p["final_norm"], m["norm_eps"]) @ p["head"].T
+        logits = self.ar.linear(rmsnorm(x, p["final_norm"], m["norm_eps"]), p["head"], "head")
         ce = torch.nn.functional.cross_entropy(logits, tgt)
         depth, mtp = m["mtp"]["depth"], 0.0
         pos = torch.arange(batch * seq) % seq
@@ -176,10 +174,10 @@ class Reference:
             shifted_tgt = torch.where(inside, torch.roll(tgt, -k), -100)
             joined = torch.cat([rmsnorm(h, p[pre + ".hidden_norm"], m["norm_eps"]),
                                 rmsnorm(p["embedding"][shifted], p[pre + ".embed_norm"], m["norm_eps"])], dim=-1)
-            h, a = self.block(pre + ".block", m["n_layers"] > m["n_dense_layers"], joined @ p[pre + ".proj"].T, batch,
-                              balance)
+            h, a = self.block(pre + ".block", m["n_layers"] > m["n_dense_layers"],
+                              self.ar.linear(joined, p[pre + ".proj"]), batch, balance)
             aux = aux + a
-            k_logits = rmsnorm(h, p[pre + ".out_norm"], m["norm_eps"]) @ p["head"].T
+            k_logits = self.ar.linear(rmsnorm(h, p[pre + ".out_norm"], m["norm_eps"]), p["head"], "head")
             mtp = mtp + torch.nn.functional.cross_entropy(k_logits, shifted_tgt, ignore_index=-100) / depth
         return ce + aux + m["mtp"]["weight"] * mtp, ce, aux, mtp, logits
 

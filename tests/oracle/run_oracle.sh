@@ -51,20 +51,19 @@ grad_clip = 0.5
 warmup_steps = 2
 TOML
 
-check() {  # check NAME --set ... : one configuration
-  local name=$1; shift
-  local out
-  [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" $name "* ]] || return 0
+# step NAME RECOMPUTE --set ... : one dump-step checked by check_step.py; RECOMPUTE=yes steps again
+# with training.recompute = selective and full, which must give the same step bit for bit.
+step() {
+  local name=$1 recompute=$2 out
+  shift 2
   if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name.h5" --set precision.device="$device" "$@" 2>&1); then
     echo "FAIL oracle $name: dump-step failed: $out"; return
   fi
   if ! out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
     echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
   fi
-  local errors=${out##*worst relative errors: } same=""
-  # On the CPU backends the step with recomputation must be the same step, bit for bit.
-  if [[ $device != cuda ]]; then
-    local mode
+  local errors=${out##*worst relative errors: } same="" mode
+  if [[ $recompute == yes ]]; then
     for mode in selective full; do
       if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name-$mode.h5" \
           --set precision.device="$device" "$@" --set training.recompute="$mode" 2>&1); then
@@ -77,6 +76,31 @@ check() {  # check NAME --set ... : one configuration
     done
   fi
   echo "PASS oracle $name: $errors$same"
+}
+
+# check NAME --set ... : one configuration in each of ORACLE_PRECISIONS (default: fp32, bf16 and fp8
+# with E4M3, and for the configurations in MORE also fp8_e5m2, E4M3 forward and E5M2 gradients, and
+# bf16_fp32_activations, bf16 GEMMs with precision.bf16_activations off: the same reference, as the
+# activations kept in bfloat16 are values the GEMMs round anyway). The recomputation re-runs are
+# fp32's only, on the CPU backends: they test the schedule, which the GEMMs' precision does not change.
+MORE="mha_sequence_aux mla_q_lora_grouped"
+check() {
+  local name=$1 precision recompute
+  shift
+  [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" $name "* ]] || return 0
+  local precisions="fp32 bf16 fp8"
+  [[ " $MORE " == *" $name "* ]] && precisions="$precisions fp8_e5m2 bf16_fp32_activations"
+  for precision in ${ORACLE_PRECISIONS:-$precisions}; do
+    recompute=no
+    [[ $precision == fp32 && $device != cuda ]] && recompute=yes
+    case $precision in
+      fp32) step "$name" "$recompute" "$@" ;;
+      fp8_e5m2) step "$name-$precision" no "$@" --set precision.matmul=fp8 --set fp8.formats=e4m3_e5m2 ;;
+      bf16_fp32_activations)
+        step "$name-$precision" no "$@" --set precision.matmul=bf16 --set precision.bf16_activations=false ;;
+      *) step "$name-$precision" no "$@" --set precision.matmul="$precision" ;;
+    esac
+  done
 }
 
 check mha_sequence_aux
