@@ -6,36 +6,31 @@
 # Under the strict CPU backend, tiny models. Each case prints PASS or FAIL.
 set -u
 cd "$(dirname "$0")/.."
-bin=${MOETRAIN:-./moetrain}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-run_as_root=""
-[[ $(id -u) -eq 0 ]] && run_as_root="--allow-run-as-root"
-mpi() { ${MPIRUN:-mpirun} -q --oversubscribe $run_as_root -np "$@"; }
-
 source tests/expect.sh
+bin=${MOETRAIN:-./moetrain}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mpi_flags=(-q --oversubscribe)
+if [[ $(id -u) -eq 0 ]]; then mpi_flags+=(--allow-run-as-root); fi
 
-for i in $(seq 1 60); do printf 'fortune number %d: the quick brown fox %d\n%%\n' "$i" "$((i * 7))"; done > "$tmp/quotes"
-$bin prepare --input "$tmp/quotes" --out "$tmp/data" > /dev/null
-
-small=(run.out_dir="\"$tmp/runs\"" data.train="\"$tmp/data/train_*.bin\"" data.val="\"$tmp/data/val_*.bin\""
-       model.vocab_size=257 model.d_model=32 model.seq_len=16 model.ffn_hidden=64 model.n_heads=2
-       model.attention.kv_lora_rank=8 model.attention.qk_nope_head_dim=8 model.attention.qk_rope_head_dim=8
-       model.attention.v_head_dim=8 model.n_layers=3 model.n_dense_layers=1 model.moe.n_routed_experts=8
-       model.moe.expert_hidden=16 training.steps=5 training.global_batch=4 training.micro_batch=2
-       training.eval_every=0 checkpoint.every=0 checkpoint.final=false precision.device='"cpu-strict"')
-sets() { for s in "${small[@]}" "$@"; do printf -- '--set\n%s\n' "$s"; done; }
+for i in $(seq 1 80); do printf 'line %d of a text about optimizers, %d words long\n%%\n' "$i" "$((i % 9 + 3))"; done \
+  > "$work/text"
+$bin prepare --input "$work/text" --out "$work/data" > /dev/null
 ok() { echo "capture check: 3 step\(s\) after the first two compared on $1 rank\(s\): ok"; }
 # The update's own launches among the compared ops: AdamW on every parameter, the norm, the bias update.
 update_ops="compared after the passes \(gradient sums, update, bias update, prepared weights\): .*[0-9]+ adamw, .*[0-9]+ bias_update, .*1 sum_squares"
 
-# check NAME RANKS PATTERN SETTINGS...: tiny.toml with --check-capture; every line of PATTERN (a
+# check NAME RANKS PATTERN SETTINGS...: the tiny experiment (tests/tiny_experiment.py; 5 steps, a dense
+# layer and two MoE layers) with --check-capture on RANKS ranks; every line of PATTERN (a
 # regular expression each) must be in the output.
 check() {
   local name=$1 ranks=$2 pattern=$3; shift 3
-  mapfile -t args < <(sets run.name="\"$name\"" "$@")
+  cases=$((${cases:-0} + 1))
+  python3 tests/tiny_experiment.py "$work" run.name="\"case$cases\"" training.steps=5 training.eval_every=0 \
+    checkpoint.every=0 checkpoint.final=false model.n_layers=3 model.n_dense_layers=1 "$@" > "$work/case$cases.toml"
   local out status
-  out=$(mpi "$ranks" $bin train configs/tiny.toml "${args[@]}" --check-capture 2>&1); status=$?
+  out=$(${MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" $bin train "$work/case$cases.toml" \
+        --check-capture 2>&1); status=$?
   local line missing=""
   while IFS= read -r line; do grep -qE -- "$line" <<<"$out" || missing="$line"; done <<<"$pattern"
   if [[ $status -eq 0 && -z $missing ]]; then echo "PASS capture of the update: $name"
@@ -65,11 +60,11 @@ $update_ops" parallel.pp=2 model.n_layers=4
 clip=1.45
 check "steps that clip and steps that do not launch the same ops" 1 \
   "capture check: 6 step\(s\) after the first two compared on 1 rank\(s\): ok
-$update_ops" training.grad_clip=$clip training.steps=8 run.name='"clipped"'
+$update_ops" training.grad_clip=$clip training.steps=8
 expect "capture of the update: the clipped run's norms straddle the clip" 0 "^ok$" -- \
   .venv/bin/python -c '
 import sys, h5py
 f = h5py.File(sys.argv[1], "r", libver="latest", swmr=True)
 norms, clip = f["grad_norm"][2:], float(sys.argv[2])
 assert (norms > clip).any() and (norms < clip).any(), norms
-print("ok")' "$tmp/runs/clipped/log.h5" "$clip"
+print("ok")' "$work/runs/case$cases/log.h5" "$clip"

@@ -137,11 +137,9 @@ void Trainer::record(Running& r, const StepRecord& rec, TrainSummary& summary) {
   r.tokens_done += double(cfg_.training.global_batch) * cfg_.model.seq_len;
 }
 
-// training.cuda_graph: the update's graph, unless its gradient sums go through MPI and host memory.
-GraphCapture* Trainer::update_graph() const {
-  const bool device_sums = opt_.world->size() == 1 || transport_.transport == DeviceTransport::nccl;
-  return device_sums ? runtime_.graph.get() : nullptr;
-}
+// training.cuda_graph: the update's graph on one rank. With several, its gradient sums are calls of
+// the communicator that bypass the Backend, which a replay of the update's host code would make again.
+GraphCapture* Trainer::update_graph() const { return opt_.world->size() == 1 ? runtime_.graph.get() : nullptr; }
 
 // --check-capture's verdict: each failing rank lists its problems, the first rank sums up.
 bool Trainer::report_capture() const {
