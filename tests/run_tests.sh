@@ -85,6 +85,7 @@ line_suite "step counters and capture safety" tests/step_counters_tests.sh
 line_suite "expert-parallel receive bound" tests/ep_bound_tests.sh
 line_suite "GPU rounding and the GPU check's calls, without a GPU" tests/gpu_static_tests.sh
 line_suite "output head and loss in chunks of tokens" tests/head_chunk_tests.sh
+line_suite "the optimizer inside the capture check" tests/update_capture_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

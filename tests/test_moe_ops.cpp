@@ -302,9 +302,9 @@ TEST_CASE("optimizer ops: sum of squares, scaling and AdamW against float64") {
   const std::vector<float> value0 = value, m0 = m, v0 = v;
   const double lr = 1e-2, bc1 = 0.19, bc2 = 0.0975, eps = 1e-8;
   const float b1 = 0.9f, b2 = 0.95f, decay = 1e-3f;
-  mt::cpu::adamw(nullptr, {.n = 1000, .lr = lr, .bias_correction1 = bc1, .bias_correction2 = bc2, .eps = eps, .beta1 = b1,
-                           .beta2 = b2, .decay = decay, .grad = g.data(), .value = value.data(), .m = m.data(),
-                           .v = v.data()});
+  const mt::AdamwStepValues step{.lr = lr, .bias_correction1 = bc1, .bias_correction2 = bc2, .decay = decay};
+  mt::cpu::adamw(nullptr, {.n = 1000, .step = &step, .decay = true, .eps = eps, .beta1 = b1, .beta2 = b2,
+                           .grad = g.data(), .value = value.data(), .m = m.data(), .v = v.data()});
   for (size_t i = 0; i < 1000; ++i) {
     const double mi = b1 * double(m0[i]) + (1 - double(b1)) * g[i], vi = b2 * double(v0[i]) + (1 - double(b2)) * g[i] * g[i];
     const double want = value0[i] - lr * (mi / bc1) / (std::sqrt(vi / bc2) + eps) - decay * double(value0[i]);

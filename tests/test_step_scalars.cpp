@@ -208,7 +208,8 @@ TEST_CASE("clipping, AdamW and the bias update read the step's norm and loss che
     CAPTURE(guard[0]);
     CAPTURE(guard[1]);
     std::vector<float> value{1.0f, 2.0f}, m{0.0f, 0.0f}, v{0.0f, 0.0f};
-    mt::cpu::adamw(nullptr, {.n = 2, .lr = 0.1, .grad = g.data(), .value = value.data(), .m = m.data(),
+    const mt::AdamwStepValues step{.lr = 0.1};
+    mt::cpu::adamw(nullptr, {.n = 2, .step = &step, .grad = g.data(), .value = value.data(), .m = m.data(),
                              .v = v.data(), .guard = guard.data()});
     CHECK((value != std::vector<float>{1.0f, 2.0f}) == passes);
     const std::vector<double> load{1, 3};

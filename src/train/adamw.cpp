@@ -4,10 +4,9 @@
 
 namespace mt {
 
-AdamwCoefficients adamw_coefficients(const OptimizerConfig& cfg, double lr, long t, bool decay) {
+AdamwStepValues adamw_step_values(const OptimizerConfig& cfg, double lr, long t) {
   return {.lr = lr, .bias_correction1 = 1.0 - std::pow(cfg.beta1, double(t)),
-          .bias_correction2 = 1.0 - std::pow(cfg.beta2, double(t)), .beta1 = float(cfg.beta1),
-          .beta2 = float(cfg.beta2), .eps = cfg.eps, .decay = decay ? float(lr * cfg.weight_decay) : 0.0f};
+          .bias_correction2 = 1.0 - std::pow(cfg.beta2, double(t)), .decay = float(lr * cfg.weight_decay)};
 }
 
 }  // namespace mt

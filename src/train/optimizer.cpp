@@ -84,6 +84,7 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
   }
   m_ = Buffer(be(), DType::f32, moments);
   v_ = Buffer(be(), DType::f32, moments);
+  step_values_ = Buffer(be(), DType::u8, sizeof(AdamwStepValues));
   allocate_step_buffers();
 }
 
@@ -306,14 +307,18 @@ void Optimizer::clip_gradients(const double* norm_sq, double clip) {
     be().scale({.n = shard_grad_.count(), .x = shard_grad_.f32(), .norm_sq = norm_sq, .clip = clip});
 }
 
-void Optimizer::step(double lr, long t, const double* guard) {
+void Optimizer::load_step(double lr, long t) {
+  const AdamwStepValues values = adamw_step_values(cfg_, lr, t);
+  step_values_.upload(&values, sizeof values);
+}
+
+void Optimizer::step(const double* guard) {
+  const auto* values = static_cast<const AdamwStepValues*>(step_values_.raw());
   for (const Run& r : runs_) {
     const ParamInfo& p = params_.infos[r.param];
     const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin;
-    const AdamwCoefficients c = adamw_coefficients(cfg_, lr, t, p.decay);
-    be().adamw({.n = r.len, .lr = c.lr, .bias_correction1 = c.bias_correction1,
-                .bias_correction2 = c.bias_correction2, .eps = c.eps, .beta1 = c.beta1, .beta2 = c.beta2,
-                .decay = c.decay, .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
+    be().adamw({.n = r.len, .step = values, .decay = p.decay, .eps = cfg_.eps, .beta1 = float(cfg_.beta1),
+                .beta2 = float(cfg_.beta2), .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
                 .v = v_.f32() + r.moment, .guard = guard});
   }
   if (zero_ == 1 || zero_ == 2) gather_weights();

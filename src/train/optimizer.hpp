@@ -47,8 +47,11 @@ class Optimizer : public ParamShards {
   void reduce_gradients(double* guard);
   // Clips the gradients to norm `clip` by the squared norm at norm_sq (device memory).
   void clip_gradients(const double* norm_sq, double clip);
-  // AdamW step t (1-based) at learning rate lr, unless `guard` (AdamwArgs) fails on the device.
-  void step(double lr, long t, const double* guard = nullptr);
+  // Uploads AdamW's coefficients of step t (1-based) at learning rate lr, which the next step() reads
+  // on the device: its launches are the same every step.
+  void load_step(double lr, long t);
+  // AdamW with the coefficients load_step() uploaded, unless `guard` (AdamwArgs) fails on the device.
+  void step(const double* guard = nullptr);
 
   // The moments of every parameter this rank holds, in the ParamStore's layout (checkpoints).
   // Collective over the data-parallel group under ZeRO.
@@ -134,6 +137,7 @@ class Optimizer : public ParamShards {
   size_t norm_elements_ = 0;
   std::vector<Run> runs_;
   Buffer m_, v_;
+  Buffer step_values_;  // AdamwStepValues of the step, on the device
   // ZeRO-2/3: a window per chunk for the open group's gradients, and which group is open; ZeRO-3:
   // the same for the gathered values.
   std::vector<Buffer> windows_, value_windows_;

@@ -64,6 +64,7 @@ StepCounts StepCounters::end_step(long long step) {
       capture_.more += r.more;
       capture_.downloads = r.downloads;
       capture_.causes = r.causes;  // the last step's
+      capture_.step_ops = r.step_ops;
       ++checked_;
     }
     last_regions_ = std::move(regions);

@@ -88,6 +88,7 @@ class Trainer {
   std::string data_order_text() const;
   void print_header() const;
   bool report_capture() const;  // collective over the world; whether every rank passed
+  GraphCapture* update_graph() const;  // null: the update is not captured
 
   Config cfg_;
   TrainOptions opt_;

@@ -32,6 +32,11 @@ void Trainer::print_header() const {
                                                    : "staged through host memory",
                 why.c_str());
   }
+  if (cfg_.training.cuda_graph)
+    std::printf("  graphs   each pass of a micro-batch%s, captured in the second step and replayed after\n",
+                update_graph() ? " and the update (gradient sums, clipping, AdamW, bias update, prepared weights)"
+                               : "; not the update: its gradient sums over the ranks would run again at each "
+                                 "replay");
   if (groups_.layout.world() > 1 || pipelined(schedule_)) {
     std::printf("  layout   %s: each data-parallel rank runs %d micro-batches of each step\n", layout_.c_str(),
                 plan_.micro_batches);

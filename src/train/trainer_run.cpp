@@ -76,14 +76,14 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   double lr = 0;
   const StepTotals totals =
       run_step(*model_, schedule_, groups_, plan_, training_fill(r), *transfers_, *scalars_, {}, [&] {
-        // The checked region is the passes: the update's launches carry this step's learning rate
-        // and bias corrections as arguments, so they differ from step to step by design.
-        counters_->end_region();
+        // The checked region takes in the update: its launches read the step's coefficients from
+        // device memory. It ends before the download of the step's scalars.
         model_->settle_arenas();
         update_time.time([&] {
           lr = queue_update(*model_, *optimizer_, cfg_, {r.state.lr_start, r.state.lr_end}, r.state.step, *scalars_,
-                            sync_time);
+                            sync_time, update_graph());
         });
+        counters_->end_region();
       });
   CommSeconds in_layers;
   for (size_t c = 0; c < comm_seconds_.size(); ++c) {
@@ -137,6 +137,10 @@ void Trainer::record(Running& r, const StepRecord& rec, TrainSummary& summary) {
   r.tokens_done += double(cfg_.training.global_batch) * cfg_.model.seq_len;
 }
 
+// training.cuda_graph: the update's graph on one rank. With several, its gradient sums are calls of
+// the communicator that bypass the Backend, which a replay of the update's host code would make again.
+GraphCapture* Trainer::update_graph() const { return opt_.world->size() == 1 ? runtime_.graph.get() : nullptr; }
+
 // --check-capture's verdict: each failing rank lists its problems, the first rank sums up.
 bool Trainer::report_capture() const {
   const CaptureReport& c = counters_->capture();
@@ -151,6 +155,12 @@ bool Trainer::report_capture() const {
   if (!causes.empty()) std::printf("capture check: rank %d: the last step's problems: %s\n", rank, causes.c_str());
   std::vector<double> failed{c.ok() ? 0.0 : 1.0};
   opt_.world->all_reduce_sum(failed);
+  if (lead_ && !c.step_ops.empty()) {
+    std::string ops;
+    for (const auto& [kind, n] : c.step_ops) ops += (ops.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    std::printf("capture check: compared after the passes (gradient sums, update, bias update, prepared weights): "
+                "%s\n", ops.c_str());
+  }
   if (lead_)
     std::printf("capture check: %lld step(s) after the first two compared on %d rank(s): %s; downloads inside "
                 "the last step's passes: %lld\n",

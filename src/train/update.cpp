@@ -9,13 +9,22 @@
 namespace mt {
 
 double queue_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle, long long step,
-                    const StepScalars& scalars, DeviceTimer& sync_time) {
-  double* guard = scalars.at(StepScalars::norm_sq);
-  sync_time.time([&] { optimizer.reduce_gradients(guard); });
-  if (cfg.training.grad_clip > 0) optimizer.clip_gradients(guard, cfg.training.grad_clip);
+                    const StepScalars& scalars, DeviceTimer& sync_time, GraphCapture* graph) {
   const double lr = learning_rate(cfg, lr_cycle, step);
-  optimizer.step(lr, step + 1, guard);
+  optimizer.load_step(lr, step + 1);  // the step's one host value, uploaded before the graph
+  double* guard = scalars.at(StepScalars::norm_sq);
+  const Backend& be = model.backend();
+  if (graph) {
+    // A timer's marks inside a graph cannot be read: the graphed sums are timed with the update.
+    graph->begin(be, "update");
+    optimizer.reduce_gradients(guard);
+  } else {
+    sync_time.time([&] { optimizer.reduce_gradients(guard); });
+  }
+  if (cfg.training.grad_clip > 0) optimizer.clip_gradients(guard, cfg.training.grad_clip);
+  optimizer.step(guard);
   update_biases(model, guard);
+  if (graph) graph->end();
   return lr;
 }
 

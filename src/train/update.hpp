@@ -26,9 +26,12 @@ struct UpdateStats {
 
 // Queues the update of step `step` (0-based; its learning rate that of `lr_cycle`, returned). The
 // gradient sums are timed by `sync_time`. Unless the gradient norm and the loss (scalars' guard) are
-// finite, the device leaves weights, moments and biases as they were.
+// finite, the device leaves weights, moments and biases as they were. Its launches are the same every
+// step (AdamW reads the step's coefficients from device memory), so with `graph` (training.cuda_graph,
+// on the model's first stream) they run as one graph, named "update", after the first step; the gradient
+// sums are then not timed apart.
 double queue_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle, long long step,
-                    const StepScalars& scalars, DeviceTimer& sync_time);
+                    const StepScalars& scalars, DeviceTimer& sync_time, GraphCapture* graph = nullptr);
 // After the step's download: what the update did. Collective over the pipeline group.
 UpdateStats update_record(Model& model, const Optimizer& optimizer, const Config& cfg, const StepScalars& scalars,
                           double lr);

@@ -293,11 +293,15 @@ void check_update(Report& rep, const Backend& cpu, const Backend& gpu, size_t n,
   rep.check("scale" + name, relative_error(g_scaled.download(), scaled), 0);
 
   std::vector<float> cv = value, cm = m, cvv = v;
-  mt::AdamwArgs a{.n = n, .lr = 3e-3, .bias_correction1 = 0.271, .bias_correction2 = 0.0975, .eps = 1e-8,
-                  .beta1 = 0.9f, .beta2 = 0.95f, .decay = 3e-4f, .grad = g.data(), .value = cv.data(), .m = cm.data(),
-                  .v = cvv.data()};
+  // The step's coefficients as the kernel reads them: four doubles in device memory.
+  const mt::AdamwStepValues step{.lr = 3e-3, .bias_correction1 = 0.271, .bias_correction2 = 0.0975, .decay = 3e-4f};
+  static_assert(sizeof step == 4 * sizeof(double));
+  mt::AdamwArgs a{.n = n, .step = &step, .decay = true, .eps = 1e-8, .beta1 = 0.9f, .beta2 = 0.95f,
+                  .grad = g.data(), .value = cv.data(), .m = cm.data(), .v = cvv.data()};
   cpu.adamw(a);
   DeviceVec<float> gv(gpu, value), gm(gpu, m), gvv(gpu, v);
+  DeviceVec<double> d_step(gpu, {step.lr, step.bias_correction1, step.bias_correction2, step.decay});
+  a.step = reinterpret_cast<const mt::AdamwStepValues*>(d_step.get());
   a.grad = d_g.get(), a.value = gv.get(), a.m = gm.get(), a.v = gvv.get();
   gpu.adamw(a);
   rep.check("adamw value" + name, relative_error(gv.download(), cv), 1e-6);

@@ -121,6 +121,9 @@ CaptureReport check_capture(const std::vector<Region>& before, const std::vector
     if (now[i].name != before[i].name)
       problems.add(where + ": in place of " + before[i].name + " the step before", "passes in another order");
     else check_same_ops(before[i], now[i], where, problems);
+    if (now[i].name == rules.step_region)
+      for (const TraceOp& op : now[i].trace)
+        if (op.kind >= 0) ++report.step_ops[op_kind_name(op.kind)];
   }
   return report;
 }

@@ -26,6 +26,9 @@ struct CaptureReport {
   long long downloads = 0;            // inside the passes of `now`
   // Every problem by its cause ("download after gather_rows", "other arguments: gemm"), counted.
   std::map<std::string, long long> causes;
+  // The ops of `now`'s step region (after the passes: the gradient sums and the update), by kind,
+  // when they were compared with the step before's.
+  std::map<std::string, long long> step_ops;
   bool ok() const { return problems.empty(); }
 };
 

@@ -28,14 +28,22 @@ struct SumSquaresArgs {
 // scalars on the device. scale 0 turns a value into a check: 0 where it is finite, NaN where not.
 struct SumScalarsArgs { size_t n = 0; const double* x = nullptr; double scale = 1.0; double* sum = nullptr; };
 
+// AdamW's coefficients that change from step to step, in device memory: a launch that reads them
+// there has the same arguments every step, so a captured graph can replay it.
+struct AdamwStepValues {
+  double lr = 0, bias_correction1 = 1, bias_correction2 = 1;
+  double decay = 0;  // float(lr * weight_decay), for the parameters that decay
+};
+
 // AdamW on n elements with decoupled weight decay and bias-corrected moments (ops/optimizer/math.hpp).
 // `guard` (device memory, optional): guard[0] the step's squared gradient norm, guard[1] its loss check
 // (SumScalarsArgs' scale 0); unless both are finite nothing changes (ops/optimizer/math.hpp).
 struct AdamwArgs {
   size_t n = 0;
-  double lr = 0, bias_correction1 = 1, bias_correction2 = 1, eps = 1e-8;
+  const AdamwStepValues* step = nullptr;  // device memory
+  bool decay = false;                     // whether step->decay applies
+  double eps = 1e-8;
   float beta1 = 0.9f, beta2 = 0.95f;
-  float decay = 0;  // lr * weight_decay where decay applies, else 0
   const float* grad = nullptr;
   float* value = nullptr; float* m = nullptr; float* v = nullptr;
   const double* guard = nullptr;

@@ -25,9 +25,11 @@ void sum_scalars(DeviceState*, const SumScalarsArgs& a) {
 
 void adamw(DeviceState*, const AdamwArgs& a) {
   if (!guard_passes(a.guard)) return;
+  const AdamwStepValues& s = *a.step;
+  const float decay = a.decay ? float(s.decay) : 0.0f;
   for (size_t i = 0; i < a.n; ++i)
-    adamw_element(a.grad[i], a.value[i], a.m[i], a.v[i], a.beta1, a.beta2, a.lr, a.bias_correction1,
-                  a.bias_correction2, a.eps, a.decay);
+    adamw_element(a.grad[i], a.value[i], a.m[i], a.v[i], a.beta1, a.beta2, s.lr, s.bias_correction1,
+                  s.bias_correction2, a.eps, decay);
 }
 
 }  // namespace mt::cpu

@@ -59,9 +59,11 @@ __global__ void sum_scalars_kernel(SumScalarsArgs a) {
 
 __global__ void adamw_kernel(AdamwArgs a) {
   if (!guard_passes(a.guard)) return;
+  const AdamwStepValues s = *a.step;  // this step's, read on the device (a graph replays the launch)
+  const float decay = a.decay ? float(s.decay) : 0.0f;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += size_t(gridDim.x) * blockDim.x)
-    adamw_element(a.grad[i], a.value[i], a.m[i], a.v[i], a.beta1, a.beta2, a.lr, a.bias_correction1,
-                  a.bias_correction2, a.eps, a.decay);
+    adamw_element(a.grad[i], a.value[i], a.m[i], a.v[i], a.beta1, a.beta2, s.lr, s.bias_correction1,
+                  s.bias_correction2, a.eps, decay);
 }
 
 }  // namespace
