@@ -67,6 +67,10 @@ expect "training.cuda_graph under expert parallelism is refused, saying why" 2 \
 expect "training.cuda_graph with tensor parallelism needs NCCL" 2 "set parallel.comm = \"nccl\"" -- \
   $bin train configs/tiny.toml "${args[@]}" --set training.cuda_graph=true --set precision.device='"cuda"' \
   --set parallel.tp=2 --dry-run
+expect "training.cuda_graph with ZeRO-2 over data-parallel ranks needs NCCL" 2 \
+  "parallel.zero = 2 captures the gradients' reduce-scatter .* set parallel.comm = \"nccl\"" -- \
+  $bin train configs/tiny.toml "${args[@]}" --set training.cuda_graph=true --set precision.device='"cuda"' \
+  --set parallel.dp=2 --set parallel.zero=2 --dry-run
 
 check tiny configs/tiny.toml "${mla[@]}" "${moe[@]}"
 check deepseek-v3-small configs/deepseek-v3-small.toml "${mla[@]}" "${moe[@]}" model.attention.q_lora_rank=8

@@ -59,6 +59,7 @@ struct Event {
 // What a request waits on: its event, or none yet while its point-to-point call is held.
 struct Completion {
   std::shared_ptr<Event> issued;
+  bool in_graph = false;  // made while a graph replayed its pass: the graph holds the call
 };
 
 class NcclComm;
@@ -106,6 +107,7 @@ class NcclComm final : public DeviceComm {
 
   void all_reduce_sum(DeviceSpan data) override {
     require_sum_type(data, "all_reduce_sum");
+    if (in_replay()) return;
     start();
     check(nccl_.AllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("all_reduce_sum", data));
@@ -114,6 +116,7 @@ class NcclComm final : public DeviceComm {
 
   std::unique_ptr<Request> iall_reduce_sum(DeviceSpan data) override {
     require_sum_type(data, "iall_reduce_sum");
+    if (in_replay()) return replayed();
     start();
     check(nccl_.AllReduce(data.data, data.data, data.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("iall_reduce_sum", data));
@@ -125,6 +128,7 @@ class NcclComm final : public DeviceComm {
     require(out.dtype == data.dtype && data.count == out.count * size_t(size()),
             describe("reduce_scatter_sum", data) + " into " + describe("a block", out) +
                 " (the data must be size() blocks of the output's dtype)");
+    if (in_replay()) return;
     start();
     check(nccl_.ReduceScatter(data.data, out.data, out.count, nccl_type(data.dtype), ncclSum, comm_, stream_),
           describe("reduce_scatter_sum", data));
@@ -134,6 +138,7 @@ class NcclComm final : public DeviceComm {
   void all_gather(DeviceSpan mine, DeviceSpan all) override {
     require(all.dtype == mine.dtype && all.count == mine.count * size_t(size()),
             describe("all_gather", mine) + " into " + describe("a buffer", all) + " (it must hold size() blocks)");
+    if (in_replay()) return;
     start();
     check(nccl_.AllGather(mine.data, all.data, mine.count, nccl_type(mine.dtype), comm_, stream_),
           describe("all_gather", mine));
@@ -146,6 +151,7 @@ class NcclComm final : public DeviceComm {
     require(send.dtype == recv.dtype, what + ": send and receive dtypes differ");
     check_counts(send_counts, send, what + " (send counts)");
     check_counts(recv_counts, recv, what + " (receive counts)");
+    if (in_replay()) return replayed();
     start();
     const size_t bytes = dtype_bytes(send.dtype);
     size_t send_at = 0, recv_at = 0;
@@ -167,10 +173,12 @@ class NcclComm final : public DeviceComm {
   }
 
   std::unique_ptr<Request> isend(DeviceSpan data, int to) override {
+    if (in_replay()) return replayed();
     if (NcclComm* link = link_to(to, true)) return link->issue(true, data);
     return hold(true, data, to);
   }
   std::unique_ptr<Request> irecv(DeviceSpan data, int from) override {
+    if (in_replay()) return replayed();
     if (NcclComm* link = link_to(from, false)) return link->issue(false, data);
     return hold(false, data, from);
   }
@@ -258,6 +266,7 @@ class NcclComm final : public DeviceComm {
 
   // The backend's stream waits for `done` (see the header for why the host does not).
   void wait_for(Completion& done) {
+    if (done.in_graph) return;
     if (!done.issued) flush();
     activate(state_);
     MT_CUDA_CHECK(cudaStreamWaitEvent(state_->stream, done.issued->event, 0));
@@ -338,6 +347,14 @@ class NcclComm final : public DeviceComm {
   // A request for the call just queued.
   std::unique_ptr<Request> recorded() {
     return std::make_unique<NcclRequest>(*this, std::make_shared<Completion>(Completion{record()}));
+  }
+
+  // While a graph replays a pass, the pass's host code runs again to keep the model's bookkeeping,
+  // but its NCCL calls (and the event waits around them) are in the graph, which the replay
+  // launches: issuing them now as well would run every collective twice.
+  bool in_replay() const { return backend_.graph && backend_.graph->replaying(); }
+  std::unique_ptr<Request> replayed() {
+    return std::make_unique<NcclRequest>(*this, std::make_shared<Completion>(Completion{nullptr, true}));
   }
 
   // Counts of one per rank that fit in `span`.

@@ -31,6 +31,11 @@ void validate_cuda_graph(const Config& c) {
       {p.tp > 1 && p.comm != CommChoice::nccl, "parallel.comm",
        "with parallel.tp = " + tp + " captures the tensor-parallel sums inside the layers, which only NCCL's "
        "collectives allow (the staged MPI transport copies through the host): set parallel.comm = \"nccl\""},
+      {p.dp > 1 && p.zero >= 2 && p.comm != CommChoice::nccl, "parallel.comm",
+       "with parallel.dp = " + std::to_string(p.dp) + " and parallel.zero = " + std::to_string(p.zero) +
+           " captures the gradients' reduce-scatter (and ZeRO-3's weight gathers) inside the passes, which only "
+           "NCCL's collectives allow (the staged MPI transport copies through the host): set parallel.comm = "
+           "\"nccl\" or parallel.zero <= 1"},
       {p.pp > 1, "parallel.pp",
        "cannot go with parallel.pp = " + pp + ": a pipeline's passes hand activations over between them on the "
        "host's schedule, and DualPipe runs two passes at once on two threads; capture is built for parallel.pp = 1"},

@@ -16,6 +16,7 @@
 #include "comm/comm.hpp"
 #include "comm/nccl_comm.hpp"
 #include "ops/backend/cuda_backend.hpp"
+#include "ops/backend/graph_capture.hpp"
 #include "tensor/buffer.hpp"
 
 using namespace mt;
@@ -184,6 +185,32 @@ void misuse(DeviceComm& c, const Backend& gpu) {
   report("misuse named (reduce_scatter_sum of 10 into 3)", named, what.empty() ? "no error" : what);
 }
 
+// A pass holding NCCL calls between two ops, run, captured and replayed as the trainer's passes are
+// (training.cuda_graph under tensor parallelism): each run doubles x, and a sum over one rank keeps
+// it, so four runs give 16 x exactly. While a pass replays, the communicator issues nothing: the
+// graph holds its calls.
+void graph_replay(const Backend& gpu) {
+  GraphCapture graph;
+  Backend capturing = gpu;
+  capturing.graph = &graph;
+  std::unique_ptr<Comm> world = make_local_comm();
+  std::unique_ptr<DeviceComm> comm = make_nccl_comm(*world, capturing);
+  const size_t n = 1000;
+  std::vector<float> x = values<float>(n, 900);
+  Buffer b = device(gpu, x);
+  for (int run = 0; run < 4; ++run) {
+    graph.begin(capturing, "pass");
+    capturing.scale({.n = n, .factor = 2.0f, .x = b.f32()});
+    comm->all_reduce_sum(device_span(b));
+    comm->iall_reduce_sum(device_span(b))->wait();
+    graph.end();
+  }
+  for (float& v : x) v *= 16;
+  check("a pass with NCCL calls: run, captured, replayed twice", b, x);
+  report("the pass was captured once and replayed twice", graph.captures() == 1 && graph.replays() == 2,
+         std::to_string(graph.captures()) + " capture(s), " + std::to_string(graph.replays()) + " replay(s)");
+}
+
 }  // namespace
 
 int main() {
@@ -223,6 +250,7 @@ int main() {
     group.reset();
     sums<float>(*comm, gpu, " (after the splits are destroyed)", 300);
   }
+  graph_replay(gpu);
   cuda_backend_destroy(gpu);
   std::printf("nccl_test: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
