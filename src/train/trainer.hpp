@@ -88,6 +88,7 @@ class Trainer {
   std::string data_order_text() const;
   void print_header() const;
   bool report_capture() const;  // collective over the world; whether every rank passed
+  void print_attention_shapes() const;  // --profile on a GPU: which attention shapes ran on cuDNN
 
   Config cfg_;
   TrainOptions opt_;
