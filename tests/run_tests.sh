@@ -82,6 +82,7 @@ line_suite "memory pre-check" tests/inputs/memory_tests.sh
 line_suite "layers and sizes of the source tree" tests/structure_tests.sh
 line_suite "grouped GEMM on CUTLASS" tests/grouped_gemm_tests.sh
 line_suite "step counters and capture safety" tests/step_counters_tests.sh
+line_suite "attention on cuDNN" tests/cudnn_attention_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

@@ -140,7 +140,10 @@ TEST_CASE("cudnn loader: the wheel's libcudnn opens without a GPU and reports ve
       const fs::path lib = e.path() / "site-packages/nvidia/cudnn/lib/libcudnn.so.9";
       if (fs::exists(lib)) path = lib.string();
     }
-  if (path.empty()) return;  // no nvidia-cudnn-cu13 wheel here: nothing to open
+  if (path.empty()) {
+    MESSAGE("no nvidia-cudnn-cu13 wheel in .venv: nothing to open");
+    return;
+  }
   std::string why;
   const auto lib = load_cudnn(path, &why);
   REQUIRE_MESSAGE(lib, why);

@@ -82,7 +82,9 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
       d.peak_tflops = known_bf16_peak_tflops(info.name);
       d.description = "cuda:" + std::to_string(gpu) + " " + info.name + " (" +
                       (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") + "; " + memory +
-                      "); attention: " + cuda_attention_note(probe);
+                      "); attention: " +
+                      (cfg.precision.matmul == MatmulPrecision::fp32 ? "own kernels (fp32 products)"
+                                                                     : cuda_attention_note(probe));
       return d;
     }
     cuda_backend_destroy(probe);

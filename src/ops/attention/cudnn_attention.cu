@@ -5,6 +5,9 @@
 // seq] layout the own backward reads, so either backward takes either forward's lse.
 #include <cuda_bf16.h>
 
+#include <array>
+#include <optional>
+
 #include "ops/attention/cuda.cuh"
 #include "ops/attention/cudnn_attention.cuh"
 #include "ops/attention/cudnn_sdpa.cuh"
@@ -60,19 +63,38 @@ void unstage(DeviceState* st, const __nv_bfloat16* src, const Operand& o, size_t
   MT_CUDA_CHECK_LAUNCH();
 }
 
-// Consecutive 256-byte-aligned pieces of one scratch buffer: bf16 operands, then cuDNN's workspace.
-class Pieces {
- public:
-  size_t add(size_t bytes) {
-    const size_t at = total_;
-    total_ += (bytes + 255) / 256 * 256;
-    return at;
+// Consecutive 256-byte-aligned pieces of the attention scratch: one bf16 buffer per operand of `counts`
+// elements, then cuDNN's workspace (the last piece).
+template <size_t N>
+std::array<__nv_bfloat16*, N + 1> carve(DeviceState* st, const std::array<size_t, N>& counts, long long workspace) {
+  std::array<size_t, N + 1> at{};
+  size_t total = 0;
+  for (size_t i = 0; i <= N; ++i) {
+    at[i] = total;
+    total += ((i < N ? counts[i] * sizeof(__nv_bfloat16) : size_t(workspace)) + 255) / 256 * 256;
   }
-  size_t total() const { return total_; }
+  auto* base = static_cast<char*>(scratch(st, kScratchAttention, total));
+  std::array<__nv_bfloat16*, N + 1> pieces;
+  for (size_t i = 0; i <= N; ++i) pieces[i] = reinterpret_cast<__nv_bfloat16*>(base + at[i]);
+  return pieces;
+}
 
- private:
-  size_t total_ = 0;
+// q, k and v of a call: where they are, and their heads and widths.
+struct Inputs {
+  Operand q, k, v;
+  HeadInput q_in, k_in, v_in;
 };
+template <typename Args>
+Inputs inputs_of(const Args& a, const SdpaKey& key) {
+  return {{a.q_at, key.heads, key.qk_dim}, {a.k_at, key.kv_heads, key.qk_dim}, {a.v_at, key.kv_heads, key.v_dim},
+          head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16), head_input(a.v, a.v_bf16)};
+}
+void stage_inputs(DeviceState* st, const Inputs& in, size_t tokens, __nv_bfloat16* q, __nv_bfloat16* k,
+                  __nv_bfloat16* v) {
+  stage(st, in.q_in, in.q, tokens, q);
+  stage(st, in.k_in, in.k, tokens, k);
+  stage(st, in.v_in, in.v, tokens, v);
+}
 
 // Whether cuDNN runs key: false for the own kernels; throws when cuDNN was required and cannot.
 bool on_cudnn(DeviceState* st, const SdpaKey& key, bool bf16, long long* workspace) {
@@ -87,63 +109,55 @@ bool on_cudnn(DeviceState* st, const SdpaKey& key, bool bf16, long long* workspa
   return r.cudnn;
 }
 
-SdpaKey key_of(int batch, int heads, int kv_heads, int seq, int qk_dim, int v_dim, float scale, bool backward) {
-  return {batch, heads, kv_heads > 0 ? kv_heads : heads, seq, qk_dim, v_dim, scale, backward};
+// A call cuDNN runs: its shape, workspace bytes, tokens and inputs.
+struct Call {
+  SdpaKey key;
+  long long workspace = 0;
+  size_t tokens = 0;
+  Inputs in;
+};
+// a's call on cuDNN, or nullopt when the own kernels run it.
+template <typename Args>
+std::optional<Call> cudnn_call(DeviceState* st, const Args& a, bool backward) {
+  Call c;
+  c.key = {a.batch, a.heads, a.kv_heads > 0 ? a.kv_heads : a.heads, a.seq, a.qk_dim, a.v_dim, a.scale, backward};
+  if (!on_cudnn(st, c.key, a.inputs != GemmPrecision::fp32, &c.workspace)) return std::nullopt;
+  c.tokens = size_t(a.batch) * a.seq;
+  c.in = inputs_of(a, c.key);
+  return c;
 }
 
 }  // namespace
 
 bool cudnn_attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
-  const SdpaKey key = key_of(a.batch, a.heads, a.kv_heads, a.seq, a.qk_dim, a.v_dim, a.scale, false);
-  long long workspace = 0;
-  if (!on_cudnn(st, key, a.inputs != GemmPrecision::fp32, &workspace)) return false;
-  const size_t tokens = size_t(a.batch) * a.seq;
-  const Operand q{a.q_at, key.heads, key.qk_dim}, k{a.k_at, key.kv_heads, key.qk_dim}, v{a.v_at, key.kv_heads,
-                                                                                          key.v_dim};
-  const Operand o{a.out_at, key.heads, key.v_dim};
-  Pieces p;
-  const size_t at_q = p.add(q.count(tokens) * 2), at_k = p.add(k.count(tokens) * 2), at_v = p.add(v.count(tokens) * 2);
-  const size_t at_o = p.add(o.count(tokens) * 2), at_w = p.add(size_t(workspace));
-  auto* base = static_cast<char*>(scratch(st, kScratchAttention, p.total()));
-  auto* bq = reinterpret_cast<__nv_bfloat16*>(base + at_q);
-  auto* bk = reinterpret_cast<__nv_bfloat16*>(base + at_k);
-  auto* bv = reinterpret_cast<__nv_bfloat16*>(base + at_v);
-  auto* bo = reinterpret_cast<__nv_bfloat16*>(base + at_o);
-  stage(st, head_input(a.q, a.q_bf16), q, tokens, bq);
-  stage(st, head_input(a.k, a.k_bf16), k, tokens, bk);
-  stage(st, head_input(a.v, a.v_bf16), v, tokens, bv);
-  sdpa_run(st, key, {.q = bq, .k = bk, .v = bv, .o = bo, .lse = a.lse}, base + at_w);
-  unstage(st, bo, o, tokens, a.out);
+  const std::optional<Call> c = cudnn_call(st, a, false);
+  if (!c) return false;
+  const Operand o{a.out_at, c->key.heads, c->key.v_dim};
+  const size_t n = c->tokens;
+  const auto b = carve<4>(st, {c->in.q.count(n), c->in.k.count(n), c->in.v.count(n), o.count(n)}, c->workspace);
+  stage_inputs(st, c->in, n, b[0], b[1], b[2]);
+  sdpa_run(st, c->key, {.q = b[0], .k = b[1], .v = b[2], .o = b[3], .lse = a.lse}, b[4]);
+  unstage(st, b[3], o, n, a.out);
   return true;
 }
 
 bool cudnn_attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
-  const SdpaKey key = key_of(a.batch, a.heads, a.kv_heads, a.seq, a.qk_dim, a.v_dim, a.scale, true);
-  long long workspace = 0;
-  if (!on_cudnn(st, key, a.inputs != GemmPrecision::fp32, &workspace)) return false;
-  const size_t tokens = size_t(a.batch) * a.seq;
-  const Operand q{a.q_at, key.heads, key.qk_dim}, k{a.k_at, key.kv_heads, key.qk_dim}, v{a.v_at, key.kv_heads,
-                                                                                          key.v_dim};
-  const Operand o{a.out_at, key.heads, key.v_dim}, dq{a.dq_at, key.heads, key.qk_dim};
-  const Operand dk{a.dk_at, key.kv_heads, key.qk_dim}, dv{a.dv_at, key.kv_heads, key.v_dim};
-  Pieces p;
-  const size_t at_q = p.add(q.count(tokens) * 2), at_k = p.add(k.count(tokens) * 2), at_v = p.add(v.count(tokens) * 2);
-  const size_t at_o = p.add(o.count(tokens) * 2), at_do = p.add(o.count(tokens) * 2);
-  const size_t at_dq = p.add(dq.count(tokens) * 2), at_dk = p.add(dk.count(tokens) * 2);
-  const size_t at_dv = p.add(dv.count(tokens) * 2), at_w = p.add(size_t(workspace));
-  auto* base = static_cast<char*>(scratch(st, kScratchAttention, p.total()));
-  auto piece = [&](size_t at) { return reinterpret_cast<__nv_bfloat16*>(base + at); };
-  stage(st, head_input(a.q, a.q_bf16), q, tokens, piece(at_q));
-  stage(st, head_input(a.k, a.k_bf16), k, tokens, piece(at_k));
-  stage(st, head_input(a.v, a.v_bf16), v, tokens, piece(at_v));
-  stage(st, head_input(a.out, nullptr), o, tokens, piece(at_o));
-  stage(st, head_input(a.dout, nullptr), o, tokens, piece(at_do));
-  sdpa_run(st, key, {.q = piece(at_q), .k = piece(at_k), .v = piece(at_v), .o = piece(at_o),
-                     .lse = const_cast<float*>(a.lse), .dout = piece(at_do), .dq = piece(at_dq), .dk = piece(at_dk),
-                     .dv = piece(at_dv)}, base + at_w);
-  unstage(st, piece(at_dq), dq, tokens, a.dq);
-  unstage(st, piece(at_dk), dk, tokens, a.dk);
-  unstage(st, piece(at_dv), dv, tokens, a.dv);
+  const std::optional<Call> c = cudnn_call(st, a, true);
+  if (!c) return false;
+  const SdpaKey& k = c->key;
+  const Operand o{a.out_at, k.heads, k.v_dim}, dq{a.dq_at, k.heads, k.qk_dim};
+  const Operand dk{a.dk_at, k.kv_heads, k.qk_dim}, dv{a.dv_at, k.kv_heads, k.v_dim};
+  const size_t n = c->tokens;
+  const auto b = carve<8>(st, {c->in.q.count(n), c->in.k.count(n), c->in.v.count(n), o.count(n), o.count(n),
+                               dq.count(n), dk.count(n), dv.count(n)}, c->workspace);
+  stage_inputs(st, c->in, n, b[0], b[1], b[2]);
+  stage(st, head_input(a.out, nullptr), o, n, b[3]);
+  stage(st, head_input(a.dout, nullptr), o, n, b[4]);
+  sdpa_run(st, k, {.q = b[0], .k = b[1], .v = b[2], .o = b[3], .lse = const_cast<float*>(a.lse), .dout = b[4],
+                   .dq = b[5], .dk = b[6], .dv = b[7]}, b[8]);
+  unstage(st, b[5], dq, n, a.dq);
+  unstage(st, b[6], dk, n, a.dk);
+  unstage(st, b[7], dv, n, a.dv);
   return true;
 }
 

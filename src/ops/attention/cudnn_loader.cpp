@@ -24,43 +24,45 @@ std::string cudnn_version_text(size_t version) {
 }
 
 std::optional<CudnnLibrary> load_cudnn(const std::string& name, std::string* why) {
-  auto refuse = [&](void* handle, const std::string& reason) -> std::optional<CudnnLibrary> {
-    if (handle) dlclose(handle);
-    if (why) *why = reason;
-    return std::nullopt;
-  };
+  using GetVersion = size_t (*)();
   // RTLD_LOCAL: cuDNN's symbols stay out of the global scope; cudnn-frontend looks them up in this handle.
   void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) return refuse(nullptr, name + " could not be loaded (" + dl_error() + ")");
-  using GetVersion = size_t (*)();
-  auto get_version = reinterpret_cast<GetVersion>(dlsym(handle, "cudnnGetVersion"));
-  if (!get_version) return refuse(handle, name + " is not cuDNN (" + dl_error() + ")");
-  const size_t version = get_version();
-  if (version < kOldestVersion)
-    return refuse(handle, name + " is cuDNN " + cudnn_version_text(version) + "; moetrain needs " +
-                              cudnn_version_text(kOldestVersion) + " or newer");
-  return CudnnLibrary{handle, version, name};
+  auto get_version = handle ? reinterpret_cast<GetVersion>(dlsym(handle, "cudnnGetVersion")) : nullptr;
+  const size_t version = get_version ? get_version() : 0;
+  std::string reason;
+  if (!handle) reason = name + " could not be loaded (" + dl_error() + ")";
+  else if (!get_version) reason = name + " is not cuDNN (" + dl_error() + ")";
+  else if (version < kOldestVersion)
+    reason = name + " is cuDNN " + cudnn_version_text(version) + "; moetrain needs " +
+             cudnn_version_text(kOldestVersion) + " or newer";
+  if (reason.empty()) return CudnnLibrary{handle, version, name};
+  if (handle) dlclose(handle);
+  if (why) *why = reason;
+  return std::nullopt;
 }
 
+namespace {
+
+// The library MOETRAIN_CUDNN_LIBRARY names, else libcudnn.so.9; when neither loads, why and the remedy.
+std::optional<CudnnLibrary> open_process_cudnn(std::string* why) {
+  const char* chosen = std::getenv("MOETRAIN_CUDNN_LIBRARY");
+  const bool by_env = chosen && *chosen;
+  std::optional<CudnnLibrary> lib = load_cudnn(by_env ? chosen : "libcudnn.so.9", why);
+  if (!lib)
+    *why = (by_env ? "MOETRAIN_CUDNN_LIBRARY: " : "") + *why +
+           "; for cuDNN's attention install cuDNN 9 (e.g. pip install nvidia-cudnn-cu13) and put the folder of its "
+           "libcudnn.so.9 on LD_LIBRARY_PATH, or name that file in MOETRAIN_CUDNN_LIBRARY";
+  return lib;
+}
+
+}  // namespace
+
 const CudnnLibrary* cudnn_library(std::string* why) {
-  struct Loaded {
-    std::optional<CudnnLibrary> lib;
-    std::string why;
-  };
-  // A function-local static: initialised by the first caller, once, while any other waits.
-  static const Loaded loaded = [] {
-    const char* chosen = std::getenv("MOETRAIN_CUDNN_LIBRARY");
-    const bool by_env = chosen && *chosen;
-    Loaded l;
-    l.lib = load_cudnn(by_env ? chosen : "libcudnn.so.9", &l.why);
-    if (!l.lib)
-      l.why = (by_env ? "MOETRAIN_CUDNN_LIBRARY: " : "") + l.why +
-              "; for cuDNN's attention install cuDNN 9 (e.g. pip install nvidia-cudnn-cu13) and put the folder of "
-              "its libcudnn.so.9 on LD_LIBRARY_PATH, or name that file in MOETRAIN_CUDNN_LIBRARY";
-    return l;
-  }();
-  if (!loaded.lib && why) *why = loaded.why;
-  return loaded.lib ? &*loaded.lib : nullptr;
+  // Function-local statics: the first caller opens the library, once, while any other waits.
+  static std::string reason;
+  static const std::optional<CudnnLibrary> lib = open_process_cudnn(&reason);
+  if (!lib && why) *why = reason;
+  return lib ? &*lib : nullptr;
 }
 
 }  // namespace mt
