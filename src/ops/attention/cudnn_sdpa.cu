@@ -83,6 +83,7 @@ struct SdpaPlans {
   cudnnHandle_t handle = nullptr;
   int sm = 0;
   size_t version = 0;
+  std::string broken;  // why no handle could be made: every shape then runs on the own kernels
   SdpaCache<SdpaGraph> graphs;
   ~SdpaPlans() {
     if (handle) fe::detail::destroy_handle(handle);
@@ -99,14 +100,18 @@ SdpaPlans& plans_of(DeviceState* st) {
     MT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, st->device));
     p->sm = major * 10 + minor;
     p->version = fe::detail::get_backend_version();
-    if (fe::detail::create_handle(&p->handle) != CUDNN_STATUS_SUCCESS) throw std::runtime_error("cudnnCreate failed");
+    const cudnnStatus_t created = fe::detail::create_handle(&p->handle);
+    if (created != CUDNN_STATUS_SUCCESS) {
+      p->handle = nullptr;
+      p->broken = std::string("cudnnCreate failed: ") + fe::detail::get_error_string(created);
+    }
     st->sdpa_plans = std::move(p);
   }
   return *st->sdpa_plans;
 }
 
 std::unique_ptr<SdpaGraph> build(SdpaPlans& p, const SdpaKey& k, std::string* why) {
-  const std::string limit = sdpa_unsupported(k, p.sm, int(p.version));
+  const std::string limit = p.broken.empty() ? sdpa_unsupported(k, p.sm, int(p.version)) : p.broken;
   if (!limit.empty()) {
     *why = limit;
     return nullptr;
