@@ -35,6 +35,16 @@ ifeq ($(CUDA),1)
   CUTLASS_OBJS := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/ops/grouped_gemm/cuda_cutlass_*.cu))
   $(CUTLASS_OBJS): NVCCFLAGS := $(filter-out -gencode arch=%,$(NVCCFLAGS)) -gencode arch=compute_90a,code=sm_90a -DNDEBUG \
     $(if $(CUTLASS_INCLUDE),-DMT_CUTLASS=1 -isystem $(CUTLASS_INCLUDE),-DMT_CUTLASS=0)
+  # cuDNN's fused attention: cudnn-frontend's headers (the nvidia-cudnn-frontend wheel) and cudnn.h (nvidia-cudnn-cu13),
+  # both in .venv from scripts/deps.sh. libcudnn is not linked: cudnn_loader.cpp opens it at run time. Without
+  # the headers the file builds without cuDNN, and attention runs on the own kernels.
+  CUDNN_FRONTEND_INCLUDE ?= $(patsubst %/cudnn_frontend.h,%,$(firstword \
+    $(wildcard .venv/lib/python3*/site-packages/include/cudnn_frontend.h)))
+  CUDNN_INCLUDE ?= $(patsubst %/cudnn.h,%,$(firstword \
+    $(wildcard .venv/lib/python3*/site-packages/nvidia/cudnn/include/cudnn.h)))
+  $(BUILD)/src/ops/attention/cudnn_sdpa.o: NVCCFLAGS += $(if $(and $(CUDNN_FRONTEND_INCLUDE),$(CUDNN_INCLUDE)),\
+    -DMT_CUDNN=1 -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -isystem $(CUDNN_FRONTEND_INCLUDE) -isystem $(CUDNN_INCLUDE),\
+    -DMT_CUDNN=0)
 endif
 OBJS := $(SRCS:%.cpp=$(BUILD)/%.o)
 
@@ -111,7 +121,7 @@ install: moetrain
 
 # GPU parity test and GPU benchmarks: separate binaries that say "skipped: no GPU" without one.
 PARITY_OBJS := $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o $(BUILD)/tests/gpu/parity_fp8.o \
-  $(BUILD)/tests/gpu/parity_strided.o $(BUILD)/tests/gpu/parity_grouped.o
+  $(BUILD)/tests/gpu/parity_strided.o $(BUILD)/tests/gpu/parity_grouped.o $(BUILD)/tests/gpu/parity_cudnn.o
 $(BUILD)/tests/gpu_parity: $(PARITY_OBJS) $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 # NcclComm's every call on one rank (scripts/gpu_check.sh section (e)).
@@ -182,7 +192,8 @@ BUNDLE_LDLIBS = -s -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/lib:$(CUDA_HOME)/lib64' 
 
 ifeq ($(CUDA),1)
 gpu-bundle: $(BUNDLE_BINS)
-	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)" "$(CUTLASS_INCLUDE)"
+	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)" "$(CUTLASS_INCLUDE)" \
+	  "$(if $(CUDNN_INCLUDE),$(CUDNN_FRONTEND_INCLUDE))"
 	bash scripts/bundle_mpi.sh $(BUNDLE)
 
 $(BUILD)/bundle/libmoetrain.a: $(LIB_OBJS)

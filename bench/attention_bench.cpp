@@ -1,8 +1,10 @@
 // Causal attention throughput on the GPU: the CUDA backend's attention_forward and
-// attention_backward with bf16 inputs (tensor cores for the head dims src/ops/attention/cuda_tc.cu is built
-// for) and with fp32 (CUDA cores), on GPT-2's heads, 128-wide heads at seq 4096 and DeepSeek-V3's
-// MLA heads (qk 192, v 128). One line per measurement; bench/attention_sdpa.py prints the same
-// lines for PyTorch's scaled_dot_product_attention, so the two read side by side.
+// attention_backward with bf16 inputs, on cuDNN's fused attention ("on cudnn", where libcudnn loads)
+// and on the own kernels ("on own": tensor cores for the head dims src/ops/attention/cuda_tc.cu is
+// built for), and with fp32 (CUDA cores), on GPT-2's heads, 128-wide heads at seq 4096 and
+// DeepSeek-V3's MLA heads (qk 192, v 128). One line per measurement; bench/attention_sdpa.py prints
+// the same lines for PyTorch's scaled_dot_product_attention (its flash and cuDNN backends), so they
+// read side by side.
 // FLOPs are the useful ones of causal attention, as FlashAttention counts them: forward
 // 2 * batch * heads * seq^2 / 2 * (qk + v), backward 2.5 times that (the recomputed scores and
 // the kernels' second pass for dQ not counted).
@@ -56,7 +58,7 @@ double ms_per_call(const Backend& gpu, const std::function<void()>& call, int re
   return timer.take_seconds() * 1e3 / reps;
 }
 
-void run(const Backend& gpu, const Case& c, GemmPrecision inputs, int reps) {
+void run(const Backend& gpu, const Case& c, const std::string& name, GemmPrecision inputs, int reps) {
   const size_t rows = size_t(c.batch) * c.seq * c.heads;
   // Values of a few sizes, not zero: the softmax sees real spreads, and no product is trivially 0.
   DeviceBuffer q(gpu, rows * c.qk, 0.02f), k(gpu, rows * c.qk, -0.03f), v(gpu, rows * c.v, 0.5f);
@@ -74,7 +76,7 @@ void run(const Backend& gpu, const Case& c, GemmPrecision inputs, int reps) {
   const double tflops = 3.5 * fwd_flops / ((fwd_ms + bwd_ms) * 1e-3) / 1e12;
   std::printf("attention moetrain %s %s batch=%d heads=%d seq=%d qk=%d v=%d: fwd+bwd %.1f TFLOP/s (fwd %.3f ms "
               "%.1f TFLOP/s, bwd %.3f ms %.1f TFLOP/s)\n",
-              inputs == GemmPrecision::fp32 ? "fp32" : "bf16", c.name, c.batch, c.heads, c.seq, c.qk, c.v, tflops,
+              inputs == GemmPrecision::fp32 ? "fp32" : "bf16", name.c_str(), c.batch, c.heads, c.seq, c.qk, c.v, tflops,
               fwd_ms, fwd_flops / (fwd_ms * 1e-3) / 1e12, bwd_ms, 2.5 * fwd_flops / (bwd_ms * 1e-3) / 1e12);
 }
 
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
   if (arg == "--cpu-stand-in") {
     Backend strict = cpu_strict_backend_create();
     for (GemmPrecision inputs : {GemmPrecision::bf16, GemmPrecision::fp32})
-      for (const Case& c : kStandInCases) run(strict, c, inputs, 1);
+      for (const Case& c : kStandInCases) run(strict, c, c.name, inputs, 1);
     cpu_strict_backend_destroy(strict);
     return 0;
   }
@@ -99,9 +101,19 @@ int main(int argc, char** argv) {
     std::printf("attention_bench: skipped: no GPU (%s)\n", why.c_str());
     return 0;
   }
-  Backend gpu = cuda_backend_create(0);
-  for (GemmPrecision inputs : {GemmPrecision::bf16, GemmPrecision::fp32})
-    for (const Case& c : kCases) run(gpu, c, inputs, inputs == GemmPrecision::fp32 ? 3 : 10);
+  for (AttentionImpl impl : {AttentionImpl::cudnn, AttentionImpl::own}) {
+    Backend gpu = cuda_backend_create(0, {.attention = impl});
+    const std::string note = cuda_attention_note(gpu);
+    if (impl == AttentionImpl::cudnn && note.rfind("own kernels", 0) == 0) {
+      std::printf("attention_bench: cudnn skipped: %s\n", note.c_str());
+    } else {
+      for (const Case& c : kCases)
+        run(gpu, c, c.name + std::string(" on ") + attention_impl_name(impl), GemmPrecision::bf16, 10);
+    }
+    cuda_backend_destroy(gpu);
+  }
+  Backend gpu = cuda_backend_create(0, {.attention = AttentionImpl::own});
+  for (const Case& c : kCases) run(gpu, c, c.name, GemmPrecision::fp32, 3);
   cuda_backend_destroy(gpu);
   return 0;
 }

@@ -4,7 +4,8 @@
 # the PyTorch oracle (tests/oracle/), the tokenizer tests and the Hugging Face round trips
 # (tests/hf/) in .venv: torch, numpy, h5py, tokenizers, transformers and safetensors from PyPI; with
 # nvcc present also CUTLASS's headers (the nvidia-cutlass wheel, into .venv, where the Makefile looks for
-# them), which the grouped GEMM's Hopper kernels are built from.
+# them), which the grouped GEMM's Hopper kernels are built from, and cudnn-frontend's and cuDNN's headers (the
+# nvidia-cudnn-frontend and nvidia-cudnn-cu13 wheels), which the attention's cuDNN path is built from.
 set -e
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -28,4 +29,13 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0
   fi
   echo "deps: CUTLASS 4.2.0 headers in .venv for the CUDA build"
+  # cuDNN's fused attention: cudnn-frontend's headers and cudnn.h (the nvidia-cudnn-cu13 wheel, which PyTorch's
+  # CUDA build usually brings already). moetrain opens libcudnn at run time and starts without it.
+  if ! ls .venv/lib/python3*/site-packages/include/cudnn_frontend.h >/dev/null 2>&1; then
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend==1.32.0
+  fi
+  if ! ls .venv/lib/python3*/site-packages/nvidia/cudnn/include/cudnn.h >/dev/null 2>&1; then
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-cu13
+  fi
+  echo "deps: cudnn-frontend 1.32.0 and cuDNN headers in .venv for the CUDA build's attention"
 fi

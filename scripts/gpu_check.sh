@@ -411,13 +411,15 @@ section_preflight() {
 
   # The libraries the binaries resolve.
   local lib path
-  for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
+  for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9 libcudart.so.13; do
     path=$(library_path "$lib")
     if [[ -n $path ]]; then result "library $lib" PASS "$path" "path=$path"
     elif ((stand_in)); then result "library $lib" SKIP "not found; the stand-in needs none"
     elif [[ $lib == libcublasLt* ]]; then result "library $lib" FAIL "not found: the CUDA binaries cannot start; set CUDA_HOME"
     elif [[ $lib == libnccl* ]]; then result "library $lib" SKIP "not found: the nccl section will skip (pip package nvidia-nccl-cu13)"
-    else result "library $lib" SKIP "not found (moetrain does not use it yet)"; fi
+    elif [[ $lib == libcudnn* ]]; then
+      result "library $lib" SKIP "not found: attention runs on the own kernels (pip package nvidia-cudnn-cu13)"
+    else result "library $lib" SKIP "not found: cudnn-frontend opens it for cuDNN's attention, else the own kernels"; fi
   done
   { echo "== ldd"; ldd "$mt_bin" "$parity_bin" 2>&1; } >> "$envfile"
   if ! limited start 30 "${mt[@]}" keys; then
@@ -445,13 +447,14 @@ library_path() {
   for d in ${search//:/ }; do [[ -e $d/$1 ]] && { realpath "$d/$1"; return; }; done
   ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }'
 }
-# find_cuda_libraries: puts the folders of cuBLASLt and cuDNN on LD_LIBRARY_PATH where the loader would not find
-# them, and names NCCL's file in MOETRAIN_NCCL_LIBRARY (moetrain opens it at run time; the variable holds also when
-# the binaries start through the bundle's runtime/): the CUDA toolkit's, else PyTorch's pip packages (nvidia-*).
+# find_cuda_libraries: puts the folders of cuBLASLt, cuDNN and the CUDA runtime (which cudnn-frontend opens) on
+# LD_LIBRARY_PATH where the loader would not find them, and names NCCL's file in MOETRAIN_NCCL_LIBRARY (moetrain
+# opens it at run time; the variable holds also when the binaries start through the bundle's runtime/): the CUDA
+# toolkit's, else PyTorch's pip packages (nvidia-*).
 find_cuda_libraries() {
   local sites lib dir
   read -ra sites <<<"$("$python" -c 'import site; print(*site.getsitepackages())' 2>/dev/null)"
-  for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
+  for lib in libcublasLt.so.13 libnccl.so.2 libcudnn.so.9 libcudart.so.13; do
     [[ -n $(library_path "$lib") && $lib != libnccl.so.2 ]] && continue
     [[ $lib == libnccl.so.2 && -n ${MOETRAIN_NCCL_LIBRARY:-} ]] && continue
     dir=$(for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
@@ -546,8 +549,9 @@ section_gemm() {
   ((rc == 0 && rows > 0)) && grouped_result
 
 
-  limited attention_bench 90 "${attention[@]}" "${bin_args[@]}"
+  limited attention_bench 120 "${attention[@]}" "${bin_args[@]}"
   rc=$?
+  cp "$work/last" "$work/attention_bench.out"
   rows=$(grep -ac '^attention moetrain' "$work/last")
   if ((rc == 0 && rows > 0)); then
     result attention_bench PASS "$rows rows, the first: $(grep -am1 '^attention moetrain' "$work/last" | cut -c1-120)" "rows=$rows"
@@ -556,9 +560,26 @@ section_gemm() {
 
   if ((stand_in)); then result "PyTorch SDPA" SKIP "stand-in: needs a GPU"
   elif ((!have_torch)); then result "PyTorch SDPA" SKIP "needs torch in $python"
-  elif limited sdpa 90 "$python" bench/attention_sdpa.py && grep -aq '^attention pytorch' "$work/last"; then
+  elif limited sdpa 120 "$python" bench/attention_sdpa.py && grep -aq '^attention pytorch' "$work/last"; then
     result "PyTorch SDPA" PASS "$(grep -a '^attention pytorch' "$work/last" | head -n 3 | tr '\n' ';')"
+    attention_against_sdpa "$work/attention_bench.out" "$work/last"
   else result "PyTorch SDPA" FAIL "$(last_line)"; fi
+}
+
+# attention_against_sdpa BENCH SDPA: per case, moetrain's bf16 fwd+bwd TFLOP/s on cuDNN and on the own kernels
+# against the best of PyTorch's SDPA backends at the same shape (the goal: cuDNN at least 0.9 of it).
+attention_against_sdpa() {
+  local line
+  while IFS= read -r line; do result "attention vs SDPA" PASS "$line"; done < <(awk '
+    /^attention (moetrain|pytorch-)/ && / bf16 / && /fwd\+bwd/ {
+      name = $0; sub(/^attention [^ ]+ bf16 /, "", name); sub(/ batch=.*/, "", name)
+      impl = $2; if (impl == "moetrain") { impl = name; sub(/.* on /, "", impl); sub(/ on .*/, "", name) }
+      for (i = 1; i <= NF; i++) if ($i == "fwd+bwd") rate = $(i + 1) + 0
+      key = name SUBSEP impl; tf[key] = rate; names[name] = 1
+      if ($2 ~ /^pytorch-/ && rate > best[name]) { best[name] = rate; bestby[name] = $2 } }
+    END { for (n in names) if (best[n] > 0)
+            printf "%s: cudnn %.1f, own %.1f, %s %.1f TFLOP/s; cudnn/best %.2f\n", n, tf[n, "cudnn"], tf[n, "own"],
+                   bestby[n], best[n], tf[n, "cudnn"] / best[n] }' "$1" "$2")
 }
 
 smoke_config=configs/deepseek-v3-small.toml

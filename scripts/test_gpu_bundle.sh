@@ -157,7 +157,8 @@ fi
 if readelf -d "$bundle/moetrain" | grep -q 'RPATH.*\$ORIGIN/lib'; then pass "rpath is DT_RPATH \$ORIGIN/lib"
 else fail "$bundle/moetrain has no DT_RPATH \$ORIGIN/lib (libraries of lib/ would not be found)"; fi
 mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))
-# 56 MiB: the binaries, lib/, runtime/ and OpenMPI's launcher (mpi/, 6 MiB) are 48 MiB; a device call
-# carries the bundle and the working tree (about 3 MiB) within its 64 MiB.
-if [[ $mib -lt 56 ]]; then pass "bundle size $mib MiB (under 56)"; else fail "bundle size $mib MiB, over 56"; fi
+# 61 MiB: the binaries (each with cudnn-frontend's attention graphs, 1.7 MiB), lib/, runtime/ and OpenMPI's
+# launcher (mpi/, 6 MiB) are 59 MiB; a device call carries the bundle and the working tree (about 3 MiB) within
+# its 64 MiB.
+if [[ $mib -lt 61 ]]; then pass "bundle size $mib MiB (under 61)"; else fail "bundle size $mib MiB, over 61"; fi
 exit $failed

@@ -86,6 +86,7 @@ line_suite "expert-parallel receive bound" tests/ep_bound_tests.sh
 line_suite "GPU rounding and the GPU check's calls, without a GPU" tests/gpu_static_tests.sh
 line_suite "output head and loss in chunks of tokens" tests/head_chunk_tests.sh
 line_suite "the optimizer inside the capture check" tests/update_capture_tests.sh
+line_suite "attention on cuDNN" tests/cudnn_attention_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

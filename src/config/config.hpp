@@ -54,6 +54,14 @@ struct Names<MatmulPrecision> {
       {{"fp32", MatmulPrecision::fp32}, {"bf16", MatmulPrecision::bf16}, {"fp8", MatmulPrecision::fp8}}};
 };
 
+// Which implementation runs causal attention with bf16 products on a GPU (docs/ops.md#attention-on-cudnn).
+enum class AttentionChoice { automatic, cudnn, own };
+template <>
+struct Names<AttentionChoice> {
+  static constexpr std::array<std::pair<const char*, AttentionChoice>, 3> list{
+      {{"auto", AttentionChoice::automatic}, {"cudnn", AttentionChoice::cudnn}, {"own", AttentionChoice::own}}};
+};
+
 // FP8 formats: E4M3 for every operand (DeepSeek-V3), or E4M3 forward with E5M2 gradients.
 enum class Fp8Formats { e4m3, e4m3_e5m2 };
 template <>
@@ -230,6 +238,7 @@ struct PrecisionConfig {
   MatmulPrecision matmul = MatmulPrecision::fp32;  // bf16: bf16 inputs, fp32 accumulation
   double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
   bool bf16_activations = true;  // with matmul = bf16: activations only GEMMs read kept in bfloat16
+  AttentionChoice attention = AttentionChoice::automatic;  // on a GPU: cuDNN's fused attention or the own kernels
 };
 
 // precision.matmul = "fp8": DeepSeek-V3's recipe (report section 3.3) and its ablations.

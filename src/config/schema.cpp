@@ -316,6 +316,10 @@ std::vector<Field> schema_fields(Config& c) {
   b.flag("precision.bf16_activations", pr.bf16_activations,
          "with matmul = \"bf16\": keep activations that only GEMMs or attention read (normed inputs, queries, keys, "
          "values, SwiGLU products) in bfloat16: the same products, half their memory");
+  b.choice("precision.attention", pr.attention,
+           "on a GPU, causal attention with bf16 or fp8 matmuls: auto = cuDNN's fused attention where libcudnn.so.9 "
+           "loads (or the file MOETRAIN_CUDNN_LIBRARY names) and it runs the shape, else the own kernels; cudnn = "
+           "cuDNN or an error; own = the own kernels, whose backward is bitwise reproducible (docs/ops.md)");
   b.real("precision.peak_tflops", pr.peak_tflops, 0, kInf, false, false,
          "device peak TFLOP/s for MFU (0 = the GPU's dense BF16 peak if known: H100, H800, H200 SXM)");
 

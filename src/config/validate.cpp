@@ -190,6 +190,9 @@ void validate_config(const Config& c) {
               s(kRows) + ": row counts are 32-bit)");
   require(t.global_batch % t.micro_batch == 0, c, "training.micro_batch",
           "= " + s(t.micro_batch) + " must divide training.global_batch = " + s(t.global_batch));
+  require(c.precision.attention != AttentionChoice::cudnn || c.precision.matmul != MatmulPrecision::fp32, c,
+          "precision.attention", "= \"cudnn\" needs bf16 products, but precision.matmul = \"fp32\"; set "
+          "precision.matmul = \"bf16\" or \"fp8\", or precision.attention = \"auto\"");
   validate_layout(c);
   validate_cuda_graph(c);
 }

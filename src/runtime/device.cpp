@@ -25,6 +25,15 @@ std::string gib(double bytes) {
   return text;
 }
 
+AttentionImpl attention_impl(AttentionChoice c) {
+  switch (c) {
+    case AttentionChoice::automatic: return AttentionImpl::automatic;
+    case AttentionChoice::cudnn: return AttentionImpl::cudnn;
+    case AttentionChoice::own: return AttentionImpl::own;
+  }
+  return AttentionImpl::automatic;
+}
+
 }  // namespace
 
 double estimated_step_bytes(const Config& cfg, int slots) {
@@ -60,7 +69,8 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
   if (usable) {
     const CudaDeviceInfo info = cuda_device_info(gpu);
     const double needed = estimated_step_bytes(cfg, slots);
-    Backend probe = cuda_backend_create(gpu);
+    d.attention = attention_impl(cfg.precision.attention);
+    Backend probe = cuda_backend_create(gpu, {.attention = d.attention});
     const std::vector<std::string> missing = missing_ops(*probe.ops);
     const std::string memory = "the step needs about " + gib(needed) + ", " + gib(double(info.free_bytes)) + " free";
     const std::string name = "GPU " + std::to_string(gpu) + " (" + info.name + ")";
@@ -71,7 +81,10 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
       d.gpu = gpu;
       d.peak_tflops = known_bf16_peak_tflops(info.name);
       d.description = "cuda:" + std::to_string(gpu) + " " + info.name + " (" +
-                      (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") + "; " + memory + ")";
+                      (want == DeviceKind::cuda ? "precision.device = cuda" : "auto") + "; " + memory +
+                      "); attention: " +
+                      (cfg.precision.matmul == MatmulPrecision::fp32 ? "own kernels (fp32 products)"
+                                                                     : cuda_attention_note(probe));
       return d;
     }
     cuda_backend_destroy(probe);
@@ -92,7 +105,7 @@ DeviceChoice choose_device(const Config& cfg, int slots) {
 Backend open_stream(const DeviceChoice& d) {
   Backend s = d.backend;
   switch (d.owned) {
-    case DeviceChoice::Owned::cuda: s = cuda_backend_create(d.gpu); break;
+    case DeviceChoice::Owned::cuda: s = cuda_backend_create(d.gpu, {.attention = d.attention}); break;
     case DeviceChoice::Owned::strict: s = cpu_strict_stream_create(d.backend); break;
     case DeviceChoice::Owned::none: break;
   }

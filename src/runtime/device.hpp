@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "ops/attention/cudnn_choice.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
@@ -18,6 +19,7 @@ struct DeviceChoice {
   double peak_tflops = 0;  // the device's dense BF16 peak when known (MFU's denominator), else 0
   int gpu = -1;            // the CUDA device index, when owned is cuda
   double host_estimate_bytes = 0;  // on the CPU: the pre-check's estimated peak of this rank's process
+  AttentionImpl attention = AttentionImpl::automatic;  // precision.attention, for every stream's backend
 };
 
 // Another queue of the device for work that may overlap the first's (a model chunk's passes): on a

@@ -89,6 +89,7 @@ class Trainer {
   void print_header() const;
   bool report_capture() const;  // collective over the world; whether every rank passed
   GraphCapture* update_graph() const;  // null: the update is not captured
+  void print_attention_shapes() const;  // --profile on a GPU: which attention shapes ran on cuDNN
 
   Config cfg_;
   TrainOptions opt_;

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "comm/comm.hpp"
+#include "ops/backend/cuda_backend.hpp"
 #include "train/non_finite.hpp"
 #include "train/stop_signal.hpp"
 #include "train/trainer_running.hpp"
@@ -38,6 +39,7 @@ TrainSummary Trainer::run() {
     std::printf("%s", op_profile_table(first_only ? first_step_ops_ : profiled_ops_,
                                        first_only ? 1 : profiled_steps_ - 1).c_str());
     std::printf("%s", counters_->profile_text().c_str());
+    print_attention_shapes();
   }
   if (opt_.check_capture) summary.capture_failed = !report_capture();
   summary.last_step = r.state.step;
@@ -46,6 +48,13 @@ TrainSummary Trainer::run() {
   summary.elapsed_s = seconds_since(r.start);
   summary.tokens_per_s = summary.elapsed_s > 0 ? r.tokens_done / summary.elapsed_s : 0;
   return summary;
+}
+
+// The attention shapes of the first stage's stream, each with what ran it (cuDNN or the own kernels).
+void Trainer::print_attention_shapes() const {
+  if (runtime_.device.choice.owned != DeviceChoice::Owned::cuda) return;
+  const std::string shapes = cuda_attention_shapes(runtime_.device.choice.backend);
+  if (!shapes.empty()) std::printf("attention with bf16 products, by shape:\n%s", shapes.c_str());
 }
 
 // The step's micro-batches from the training order; a shard changed under the run stops it.

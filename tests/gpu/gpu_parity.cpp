@@ -671,6 +671,7 @@ constexpr Group kGroups[] = {
     {"embedding", group_embedding},
     {"attention", group_attention},
     {"attention_decode", group_attention_decode},
+    {"attention_cudnn", parity::group_attention_cudnn},
     {"strided", parity::group_strided},
     {"routing", parity::group_routing},
     {"moe_rows", parity::group_moe_rows},
@@ -765,7 +766,9 @@ int main(int argc, char** argv) {
     std::printf("gpu_parity: skipped: no GPU (%s)\n", why.c_str());
     return 77;
   }
-  Backend gpu = opt.stand_in ? cpu_strict_backend_create() : cuda_backend_create(0);
+  // The own attention kernels, whose backward the attention group holds to bitwise reproducibility;
+  // attention_cudnn checks cuDNN's.
+  Backend gpu = opt.stand_in ? cpu_strict_backend_create() : cuda_backend_create(0, {.attention = AttentionImpl::own});
   const Backend cpu = cpu_backend();
   std::printf("gpu_parity: comparing backend '%s' against '%s'\n", gpu.ops->name, cpu.ops->name);
 

@@ -118,5 +118,7 @@ void group_strided(const Context& c, uint64_t seed);
 // The FP8 GEMM (tests/gpu/parity_fp8.cpp): the CUDA quantizer on its own (CUDA only), and the GEMM.
 void group_fp8_quantize(const Context& c, uint64_t seed);
 void group_fp8_gemm(const Context& c, uint64_t seed);
+// Attention on cuDNN's fused attention and on the own kernels (tests/gpu/parity_cudnn.cpp).
+void group_attention_cudnn(const Context& c, uint64_t seed);
 
 }  // namespace parity

@@ -10,10 +10,12 @@
 //             are the same bit for bit run to run.
 // With bf16 inputs the products see bfloat16-rounded q, k, v, dout, probabilities and score
 // gradients (fp32 arithmetic otherwise), as the CPU reference does; the head dims that
-// cuda_tc.cu is built for go to its tensor-core kernels instead.
+// cuda_tc.cu is built for go to its tensor-core kernels instead, and every shape that cuDNN's fused
+// attention runs goes there first (cudnn_attention.cu).
 #include <cuda_bf16.h>
 
 #include "ops/attention/cuda.cuh"
+#include "ops/attention/cudnn_attention.cuh"
 #include "ops/backend/cuda_ops.hpp"
 #include "ops/attention/online_softmax.hpp"
 
@@ -307,6 +309,7 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
+  if (cudnn_attention_forward(st, a)) return;
   if (a.inputs != GemmPrecision::fp32 && attention_tc_forward(st, a)) return;
   const Shape s = attention_shape(a, kTile);
   const size_t bytes = forward_bytes(s);
@@ -322,6 +325,7 @@ void attention_backward(DeviceState* st, const AttentionBackwardArgs& a) {
   if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
   activate(st);
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
+  if (cudnn_attention_backward(st, a)) return;
   const Shape want = attention_shape(a, kTile);
   const bool grouped = want.k.group > 1;
   const size_t rows = size_t(a.batch) * a.seq * a.heads, delta_floats = (rows + 63) / 64 * 64;

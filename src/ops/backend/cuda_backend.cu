@@ -244,6 +244,7 @@ Backend cuda_backend_create(int device, const CudaBackendOptions& options) {
   auto* s = new DeviceState;
   s->device = device;
   s->force_gemm_fallback = options.force_gemm_fallback;
+  s->attention = options.attention;
   activate(s);
   MT_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, device));
   // Non-blocking: the backend's work never serialises against the legacy default stream.

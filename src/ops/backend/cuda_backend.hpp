@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/attention/cudnn_choice.hpp"
 #include "ops/ops.hpp"
 
 namespace mt {
@@ -24,11 +25,21 @@ struct CudaBackendOptions {
   // (cublasGemmEx), so that path is checked on shapes cuBLASLt does run. Each call is counted as a
   // gemm fallback (backend_fallbacks).
   bool force_gemm_fallback = false;
+  // Causal attention with bf16 products on cuDNN's fused attention where it runs the shape and libcudnn
+  // loads (automatic), always (cudnn: an error where it cannot), or never (own).
+  AttentionImpl attention = AttentionImpl::automatic;
 };
 
 // A backend on GPU `device`: its own stream, cuBLASLt handle and workspace. Throws a
 // std::runtime_error (mt::UserError) when no usable GPU is present or `device` is out of range.
 Backend cuda_backend_create(int device, const CudaBackendOptions& options = {});
+
+// How `gpu` runs attention with bf16 products, for the banner: "cuDNN 9.26.0 (libcudnn.so.9) where it runs
+// the shape, else the own kernels", or "own kernels (why cuDNN cannot)".
+std::string cuda_attention_note(const Backend& gpu);
+// Each attention shape `gpu` has run with bf16 products and whether cuDNN or the own kernels ran it, a line
+// each, for `train --profile` ("" when none).
+std::string cuda_attention_shapes(const Backend& gpu);
 
 // What the start banner and the device choice need to know of GPU `device`.
 struct CudaDeviceInfo {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "ops/attention/cudnn_choice.hpp"
 #include "ops/backend/fallback_counts.hpp"
 #include "ops/ops.hpp"
 
@@ -15,6 +16,7 @@ namespace mt {
 
 namespace cuda {
 struct LtPlans;  // ops/gemm/cuda_lt.cuh
+struct SdpaPlans;  // ops/attention/cudnn_sdpa.cu
 }
 
 // Reusable device buffers for temporaries, one per purpose so that two live temporaries of one
@@ -44,6 +46,8 @@ struct DeviceState {
   const char* fp8_scaling[2] = {nullptr, nullptr};
   bool fp8_dequantized = false;
   std::shared_ptr<cuda::LtPlans> lt_plans;  // cuBLASLt descriptors and algorithms per GEMM shape, made on first use
+  AttentionImpl attention = AttentionImpl::automatic;  // CudaBackendOptions::attention
+  std::shared_ptr<cuda::SdpaPlans> sdpa_plans;  // cuDNN's handle and attention graphs per shape, made on first use
 };
 
 // Makes the state's GPU current for the calling thread, so backends on different GPUs can be

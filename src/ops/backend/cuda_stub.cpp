@@ -34,4 +34,8 @@ std::function<void()> cuda_fp8_matmul_only(const Backend&, const GemmArgs&) {
 
 std::string cuda_fp8_scaling_used(const Backend&) { throw UserError(std::string("cannot use a GPU: ") + kNoCuda); }
 
+std::string cuda_attention_note(const Backend&) { return ""; }
+
+std::string cuda_attention_shapes(const Backend&) { return ""; }
+
 }  // namespace mt
