@@ -1,6 +1,6 @@
 """Checks a `moetrain dump-step` file against the PyTorch reference.
 
-    python check_step.py STEP.h5 [--tol T]
+    python check_step.py STEP.h5 [STEP.h5 ...] [--tol T]
 
 Checks that the dumped batch is the run's first global batch in its data order (data_order.py
 reads the shards itself). Recomputes the step in float64 from the dumped weights and batch, with the
@@ -11,9 +11,12 @@ logits, every parameter gradient, the gradient norm, the balancing-bias update a
 TOLERANCES below, or T for every check of the recomputed step.
 """
 import argparse
+import contextlib
 import glob
+import io
 import sys
 import tomllib
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -94,15 +97,34 @@ class Report:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
+    ap.add_argument("dumps", nargs="+", metavar="dump")
     ap.add_argument("--tol", type=float, help="one tolerance for every check of the step (default: TOLERANCES)")
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     torch.set_num_threads(1)  # tensors of a few thousand values: more threads only cost time
+    # Many dumps in one process: importing torch costs more than checking a step. Each dump's lines
+    # also go to DUMP.check, which run_oracle.sh reads back.
+    failed = 0
+    for dump in args.dumps:
+        lines = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(lines):
+                ok = check(dump, args.tol)
+        except Exception as e:  # one damaged dump fails alone
+            print(f"FAIL {dump}: {type(e).__name__}: {e}", file=lines)
+            ok = False
+        failed += not ok
+        Path(dump + ".check").write_text(lines.getvalue())
+        print(lines.getvalue(), end="")
+    return 1 if failed else 0
+
+
+def check(dump, one_tol):
+    """Checks one dump-step file, printing a FAIL line per failed check and a last PASS/FAIL line."""
     report = Report()
     worst = {}
 
-    with h5py.File(args.dump, "r") as f:
+    with h5py.File(dump, "r") as f:
         cfg = tomllib.loads(f.attrs["config_toml"].decode() if isinstance(f.attrs["config_toml"], bytes)
                             else f.attrs["config_toml"])
         before, buffers = read_group(f, "before/params"), read_group(f, "before/buffers")
@@ -115,7 +137,7 @@ def main():
         loads = torch.from_numpy(f["expert_load"][()].astype(np.float64)) if "expert_load" in f else None
         attrs = {k: float(f.attrs[k]) for k in ("loss", "aux_loss", "mtp_loss", "grad_norm", "lr")}
 
-    tol = tolerances(cfg, args.tol)
+    tol = tolerances(cfg, one_tol)
     want_inputs, want_targets = first_batch(cfg)
     same_batch = np.array_equal(inputs.numpy(), want_inputs) and np.array_equal(targets.numpy(), want_targets)
     report.failed += not same_batch
@@ -175,8 +197,8 @@ def main():
                               for n in params)
 
     summary = ", ".join(f"{k} {v:.1e}" for k, v in worst.items())
-    print(f"{'PASS' if report.failed == 0 else 'FAIL'} {args.dump}: {report.passed} checks, worst relative errors: {summary}")
-    return 0 if report.failed == 0 else 1
+    print(f"{'PASS' if report.failed == 0 else 'FAIL'} {dump}: {report.passed} checks, worst relative errors: {summary}")
+    return report.failed == 0
 
 
 if __name__ == "__main__":

@@ -51,18 +51,17 @@ grad_clip = 0.5
 warmup_steps = 2
 TOML
 
-# step NAME RECOMPUTE --set ... : one dump-step checked by check_step.py; RECOMPUTE=yes steps again
-# with training.recompute = selective and full, which must give the same step bit for bit.
+# step NAME RECOMPUTE --set ... : one dump-step, queued for check_step.py (checked_steps below runs
+# them all in one process); RECOMPUTE=yes steps again with training.recompute = selective and full,
+# which must give the same step bit for bit.
+queued=() recomputed=()
 step() {
   local name=$1 recompute=$2 out
   shift 2
   if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name.h5" --set precision.device="$device" "$@" 2>&1); then
     echo "FAIL oracle $name: dump-step failed: $out"; return
   fi
-  if ! out=$("$python" tests/oracle/check_step.py "$tmp/$name.h5" 2>&1); then
-    echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
-  fi
-  local errors=${out##*worst relative errors: } same="" mode
+  local same="" mode
   if [[ $recompute == yes ]]; then
     for mode in selective full; do
       if ! out=$("${moetrain[@]}" dump-step "$tmp/base.toml" --out "$tmp/$name-$mode.h5" \
@@ -75,7 +74,24 @@ step() {
       same="$same; recompute=$mode $out"
     done
   fi
-  echo "PASS oracle $name: $errors$same"
+  queued+=("$name") recomputed+=("$same")
+}
+
+# checked_steps: check_step.py over every queued dump, then one PASS or FAIL line per step.
+checked_steps() {
+  ((${#queued[@]})) || return 0
+  local i name files=()
+  for name in "${queued[@]}"; do files+=("$tmp/$name.h5"); done
+  "$python" tests/oracle/check_step.py "${files[@]}" > "$tmp/check_step.out" 2>&1
+  for i in "${!queued[@]}"; do
+    name=${queued[$i]}
+    local out
+    out=$(cat "$tmp/$name.h5.check" 2>/dev/null) || out="check_step.py wrote nothing: $(tail -n 8 "$tmp/check_step.out")"
+    if [[ $(tail -n 1 <<<"$out") != PASS* ]]; then
+      echo "FAIL oracle $name:"; echo "$out" | tail -n 8 | sed 's/^/    /'; continue
+    fi
+    echo "PASS oracle $name: ${out##*worst relative errors: }${recomputed[$i]}"
+  done
 }
 
 # check NAME --set ... : one configuration in each of ORACLE_PRECISIONS (default: fp32, bf16 and fp8
@@ -128,6 +144,7 @@ yarn=(--set model.rope_scaling.kind=yarn --set model.rope_scaling.factor=3 --set
 check mha_yarn "${yarn[@]}"
 check mla_yarn --set model.attention.kind=mla --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8 \
   --set model.attention.qk_rope_head_dim=8 --set model.attention.v_head_dim=6 "${yarn[@]}"
+checked_steps
 
 # FP8 conversion against PyTorch's float8 types (on the build machine; the GPU check has no build/).
 if [[ -x build/tests/fp8_codes && -z ${ORACLE_ONLY:-} ]]; then
