@@ -199,6 +199,13 @@ class Model {
   void head_chunks(int chunk, int slot, const LossScales& scales, double* sum);
   // Whether the heads run in chunks (model.head_chunk_tokens).
   bool chunked_head() const { return cfg_.head_chunk_tokens > 0; }
+
+ public:
+  // Whether a training forward pass of `chunk` takes gradients (the heads in chunks, on the last
+  // stage), and so may close the head's gradients over the data-parallel ranks inside the forward.
+  bool forward_takes_gradients(int chunk) const { return chunked_head() && chunks_[size_t(chunk)].last; }
+
+ private:
   // The chunk's own sums, zeroed (forward without LossSums), and their values after the forward.
   LossSums own_sums(int chunk);
   void read_own_sums(int chunk, ForwardResult& r);

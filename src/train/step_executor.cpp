@@ -165,7 +165,9 @@ void StepExecutor::compute(const pipeline::ComputeOp& op) {
 // mark before it to the mark after both chunks' streams are through.
 void StepExecutor::compute_pair(Pending& f, Pending& b) {
   overlapped_time_.begin();
-  if (concurrent_) {
+  // A forward that takes the head's gradients may sum them over the data-parallel group, which the
+  // backward's own gradient sums use too: one communicator takes one thread's calls at a time.
+  if (concurrent_ && !(model_.forward_takes_gradients(f.task.chunk) && g_.dp->size() > 1)) {
     std::exception_ptr failed;
     std::thread forward([&] {
       try {
