@@ -16,7 +16,7 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
 
 void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s) {
   s.x = x;
-  s.h = env.swiglu_for_gemms(redo, size_t(s.rows) * w.hidden, s.a, s.b);
+  s.h = env.swiglu_for_gemms(redo, s.rows, w.hidden, s.a, s.b);
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,

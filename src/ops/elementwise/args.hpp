@@ -3,13 +3,17 @@
 #include <cstddef>
 
 #include "ops/bf16.hpp"
+#include "ops/fp8/row_codes.hpp"
 
 namespace mt {
 
 // h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
+// fp8 (codes set, with h): h as rows of `cols` values, their FP8 codes and scales as well.
 struct SwigluForwardArgs {
   size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr;
   Bf16* h_bf16 = nullptr;
+  int cols = 0;
+  Fp8RowCodes fp8 = {};
 };
 struct SwigluBackwardArgs {
   size_t n = 0; const float* gate = nullptr; const float* up = nullptr; const float* dh = nullptr;

@@ -12,6 +12,10 @@ void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
     for (size_t i = 0; i < a.n; ++i) a.h_bf16[i].bits = float_to_bf16_bits(swiglu(a.gate[i], a.up[i]));
   else
     for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
+  if (!a.fp8.codes) return;
+  const int rows = int(a.n / size_t(a.cols));
+  for (int r = 0; r < rows; ++r) fp8_code_row(a.h + size_t(r) * a.cols, r, a.cols, a.fp8);
+  fp8_zero_padding_rows(rows, a.fp8);
 }
 
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
