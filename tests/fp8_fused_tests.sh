@@ -34,8 +34,8 @@ same() {
   local on=$tmp/runs/$1-on off=$tmp/runs/$1-off ckpt
   ckpt=$(basename "$(ls -d "$on"/ckpt/step_* | tail -n 1)")
   for rank in "$on/ckpt/$ckpt"/rank_*.h5; do
-    for group in /params /optim /buffers; do
-      h5diff -q "$rank" "$off/ckpt/$ckpt/$(basename "$rank")" "$group" "$group" || return 1
+    for group in $(h5ls "$rank" | awk '{print $1}'); do
+      h5diff -q "$rank" "$off/ckpt/$ckpt/$(basename "$rank")" "/$group" "/$group" || return 1
     done
   done
   h5diff -q "$on/log.h5" "$off/log.h5" /loss /loss && echo "identical"
