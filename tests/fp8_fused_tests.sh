@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# fp8.fused_codes: under FP8 matmuls RMSNorm and SwiGLU write the FP8 codes of the GEMM inputs they
-# produce, which the forward GEMMs read instead of quantizing again. The codes are the GEMMs' own bit
+# fp8.fused_codes: under FP8 matmuls RMSNorm and SwiGLU (forward and backward) write the FP8 codes of
+# the GEMM inputs they produce, which the GEMMs read instead of quantizing again. The codes are the GEMMs' own bit
 # for bit, so a run trains the same checkpoints and losses with the fusion on and off: dense FFNs,
 # MLA with query compression and shared experts, K ragged against the 128-wide tiles, E5M2
 # gradients, and tensor parallelism with sequence parallelism (whose gathered rows the GEMMs

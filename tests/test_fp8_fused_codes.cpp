@@ -1,8 +1,8 @@
 // FP8 codes written by the ops that produce GEMM inputs (ops/fp8/row_codes.hpp): RMSNorm's and
-// SwiGLU's codes and scales are the separate quantization's bit for bit (K ragged or not, E4M3 and
-// E5M2, both scale rules, several tiles), their values are the unfused op's, a GEMM reading the
-// codes gives the bits of one quantizing its input itself, and a dense FFN under FP8 then
-// quantizes none of its forward GEMMs' inputs (on a GPU: four launches fewer per GEMM).
+// SwiGLU's (forward and backward) codes and scales are the separate quantization's bit for bit (K
+// ragged or not, E4M3 and E5M2, both scale rules, several tiles), their values are the unfused op's,
+// a GEMM reading the codes gives the bits of one quantizing its input itself, and a dense FFN under
+// FP8 then quantizes only one GEMM input itself (on a GPU: four launches fewer per GEMM).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -35,7 +35,7 @@ std::vector<mt::Fp8Recipe> recipes() {
     for (bool pow2 : {true, false})
       for (int tile : {128, 32}) {
         mt::Fp8Recipe r;
-        r.forward = f;
+        r.forward = r.gradient = f;
         r.pow2_scales = pow2;
         r.tile = tile;
         out.push_back(r);
@@ -48,11 +48,12 @@ std::vector<mt::Fp8Recipe> recipes() {
 struct CodesRoom {
   mt::Buffer codes, scales;
   mt::Fp8RowCodes q;
-  CodesRoom(const testing::StrictDevice& dev, int rows, int cols, const mt::Fp8Recipe& r) {
+  CodesRoom(const testing::StrictDevice& dev, int rows, int cols, const mt::Fp8Recipe& r,
+            mt::Fp8Operand kind = mt::Fp8Operand::activation) {
     q.ld = mt::fp8_pad(cols, mt::kFp8PadK);
     q.rows_pad = mt::fp8_pad(rows, mt::kFp8PadOuter);
     q.tile = r.tile;
-    q.format = r.format(mt::Fp8Operand::activation);
+    q.format = r.format(kind);
     q.pow2 = r.pow2_scales;
     codes = mt::Buffer(dev.be, mt::DType::u8, size_t(q.rows_pad) * q.ld);
     scales = dev.floats(size_t(rows) * mt::fp8_row_pieces(cols, r.tile));
@@ -68,8 +69,7 @@ struct CodesRoom {
 void check_as_quantized(const std::vector<float>& y, int rows, int cols, const mt::Fp8Recipe& r,
                         const CodesRoom& room) {
   const mt::cpu::Fp8Matrix want =
-      mt::cpu::fp8_quantize(y.data(), rows, cols, mt::cpu::fp8_pieces(r, mt::Fp8Operand::activation, false, rows, cols),
-                            r.format(mt::Fp8Operand::activation), r.pow2_scales);
+      mt::cpu::fp8_quantize(y.data(), rows, cols, {1, r.tile}, room.q.format, r.pow2_scales);
   std::vector<uint8_t> codes(room.codes.count());
   room.codes.download(codes.data(), codes.size());
   const std::vector<float> scales = room.scales.to_host_f32();
@@ -134,7 +134,7 @@ TEST_CASE("fp8 fused codes: RMSNorm writes the quantizer's codes and scales with
   });
 }
 
-TEST_CASE("fp8 fused codes: SwiGLU writes the quantizer's codes and scales with its unchanged product") {
+TEST_CASE("fp8 fused codes: SwiGLU writes the codes of its product, and its backward of both gradients") {
   for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
     testing::StrictDevice dev;
     const size_t n = size_t(s.rows) * s.cols;
@@ -144,6 +144,22 @@ TEST_CASE("fp8 fused codes: SwiGLU writes the quantizer's codes and scales with 
     dev.be.swiglu_forward({.n = n, .gate = gate.f32(), .up = up.f32(), .h = h_plain.f32()});
     dev.be.swiglu_forward({.n = n, .gate = gate.f32(), .up = up.f32(), .h = h.f32(), .cols = s.cols, .fp8 = room.q});
     check_fused(h, h_plain, s, r, room);
+
+    const mt::Buffer dh = dev.upload(wide_floats(n, 11));
+    const mt::Buffer dg = dev.floats(n), du = dev.floats(n), dg_plain = dev.floats(n), du_plain = dev.floats(n);
+    CodesRoom room_g(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
+    CodesRoom room_u(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
+    mt::SwigluBackwardArgs a{.n = n, .gate = gate.f32(), .up = up.f32(), .dh = dh.f32(), .dgate = dg_plain.f32(),
+                             .dup = du_plain.f32()};
+    dev.be.swiglu_backward(a);
+    a.dgate = dg.f32();
+    a.dup = du.f32();
+    a.cols = s.cols;
+    a.dgate_fp8 = room_g.q;
+    a.dup_fp8 = room_u.q;
+    dev.be.swiglu_backward(a);
+    check_fused(dg, dg_plain, s, r, room_g);
+    check_fused(du, du_plain, s, r, room_u);
   });
 }
 
@@ -180,13 +196,12 @@ void counting_gemm(mt::DeviceState* s, const mt::GemmArgs& g) {
 }
 
 struct FfnRun {
-  int quantized_a = 0;
+  int forward_quantized_a = 0, dgrad_quantized_a = 0;
   std::vector<float> y, dx, dgate, dup, ddown;
 };
 
-// RMSNorm then a SwiGLU FFN, forward and backward, under FP8 inputs; norm_codes: the norm writes
-// its output's codes (as LayerEnv::rmsnorm_for_gemms does unless told not to).
-FfnRun ffn_run(bool norm_codes) {
+// RMSNorm then a SwiGLU FFN, forward and backward, under FP8 inputs, with fp8.fused_codes on or off.
+FfnRun ffn_run(bool fused) {
   testing::StrictDevice dev;
   g_inner = dev.be.ops;
   mt::OpTable table = *dev.be.ops;
@@ -198,6 +213,7 @@ FfnRun ffn_run(bool norm_codes) {
   env.backend = &be;
   env.gemm_inputs = mt::GemmPrecision::fp8;
   env.fp8 = &recipe;
+  env.fp8_fused_codes = fused;
   const int rows = 6, dim = 200, hidden = 136;
   const mt::Buffer x = dev.upload(testing::random_floats(size_t(rows) * dim, 11));
   const mt::Buffer norm_w = dev.upload(testing::random_floats(dim, 12)), rstd = dev.floats(rows);
@@ -211,12 +227,14 @@ FfnRun ffn_run(bool norm_codes) {
   mt::Arena arena(be);
   g_quantized_a = 0;
   const mt::GemmOperand normed = env.rmsnorm_for_gemms(
-      arena, {.rows = rows, .dim = dim, .x = x.f32(), .weight = norm_w.f32(), .rstd = rstd.f32()}, norm_codes);
+      arena, {.rows = rows, .dim = dim, .x = x.f32(), .weight = norm_w.f32(), .rstd = rstd.f32()});
   mt::SwigluSaved saved;
   mt::swiglu_forward(env, arena, arena, weights, normed, rows, y.f32(), false, saved);
   FfnRun run;
-  run.quantized_a = g_quantized_a;
+  run.forward_quantized_a = g_quantized_a;
+  g_quantized_a = 0;
   mt::swiglu_backward_input(env, arena, weights, dy.f32(), dx.f32(), false, saved);
+  run.dgrad_quantized_a = g_quantized_a;
   mt::swiglu_backward_weight(env, weights, {dg.f32(), du.f32(), dd.f32()}, saved);
   run.y = y.to_host_f32();
   run.dx = dx.to_host_f32();
@@ -228,12 +246,14 @@ FfnRun ffn_run(bool norm_codes) {
 
 }  // namespace
 
-TEST_CASE("fp8 fused codes: a dense FFN's forward GEMMs quantize nothing themselves, with the same results") {
+TEST_CASE("fp8 fused codes: a dense FFN's GEMMs quantize only the FFN's output gradient, with the same results") {
   const FfnRun fused = ffn_run(true), separate = ffn_run(false);
-  // gate, up and down read the codes of the norm and of SwiGLU; without the norm's, gate and up
-  // quantize their input.
-  CHECK(fused.quantized_a == 0);
-  CHECK(separate.quantized_a == 2);
+  // gate, up and down read the codes of the norm and of SwiGLU; gate's and up's input gradients
+  // read those of SwiGLU's backward (down's reads the FFN's output gradient, which no op here makes).
+  CHECK(fused.forward_quantized_a == 0);
+  CHECK(fused.dgrad_quantized_a == 1);
+  CHECK(separate.forward_quantized_a == 3);
+  CHECK(separate.dgrad_quantized_a == 3);
   CHECK(same_bits(fused.y, separate.y));
   CHECK(same_bits(fused.dx, separate.dx));
   CHECK(same_bits(fused.dgate, separate.dgate));

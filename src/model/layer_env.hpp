@@ -121,16 +121,16 @@ struct LayerEnv {
     return gather_rows(arena, GemmOperand(mine), values).f32;
   }
 
-  // Room in `arena` for the FP8 codes of an activation [rows, cols] that only GEMMs read, for its
-  // producer to write with it (ops/fp8/row_codes.hpp): under fp8 inputs quantized in 1 x tile
-  // pieces; otherwise none (codes null), and the GEMMs quantize what they read.
-  Fp8RowCodes fp8_row_codes(Arena& arena, int rows, int cols) const {
+  // Room in `arena` for the FP8 codes of an activation (or a gradient: `kind`) [rows, cols] that a
+  // GEMM reads as its A, for its producer to write with it (ops/fp8/row_codes.hpp): under fp8 inputs
+  // quantized in 1 x tile pieces; otherwise none (codes null), and the GEMMs quantize what they read.
+  Fp8RowCodes fp8_row_codes(Arena& arena, int rows, int cols, Fp8Operand kind = Fp8Operand::activation) const {
     Fp8RowCodes q;
     if (gemm_inputs != GemmPrecision::fp8 || !fp8_fused_codes || fp8->per_tensor || rows == 0 || cols == 0) return q;
     q.ld = fp8_pad(cols, kFp8PadK);
     q.rows_pad = fp8_pad(rows, kFp8PadOuter);
     q.tile = fp8->tile;
-    q.format = fp8->format(Fp8Operand::activation);
+    q.format = fp8->format(kind);
     q.pow2 = fp8->pow2_scales;
     q.codes = static_cast<uint8_t*>(arena.bytes(size_t(q.rows_pad) * q.ld));
     q.scales = arena.floats(size_t(rows) * fp8_row_pieces(cols, q.tile));
@@ -174,13 +174,15 @@ struct LayerEnv {
                    .b_bf16 = p.bf16, .fp8_b = p.fp8,
                    .fp8_a = gemm_inputs == GemmPrecision::fp8 ? x.fp8 : Fp8Codes{}});
   }
-  // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...)
+  // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...); dy_codes: dy's FP8 codes written by its
+  // producer (fp8_row_codes with kind gradient), read under fp8 inputs.
   void linear_backward_input(const float* dy, WeightOperand w, int rows, int in, int out, float* dx,
-                             bool accumulate = false) const {
+                             bool accumulate = false, Fp8Codes dy_codes = {}) const {
     const PreparedOperand p = prepared(w, true);
     backend->gemm({.m = rows, .n = in, .k = out, .a = dy, .b = w.f32, .c = dx,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
-                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16, .fp8_b = p.fp8});
+                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16, .fp8_b = p.fp8,
+                   .fp8_a = gemm_inputs == GemmPrecision::fp8 ? dy_codes : Fp8Codes{}});
   }
   // dW[out,in] += dy[rows,out]^T x[rows,in]
   void linear_backward_weight(const float* dy, GemmOperand x, int rows, int in, int out, float* dw) const {

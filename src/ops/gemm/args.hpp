@@ -54,7 +54,7 @@ struct GemmArgs {
   long long batch_a = 0, batch_b = 0, batch_c = 0;
   // B as prepared FP8 codes (fp8 inputs, B a weight): the same values as quantizing b.
   Fp8Codes fp8_b = {};
-  // A (an activation stored [m, k], not trans_a) as the FP8 codes its producer wrote with it
+  // A (an activation or gradient stored [m, k], not trans_a) as the FP8 codes its producer wrote with it
   // (ops/fp8/row_codes.hpp): the same values as quantizing a.
   Fp8Codes fp8_a = {};
 };

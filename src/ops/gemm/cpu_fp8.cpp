@@ -72,13 +72,13 @@ std::vector<float> prepared_values(const GemmArgs& g) {
   return out;
 }
 
-// A's values from the codes its producer wrote (GemmArgs::fp8_a): each code times its 1 x tile
-// piece's scale, the values fp8_round_trip gives from a itself.
+// A's values (an activation or a gradient) from the codes its producer wrote (GemmArgs::fp8_a):
+// each code times its 1 x tile piece's scale, the values fp8_round_trip gives from a itself.
 std::vector<float> produced_values(const GemmArgs& g) {
   const Fp8Codes& p = g.fp8_a;
   const Fp8Recipe& r = *g.fp8.recipe;
-  MT_CHECK(!g.trans_a && g.fp8.a == Fp8Operand::activation && !r.per_tensor && p.ld == fp8_pad(g.k, kFp8PadK));
-  const Fp8Format format = r.format(Fp8Operand::activation);
+  MT_CHECK(!g.trans_a && g.fp8.a != Fp8Operand::weight && !r.per_tensor && p.ld == fp8_pad(g.k, kFp8PadK));
+  const Fp8Format format = r.format(g.fp8.a);
   const int pieces = (g.k + r.tile - 1) / r.tile;
   std::vector<float> out(size_t(g.m) * g.k);
   for (int i = 0; i < g.m; ++i)

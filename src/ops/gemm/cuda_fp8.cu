@@ -272,7 +272,7 @@ void record_scaling(DeviceState* s, const Fp8Matmul& mm) {
 void set_views(const GemmArgs& g, Fp8Matmul& mm) {
   const Fp8Recipe& r = *g.fp8.recipe;
   MT_CHECK(!g.fp8_b.codes || (g.fp8.b == Fp8Operand::weight && g.fp8_b.transposed == !g.trans_b));
-  MT_CHECK(!g.fp8_a.codes || (g.fp8.a == Fp8Operand::activation && !g.trans_a && !r.per_tensor));
+  MT_CHECK(!g.fp8_a.codes || (g.fp8.a != Fp8Operand::weight && !g.trans_a && !r.per_tensor));
   mm.a.view = fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a);
   mm.b.view = fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b);
 }
