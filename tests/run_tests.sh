@@ -87,6 +87,7 @@ line_suite "GPU rounding and the GPU check's calls, without a GPU" tests/gpu_sta
 line_suite "output head and loss in chunks of tokens" tests/head_chunk_tests.sh
 line_suite "the optimizer inside the capture check" tests/update_capture_tests.sh
 line_suite "attention on cuDNN" tests/cudnn_attention_tests.sh
+line_suite "FP8 codes written by their producers" tests/fp8_fused_tests.sh
 line_suite "fault tests" tests/faults/run_fault_tests.sh
 line_suite "GPU bundle" scripts/test_gpu_bundle.sh
 

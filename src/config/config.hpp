@@ -252,6 +252,7 @@ struct Fp8Config {
   int promote_every = 128;         // ... added into fp32 every this many products (0 = never)
   bool head = false;               // the output head in FP8 too (the report keeps it in BF16)
   bool router = false;             // the MoE router in FP8 too (likewise)
+  bool fused_codes = true;         // RMSNorm and SwiGLU write the FP8 codes of the GEMM inputs they produce
 };
 
 struct CheckpointConfig {

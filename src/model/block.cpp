@@ -66,7 +66,7 @@ GemmOperand Block::norm(Arena& redo, int rows, const float* x, int weight, float
                       const float* residual, float* sum) {
   RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight),
                        .rstd = rstd, .residual = residual, .sum = sum};
-  if (gemms_only) return env_.rmsnorm_for_gemms(redo, a);
+  if (gemms_only) return env_.rmsnorm_for_gemms(redo, a, !env_.shard.split_rows());
   float* y = a.y = redo.floats(size_t(rows) * d_);
   env_.be().rmsnorm_forward(a);
   return y;

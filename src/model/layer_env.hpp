@@ -34,6 +34,7 @@ struct MatmulSetup {
   Fp8Recipe fp8;
   bool fp8_head = false, fp8_router = false;
   bool bf16_activations = false;  // LayerEnv::bf16_activations; only with bf16 inputs
+  bool fp8_fused_codes = true;    // LayerEnv::fp8_fused_codes
   MatmulSetup(GemmPrecision i = GemmPrecision::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
 };
 
@@ -62,6 +63,9 @@ struct LayerEnv {
   bool fp8_router = false;
   // Activations that only GEMMs read are kept in bfloat16 (bf16 GEMM inputs only): see GemmOperand.
   bool bf16_activations = false;
+  // Under fp8 inputs, RMSNorm and SwiGLU write the FP8 codes of what only GEMMs read (fp8_row_codes);
+  // false: the GEMMs quantize it themselves (the same codes).
+  bool fp8_fused_codes = true;
   // A second queue of the same device for work that may overlap the layer's own (the MoE's shared
   // experts beside the routed ones); null: everything on `backend`.
   const Backend* side = nullptr;
@@ -117,23 +121,45 @@ struct LayerEnv {
     return gather_rows(arena, GemmOperand(mine), values).f32;
   }
 
+  // Room in `arena` for the FP8 codes of an activation (or a gradient: `kind`) [rows, cols] that a
+  // GEMM reads as its A, for its producer to write with it (ops/fp8/row_codes.hpp): under fp8 inputs
+  // quantized in 1 x tile pieces; otherwise none (codes null), and the GEMMs quantize what they read.
+  Fp8RowCodes fp8_row_codes(Arena& arena, int rows, int cols, Fp8Operand kind = Fp8Operand::activation) const {
+    Fp8RowCodes q;
+    if (gemm_inputs != GemmPrecision::fp8 || !fp8_fused_codes || fp8->per_tensor || rows == 0 || cols == 0) return q;
+    q.ld = fp8_pad(cols, kFp8PadK);
+    q.rows_pad = fp8_pad(rows, kFp8PadOuter);
+    q.tile = fp8->tile;
+    q.format = fp8->format(kind);
+    q.pow2 = fp8->pow2_scales;
+    q.codes = static_cast<uint8_t*>(arena.bytes(size_t(q.rows_pad) * q.ld));
+    q.scales = arena.floats(size_t(rows) * fp8_row_pieces(cols, q.tile));
+    return q;
+  }
+
   // RMSNorm (a's output left unset) into `arena`, for an output only GEMMs read: bfloat16 under
-  // bf16_activations.
-  GemmOperand rmsnorm_for_gemms(Arena& arena, RmsNormForwardArgs a) const {
+  // bf16_activations; with its FP8 codes under fp8 inputs unless !fp8_codes (rows the GEMMs do
+  // not read as they are, such as a share that is gathered first).
+  GemmOperand rmsnorm_for_gemms(Arena& arena, RmsNormForwardArgs a, bool fp8_codes = true) const {
     const size_t n = size_t(a.rows) * a.dim;
     GemmOperand y;
     if (bf16_activations) y = a.y_bf16 = arena.bf16s(n);
     else y = a.y = arena.floats(n);
+    if (fp8_codes) a.fp8 = fp8_row_codes(arena, a.rows, a.dim);
+    y.fp8 = {a.fp8.codes, a.fp8.scales, a.fp8.ld};
     backend->rmsnorm_forward(a);
     return y;
   }
 
-  // SwiGLU's product of n values into `arena`, which only the down projection's GEMMs read.
-  GemmOperand swiglu_for_gemms(Arena& arena, size_t n, const float* gate, const float* up) const {
-    SwigluForwardArgs a{.n = n, .gate = gate, .up = up};
+  // SwiGLU's product [rows, cols] into `arena`, which only the down projection's GEMMs read (with
+  // its FP8 codes under fp8 inputs).
+  GemmOperand swiglu_for_gemms(Arena& arena, int rows, int cols, const float* gate, const float* up) const {
+    const size_t n = size_t(rows) * cols;
+    SwigluForwardArgs a{.n = n, .gate = gate, .up = up, .cols = cols, .fp8 = fp8_row_codes(arena, rows, cols)};
     GemmOperand h;
     if (bf16_activations) h = a.h_bf16 = arena.bf16s(n);
     else h = a.h = arena.floats(n);
+    h.fp8 = {a.fp8.codes, a.fp8.scales, a.fp8.ld};
     backend->swiglu_forward(a);
     return h;
   }
@@ -145,15 +171,18 @@ struct LayerEnv {
     backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w.f32, .trans_b = true, .c = y,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
                    .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16,
-                   .b_bf16 = p.bf16, .fp8_b = p.fp8});
+                   .b_bf16 = p.bf16, .fp8_b = p.fp8,
+                   .fp8_a = gemm_inputs == GemmPrecision::fp8 ? x.fp8 : Fp8Codes{}});
   }
-  // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...)
+  // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...); dy_codes: dy's FP8 codes written by its
+  // producer (fp8_row_codes with kind gradient), read under fp8 inputs.
   void linear_backward_input(const float* dy, WeightOperand w, int rows, int in, int out, float* dx,
-                             bool accumulate = false) const {
+                             bool accumulate = false, Fp8Codes dy_codes = {}) const {
     const PreparedOperand p = prepared(w, true);
     backend->gemm({.m = rows, .n = in, .k = out, .a = dy, .b = w.f32, .c = dx,
                    .beta = accumulate ? 1.0f : 0.0f, .inputs = gemm_inputs,
-                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16, .fp8_b = p.fp8});
+                   .fp8 = fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16, .fp8_b = p.fp8,
+                   .fp8_a = gemm_inputs == GemmPrecision::fp8 ? dy_codes : Fp8Codes{}});
   }
   // dW[out,in] += dy[rows,out]^T x[rows,in]
   void linear_backward_weight(const float* dy, GemmOperand x, int rows, int in, int out, float* dw) const {

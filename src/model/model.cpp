@@ -11,7 +11,8 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
              int max_in_flight, const ShardPlace& shard, std::vector<StageSpec> chunks)
     : cfg_(cfg), matmul_(matmul),
       env_{.backend = &backend, .gemm_inputs = matmul.inputs, .params = &params, .shard = shard, .fp8 = &matmul_.fp8,
-           .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations},
+           .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations,
+           .fp8_fused_codes = matmul.fp8_fused_codes},
       chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
   MT_CHECK(!matmul.bf16_activations || matmul.inputs == GemmPrecision::bf16);  // bfloat16 storage needs bf16 GEMMs

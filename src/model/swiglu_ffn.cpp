@@ -16,7 +16,7 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
 
 void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s) {
   s.x = x;
-  s.h = env.swiglu_for_gemms(redo, size_t(s.rows) * w.hidden, s.a, s.b);
+  s.h = env.swiglu_for_gemms(redo, s.rows, w.hidden, s.a, s.b);
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
@@ -27,9 +27,13 @@ void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeight
   s.da = arena.floats(n);
   s.db = arena.floats(n);
   env.linear_backward_input(dy, w.down, s.rows, w.hidden, w.dim, dh);
-  env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db});
-  env.linear_backward_input(s.da, w.gate, s.rows, w.dim, w.hidden, dx, accumulate);
-  env.linear_backward_input(s.db, w.up, s.rows, w.dim, w.hidden, dx, true);
+  // Under fp8 inputs the gradients' codes come with them, for the input gradients' GEMMs.
+  const Fp8RowCodes qa = env.fp8_row_codes(arena, s.rows, w.hidden, Fp8Operand::gradient);
+  const Fp8RowCodes qb = env.fp8_row_codes(arena, s.rows, w.hidden, Fp8Operand::gradient);
+  env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db, .cols = w.hidden,
+                            .dgate_fp8 = qa, .dup_fp8 = qb});
+  env.linear_backward_input(s.da, w.gate, s.rows, w.dim, w.hidden, dx, accumulate, {qa.codes, qa.scales, qa.ld});
+  env.linear_backward_input(s.db, w.up, s.rows, w.dim, w.hidden, dx, true, {qb.codes, qb.scales, qb.ld});
 }
 
 void swiglu_backward_weight(const LayerEnv& env, const SwigluWeights& w, const SwigluGrads& g,

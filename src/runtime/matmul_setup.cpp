@@ -19,6 +19,7 @@ MatmulSetup matmul_setup(const Config& cfg) {
   m.fp8 = fp8_recipe(cfg.fp8);
   m.fp8_head = cfg.fp8.head;
   m.fp8_router = cfg.fp8.router;
+  m.fp8_fused_codes = cfg.fp8.fused_codes;
   m.bf16_activations = bf16_activations(cfg.precision);
   return m;
 }

@@ -680,6 +680,7 @@ constexpr Group kGroups[] = {
     {"optimizer", parity::group_optimizer},
     {"shift_tokens", parity::group_shift_tokens},
     {"fp8_rows", parity::group_fp8_rows},
+    {"fp8_fused", parity::group_fp8_fused},
     {"fp8_quantize", parity::group_fp8_quantize},
     {"fp8_gemm", parity::group_fp8_gemm},
 };

@@ -118,6 +118,8 @@ void group_strided(const Context& c, uint64_t seed);
 // The FP8 GEMM (tests/gpu/parity_fp8.cpp): the CUDA quantizer on its own (CUDA only), and the GEMM.
 void group_fp8_quantize(const Context& c, uint64_t seed);
 void group_fp8_gemm(const Context& c, uint64_t seed);
+// RMSNorm and SwiGLU writing FP8 codes with their outputs (tests/gpu/parity_fp8_fused.cpp).
+void group_fp8_fused(const Context& c, uint64_t seed);
 // Attention on cuDNN's fused attention and on the own kernels (tests/gpu/parity_cudnn.cpp).
 void group_attention_cudnn(const Context& c, uint64_t seed);
 

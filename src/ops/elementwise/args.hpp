@@ -3,17 +3,25 @@
 #include <cstddef>
 
 #include "ops/bf16.hpp"
+#include "ops/fp8/row_codes.hpp"
 
 namespace mt {
 
 // h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
+// fp8 (codes set, with h): h as rows of `cols` values, their FP8 codes and scales as well.
 struct SwigluForwardArgs {
   size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr;
   Bf16* h_bf16 = nullptr;
+  int cols = 0;
+  Fp8RowCodes fp8 = {};
 };
+// dgate_fp8, dup_fp8 (codes set): the gradients as rows of `cols` values, their FP8 codes and scales
+// as well (the input gradients' GEMMs read them; ops/fp8/row_codes.hpp).
 struct SwigluBackwardArgs {
   size_t n = 0; const float* gate = nullptr; const float* up = nullptr; const float* dh = nullptr;
   float* dgate = nullptr; float* dup = nullptr;
+  int cols = 0;
+  Fp8RowCodes dgate_fp8 = {}, dup_fp8 = {};
 };
 
 // dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major

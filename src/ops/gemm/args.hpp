@@ -54,6 +54,9 @@ struct GemmArgs {
   long long batch_a = 0, batch_b = 0, batch_c = 0;
   // B as prepared FP8 codes (fp8 inputs, B a weight): the same values as quantizing b.
   Fp8Codes fp8_b = {};
+  // A (an activation or gradient stored [m, k], not trans_a) as the FP8 codes its producer wrote with it
+  // (ops/fp8/row_codes.hpp): the same values as quantizing a.
+  Fp8Codes fp8_a = {};
 };
 
 // The leading dimensions g means, 0s filled in with the packed ones.
@@ -67,10 +70,12 @@ inline bool gemm_packed(const GemmArgs& g) {
 }
 
 // An activation as GEMMs read it: fp32, or (with bf16 GEMM inputs) already rounded and stored in
-// bfloat16, half the memory for the same products.
+// bfloat16, half the memory for the same products. With fp8 inputs, fp8 may hold the codes its
+// producer wrote beside f32, which the forward GEMM reads in place of quantizing f32.
 struct GemmOperand {
   const float* f32 = nullptr;
   const Bf16* bf16 = nullptr;
+  Fp8Codes fp8 = {};
   GemmOperand() = default;
   GemmOperand(const float* x) : f32(x) {}  // NOLINT: an fp32 activation converts
   GemmOperand(const Bf16* x) : bf16(x) {}  // NOLINT: so does a bfloat16 one

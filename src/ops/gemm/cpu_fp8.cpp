@@ -1,6 +1,7 @@
 // The CPU reference of the GEMM with FP8 inputs (the CUDA one: cuda_fp8.cu): both operands
-// quantized as their kinds say (ops/fp8/quantize_cpu.hpp), or B read from its prepared codes, then
-// multiplied with fp32 accumulation or the recipe's limited-precision accumulator.
+// quantized as their kinds say (ops/fp8/quantize_cpu.hpp), or A read from the codes its producer
+// wrote and B from its prepared codes, then multiplied with fp32 accumulation or the recipe's
+// limited-precision accumulator.
 #include "ops/gemm/cpu_fp8.hpp"
 
 #include <cblas.h>
@@ -71,6 +72,22 @@ std::vector<float> prepared_values(const GemmArgs& g) {
   return out;
 }
 
+// A's values (an activation or a gradient) from the codes its producer wrote (GemmArgs::fp8_a):
+// each code times its 1 x tile piece's scale, the values fp8_round_trip gives from a itself.
+std::vector<float> produced_values(const GemmArgs& g) {
+  const Fp8Codes& p = g.fp8_a;
+  const Fp8Recipe& r = *g.fp8.recipe;
+  MT_CHECK(!g.trans_a && g.fp8.a != Fp8Operand::weight && !r.per_tensor && p.ld == fp8_pad(g.k, kFp8PadK));
+  const Fp8Format format = r.format(g.fp8.a);
+  const int pieces = (g.k + r.tile - 1) / r.tile;
+  std::vector<float> out(size_t(g.m) * g.k);
+  for (int i = 0; i < g.m; ++i)
+    for (int q = 0; q < g.k; ++q)
+      out[size_t(i) * g.k + q] =
+          fp8_to_float(p.codes[size_t(i) * p.ld + q], format) * p.scales[size_t(i) * pieces + q / r.tile];
+  return out;
+}
+
 }  // namespace
 
 void gemm_fp8(const GemmArgs& g) {
@@ -78,8 +95,10 @@ void gemm_fp8(const GemmArgs& g) {
   // Stored shapes: A is [m,k] ([k,m] when trans_a), B is [k,n] ([n,k] when trans_b).
   const int a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
   const int b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
-  const std::vector<float> a = fp8_round_trip(g.a, a_rows, a_cols, fp8_pieces(r, g.fp8.a, g.trans_a, a_rows, a_cols),
-                                              r.format(g.fp8.a), r.pow2_scales);
+  const std::vector<float> a =
+      g.fp8_a.codes ? produced_values(g)
+                    : fp8_round_trip(g.a, a_rows, a_cols, fp8_pieces(r, g.fp8.a, g.trans_a, a_rows, a_cols),
+                                     r.format(g.fp8.a), r.pow2_scales);
   const std::vector<float> b =
       g.fp8_b.codes ? prepared_values(g)
                     : fp8_round_trip(g.b, b_rows, b_cols, fp8_pieces(r, g.fp8.b, !g.trans_b, b_rows, b_cols),

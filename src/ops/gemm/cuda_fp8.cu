@@ -1,6 +1,7 @@
 // GemmArgs with inputs == fp8 on the GPU: both operands quantized by the call's recipe
 // (ops/fp8/quantize_cuda.cu, the CPU emulation's codes and scales bit for bit), or B's codes and
-// scales prepared once per update (GemmArgs::fp8_b, the same bits), then one scaled FP8
+// scales prepared once per update (GemmArgs::fp8_b, the same bits) and A's written by the op that
+// produced it (GemmArgs::fp8_a, the same bits: only cuBLASLt's scale layout is made here), then one scaled FP8
 // cuBLASLt matmul with fp32 output. The result is sum_k (q_a s_a)(q_b s_b) * alpha + beta C like
 // the CPU's, the sum in the tensor cores' order and precision.
 //
@@ -97,7 +98,8 @@ void place(DeviceState* s, ScratchSlot slot, Operand& o, int k_pad) {
   o.lt_scales = o.mode == Fp8Scaling::scalar ? o.piece_scales : reinterpret_cast<float*>(base + codes);
 }
 
-// A prepared weight's codes and piece scales are its own; the slot holds only cuBLASLt's scales.
+// Codes made ahead (a prepared weight's, or an activation's written by its producer) and their piece
+// scales are their own; the slot holds only cuBLASLt's scales.
 void place_prepared(DeviceState* s, ScratchSlot slot, Operand& o, const Fp8Codes& p, int k_pad) {
   MT_CHECK(p.ld == k_pad);
   o.prepared = true;
@@ -212,7 +214,8 @@ const char* plan_matmul(DeviceState* s, const GemmArgs& g, Fp8Matmul& mm) {
   mm.k_pad = fp8_pad(g.k, kFp8PadK);
   a.outer_pad = fp8_pad(g.m, kFp8PadOuter);
   b.outer_pad = fp8_pad(g.n, kFp8PadOuter);
-  place(s, kScratchGemmA, a, mm.k_pad);
+  if (g.fp8_a.codes) place_prepared(s, kScratchGemmA, a, g.fp8_a, mm.k_pad);
+  else place(s, kScratchGemmA, a, mm.k_pad);
   if (g.fp8_b.codes) place_prepared(s, kScratchGemmB, b, g.fp8_b, mm.k_pad);
   else place(s, kScratchGemmB, b, mm.k_pad);
   mm.direct = a.outer_pad == g.m && b.outer_pad == g.n && alignment_of(g.c) >= 16;
@@ -269,6 +272,7 @@ void record_scaling(DeviceState* s, const Fp8Matmul& mm) {
 void set_views(const GemmArgs& g, Fp8Matmul& mm) {
   const Fp8Recipe& r = *g.fp8.recipe;
   MT_CHECK(!g.fp8_b.codes || (g.fp8.b == Fp8Operand::weight && g.fp8_b.transposed == !g.trans_b));
+  MT_CHECK(!g.fp8_a.codes || (g.fp8.a != Fp8Operand::weight && !g.trans_a && !r.per_tensor));
   mm.a.view = fp8_view(r, g.fp8.a, g.a, g.m, g.k, !g.trans_a);
   mm.b.view = fp8_view(r, g.fp8.b, g.b, g.n, g.k, g.trans_b);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Arguments of the RMSNorm ops (forward, input gradient, weight gradient).
 #include "ops/bf16.hpp"
+#include "ops/fp8/row_codes.hpp"
 
 namespace mt {
 
@@ -8,12 +9,14 @@ namespace mt {
 // y_bf16 in place of y: y rounded to bfloat16 as it is written (the cast fused into the norm).
 // residual: the residual add fused in front of the norm: the normed rows are x + residual, which
 // are written to `sum` (which may be x itself) and read once.
+// fp8 (codes set, with y): y's FP8 codes and scales as well, for the GEMMs that read y.
 struct RmsNormForwardArgs {
   int rows = 0, dim = 0; float eps = 1e-6f;
   const float* x = nullptr; const float* weight = nullptr;
   float* y = nullptr; float* rstd = nullptr;
   Bf16* y_bf16 = nullptr;
   const float* residual = nullptr; float* sum = nullptr;
+  Fp8RowCodes fp8 = {};
 };
 // dx = d(RMSNorm)/dx applied to dy (overwrites dx); plus residual_grad when set (the gradient
 // that reaches the norm's input around it, added as it is written).

@@ -22,7 +22,9 @@ void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs& a) {
       if (a.y_bf16) a.y_bf16[row + i].bits = float_to_bf16_bits(y);
       else a.y[row + i] = y;
     }
+    if (a.fp8.codes) fp8_code_row(a.y + row, r, a.dim, a.fp8);
   }
+  if (a.fp8.codes) fp8_zero_padding_rows(a.rows, a.fp8);
 }
 
 // y_i = w_i x_i r, r = (mean x^2 + eps)^-1/2  =>  dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j)).

@@ -1,4 +1,5 @@
-// RMSNorm forward and backward on the GPU, the same formulas as cpu.cpp.
+// RMSNorm forward and backward on the GPU, the same formulas as cpu.cpp; the forward optionally
+// writes its output's FP8 codes too (ops/fp8/row_codes.hpp).
 // Row reductions use one block per row with fp32 partial sums (the CPU sums in double; the
 // difference is far below the parity tolerance). The weight gradient is reduced over rows in a
 // fixed order without atomics, so it is bitwise reproducible run to run.
@@ -10,6 +11,8 @@
 #include "ops/backend/cuda_ops.hpp"
 #include "ops/backend/cuda_state.cuh"
 #include "ops/backend/reduce.cuh"
+#include "ops/fp8/row_codes.cuh"
+#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -24,10 +27,10 @@ constexpr int kMaxGridY = 65535;
 // y_bf16 (when set, in place of y): the output rounded to bfloat16 as it is written.
 // residual (when set): the row normed is x + residual, written to sum (which may alias x: each
 // thread reads and writes only its own elements, and reads its sum back in the second loop).
-__global__ void forward_kernel(const float* x, const float* __restrict__ residual, float* sum,
-                               const float* __restrict__ weight, float* __restrict__ y,
-                               __nv_bfloat16* __restrict__ y_bf16, float* __restrict__ rstd, int dim, float eps) {
-  const size_t base = size_t(blockIdx.x) * dim;
+// The rstd of the row at base (every thread of the block calling), with residual: after writing
+// x + residual to sum.
+__device__ float row_rstd(const float* x, const float* __restrict__ residual, float* sum, size_t base, int dim,
+                          float eps) {
   float ss = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
     float v = x[base + i];
@@ -35,7 +38,14 @@ __global__ void forward_kernel(const float* x, const float* __restrict__ residua
     ss += v * v;
   }
   ss = block_reduce(ss, SumOp{}, 0.0f);
-  const float r = 1.0f / sqrtf(ss / float(dim) + eps);
+  return 1.0f / sqrtf(ss / float(dim) + eps);
+}
+
+__global__ void forward_kernel(const float* x, const float* __restrict__ residual, float* sum,
+                               const float* __restrict__ weight, float* __restrict__ y,
+                               __nv_bfloat16* __restrict__ y_bf16, float* __restrict__ rstd, int dim, float eps) {
+  const size_t base = size_t(blockIdx.x) * dim;
+  const float r = row_rstd(x, residual, sum, base, dim, eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
   const float* normed = residual ? sum : x;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -43,6 +53,25 @@ __global__ void forward_kernel(const float* x, const float* __restrict__ residua
     if (y_bf16) y_bf16[base + i] = __float2bfloat16_rn(v);
     else y[base + i] = v;
   }
+}
+
+// forward_kernel with y's FP8 codes (q): each warp writes whole pieces of the row, values first, so
+// y and rstd are forward_kernel's bits and the codes the quantizer's. Blocks past the rows write
+// the zero codes of the padding rows.
+__global__ void forward_fp8_kernel(const float* x, const float* __restrict__ residual, float* sum,
+                                   const float* __restrict__ weight, float* __restrict__ y, float* __restrict__ rstd,
+                                   int rows, int dim, float eps, Fp8RowCodes q) {
+  const int row = blockIdx.x;
+  if (row >= rows) return fp8_zero_codes(q, row, 0, q.ld, threadIdx.x, blockDim.x);
+  const size_t base = size_t(row) * dim;
+  const float r = row_rstd(x, residual, sum, base, dim, eps);
+  __syncthreads();  // the sums written in row_rstd are read by other threads below
+  if (threadIdx.x == 0) rstd[row] = r;
+  const float* normed = (residual ? sum : x) + base;
+  const int warps = blockDim.x >> 5, pieces = fp8_row_pieces(dim, q.tile);
+  for (int p = threadIdx.x >> 5; p < pieces; p += warps)
+    fp8_code_piece_warp([&](int c) { return normed[c] * r * weight[c]; }, y + base, row, p, dim, q);
+  fp8_zero_codes(q, row, dim, q.ld, threadIdx.x, blockDim.x);
 }
 
 // dx_i = r (w_i dy_i - x_i r^2 mean_j(w_j dy_j x_j)) [+ residual_grad_i]
@@ -95,6 +124,13 @@ __global__ void backward_weight_finish_kernel(const float* __restrict__ partial,
 void rmsnorm_forward(DeviceState* s, const RmsNormForwardArgs& a) {
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
+  if (a.fp8.codes) {
+    MT_CHECK(a.y && !a.y_bf16 && a.fp8.rows_pad >= a.rows);
+    forward_fp8_kernel<<<a.fp8.rows_pad, kThreads, 0, s->stream>>>(a.x, a.residual, a.sum, a.weight, a.y, a.rstd,
+                                                                   a.rows, a.dim, a.eps, a.fp8);
+    MT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.residual, a.sum, a.weight, a.y,
                                                      reinterpret_cast<__nv_bfloat16*>(a.y_bf16), a.rstd, a.dim, a.eps);
   MT_CUDA_CHECK_LAUNCH();

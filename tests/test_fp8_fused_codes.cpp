@@ -1,0 +1,262 @@
+// FP8 codes written by the ops that produce GEMM inputs (ops/fp8/row_codes.hpp): RMSNorm's and
+// SwiGLU's (forward and backward) codes and scales are the separate quantization's bit for bit (K
+// ragged or not, E4M3 and E5M2, both scale rules, several tiles), their values are the unfused op's,
+// a GEMM reading the codes gives the bits of one quantizing its input itself, and a dense FFN under
+// FP8 then quantizes only one GEMM input itself (on a GPU: four launches fewer per GEMM).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "model/layer_env.hpp"
+#include "model/swiglu_ffn.hpp"
+#include "ops/fp8/quantize_cpu.hpp"
+#include "test_helpers.hpp"
+
+namespace {
+
+struct Shape {
+  int rows, cols;
+};
+constexpr Shape kShapes[] = {{3, 128}, {5, 200}, {2, 64}, {4, 300}, {1, 1000}, {6, 16}, {2, 129}};
+
+// Values over many binades, so pieces reach FP8's subnormals and its largest codes.
+std::vector<float> wide_floats(size_t n, uint64_t key) {
+  std::vector<float> v = testing::random_floats(n, key);
+  for (size_t i = 0; i < n; ++i) v[i] = std::ldexp(v[i], int(i % 29) - 14);
+  return v;
+}
+
+std::vector<mt::Fp8Recipe> recipes() {
+  std::vector<mt::Fp8Recipe> out;
+  for (mt::Fp8Format f : {mt::Fp8Format::e4m3, mt::Fp8Format::e5m2})
+    for (bool pow2 : {true, false})
+      for (int tile : {128, 32}) {
+        mt::Fp8Recipe r;
+        r.forward = r.gradient = f;
+        r.pow2_scales = pow2;
+        r.tile = tile;
+        out.push_back(r);
+      }
+  return out;
+}
+
+// Device room for the codes of [rows, cols], the codes filled with a non-zero byte so that the
+// padding is seen to be written.
+struct CodesRoom {
+  mt::Buffer codes, scales;
+  mt::Fp8RowCodes q;
+  CodesRoom(const testing::StrictDevice& dev, int rows, int cols, const mt::Fp8Recipe& r,
+            mt::Fp8Operand kind = mt::Fp8Operand::activation) {
+    q.ld = mt::fp8_pad(cols, mt::kFp8PadK);
+    q.rows_pad = mt::fp8_pad(rows, mt::kFp8PadOuter);
+    q.tile = r.tile;
+    q.format = r.format(kind);
+    q.pow2 = r.pow2_scales;
+    codes = mt::Buffer(dev.be, mt::DType::u8, size_t(q.rows_pad) * q.ld);
+    scales = dev.floats(size_t(rows) * mt::fp8_row_pieces(cols, r.tile));
+    const std::vector<uint8_t> junk(codes.count(), 0x5A);
+    codes.upload(junk.data(), junk.size());
+    q.codes = static_cast<uint8_t*>(codes.raw());
+    q.scales = scales.f32();
+  }
+  mt::Fp8Codes operand() const { return {q.codes, q.scales, q.ld}; }
+};
+
+// The fused codes and scales against the separate quantization of y (ops/fp8/quantize_cpu.hpp).
+void check_as_quantized(const std::vector<float>& y, int rows, int cols, const mt::Fp8Recipe& r,
+                        const CodesRoom& room) {
+  const mt::cpu::Fp8Matrix want =
+      mt::cpu::fp8_quantize(y.data(), rows, cols, {1, r.tile}, room.q.format, r.pow2_scales);
+  std::vector<uint8_t> codes(room.codes.count());
+  room.codes.download(codes.data(), codes.size());
+  const std::vector<float> scales = room.scales.to_host_f32();
+  REQUIRE(scales.size() == want.scales.size());
+  CHECK(std::memcmp(scales.data(), want.scales.data(), scales.size() * sizeof(float)) == 0);
+  size_t differ = 0;
+  for (int i = 0; i < room.q.rows_pad; ++i)
+    for (int c = 0; c < room.q.ld; ++c) {
+      const uint8_t expected = i < rows && c < cols ? want.codes[size_t(i) * cols + c] : 0;
+      differ += codes[size_t(i) * room.q.ld + c] != expected;
+    }
+  CHECK(differ == 0);
+}
+
+// f(recipe, shape) for every recipe and shape, both captured for a failure's message.
+template <class F>
+void for_each_case(F f) {
+  for (const mt::Fp8Recipe& r : recipes())
+    for (const Shape& s : kShapes) {
+      CAPTURE(int(r.forward));
+      CAPTURE(r.pow2_scales);
+      CAPTURE(r.tile);
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      f(r, s);
+    }
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The producer's output written with codes against the one written without, then its codes against
+// the quantizer's.
+void check_fused(const mt::Buffer& with_codes, const mt::Buffer& plain, const Shape& s, const mt::Fp8Recipe& r,
+                 const CodesRoom& room) {
+  const std::vector<float> values = with_codes.to_host_f32();
+  CHECK(same_bits(values, plain.to_host_f32()));
+  check_as_quantized(values, s.rows, s.cols, r, room);
+}
+
+}  // namespace
+
+TEST_CASE("fp8 fused codes: RMSNorm writes the quantizer's codes and scales with its unchanged output") {
+  for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
+    for (bool residual : {false, true}) {
+      CAPTURE(residual);
+      testing::StrictDevice dev;
+      const size_t n = size_t(s.rows) * s.cols;
+      const mt::Buffer x = dev.upload(wide_floats(n, 1)), res = dev.upload(wide_floats(n, 2));
+      const mt::Buffer w = dev.upload(testing::random_floats(size_t(s.cols), 3));
+      const mt::Buffer y = dev.floats(n), y_plain = dev.floats(n), sum = dev.floats(n), rstd = dev.floats(s.rows);
+      CodesRoom room(dev, s.rows, s.cols, r);
+      mt::RmsNormForwardArgs a{.rows = s.rows, .dim = s.cols, .x = x.f32(), .weight = w.f32(), .y = y_plain.f32(),
+                               .rstd = rstd.f32(), .residual = residual ? res.f32() : nullptr, .sum = sum.f32()};
+      dev.be.rmsnorm_forward(a);
+      a.y = y.f32();
+      a.fp8 = room.q;
+      dev.be.rmsnorm_forward(a);
+      check_fused(y, y_plain, s, r, room);
+    }
+  });
+}
+
+TEST_CASE("fp8 fused codes: SwiGLU writes the codes of its product, and its backward of both gradients") {
+  for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
+    testing::StrictDevice dev;
+    const size_t n = size_t(s.rows) * s.cols;
+    const mt::Buffer gate = dev.upload(wide_floats(n, 4)), up = dev.upload(wide_floats(n, 5));
+    const mt::Buffer h = dev.floats(n), h_plain = dev.floats(n);
+    CodesRoom room(dev, s.rows, s.cols, r);
+    dev.be.swiglu_forward({.n = n, .gate = gate.f32(), .up = up.f32(), .h = h_plain.f32()});
+    dev.be.swiglu_forward({.n = n, .gate = gate.f32(), .up = up.f32(), .h = h.f32(), .cols = s.cols, .fp8 = room.q});
+    check_fused(h, h_plain, s, r, room);
+
+    const mt::Buffer dh = dev.upload(wide_floats(n, 11));
+    const mt::Buffer dg = dev.floats(n), du = dev.floats(n), dg_plain = dev.floats(n), du_plain = dev.floats(n);
+    CodesRoom room_g(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
+    CodesRoom room_u(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
+    mt::SwigluBackwardArgs a{.n = n, .gate = gate.f32(), .up = up.f32(), .dh = dh.f32(), .dgate = dg_plain.f32(),
+                             .dup = du_plain.f32()};
+    dev.be.swiglu_backward(a);
+    a.dgate = dg.f32();
+    a.dup = du.f32();
+    a.cols = s.cols;
+    a.dgate_fp8 = room_g.q;
+    a.dup_fp8 = room_u.q;
+    dev.be.swiglu_backward(a);
+    check_fused(dg, dg_plain, s, r, room_g);
+    check_fused(du, du_plain, s, r, room_u);
+  });
+}
+
+TEST_CASE("fp8 fused codes: a GEMM reading its input's codes gives the bits of one quantizing the input") {
+  for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
+    testing::StrictDevice dev;
+    const int out = 24;
+    const size_t n = size_t(s.rows) * s.cols;
+    const mt::Buffer gate = dev.upload(wide_floats(n, 6)), up = dev.upload(testing::random_floats(n, 7));
+    const mt::Buffer h = dev.floats(n), w = dev.upload(testing::random_floats(size_t(out) * s.cols, 8));
+    const mt::Buffer c_own = dev.floats(size_t(s.rows) * out), c_fused = dev.floats(size_t(s.rows) * out);
+    CodesRoom room(dev, s.rows, s.cols, r);
+    dev.be.swiglu_forward({.n = n, .gate = gate.f32(), .up = up.f32(), .h = h.f32(), .cols = s.cols, .fp8 = room.q});
+    mt::GemmArgs g{.m = s.rows, .n = out, .k = s.cols, .a = h.f32(), .b = w.f32(), .trans_b = true,
+                   .c = c_own.f32(), .inputs = mt::GemmPrecision::fp8,
+                   .fp8 = {&r, mt::Fp8Operand::activation, mt::Fp8Operand::weight}};
+    dev.be.gemm(g);
+    g.c = c_fused.f32();
+    g.fp8_a = room.operand();
+    dev.be.gemm(g);
+    CHECK(same_bits(c_own.to_host_f32(), c_fused.to_host_f32()));
+  });
+}
+
+namespace {
+
+// The strict CPU table with its GEMM wrapped: counts the FP8 GEMMs that quantize their A operand
+// themselves (on a GPU each launches a memset and three kernels for it).
+const mt::OpTable* g_inner = nullptr;
+int g_quantized_a = 0;
+void counting_gemm(mt::DeviceState* s, const mt::GemmArgs& g) {
+  if (g.inputs == mt::GemmPrecision::fp8 && !g.fp8_a.codes) ++g_quantized_a;
+  g_inner->gemm(s, g);
+}
+
+struct FfnRun {
+  int forward_quantized_a = 0, dgrad_quantized_a = 0;
+  std::vector<float> y, dx, dgate, dup, ddown;
+};
+
+// RMSNorm then a SwiGLU FFN, forward and backward, under FP8 inputs, with fp8.fused_codes on or off.
+FfnRun ffn_run(bool fused) {
+  testing::StrictDevice dev;
+  g_inner = dev.be.ops;
+  mt::OpTable table = *dev.be.ops;
+  table.gemm = counting_gemm;
+  mt::Backend be = dev.be;
+  be.ops = &table;
+  mt::Fp8Recipe recipe;
+  mt::LayerEnv env;
+  env.backend = &be;
+  env.gemm_inputs = mt::GemmPrecision::fp8;
+  env.fp8 = &recipe;
+  env.fp8_fused_codes = fused;
+  const int rows = 6, dim = 200, hidden = 136;
+  const mt::Buffer x = dev.upload(testing::random_floats(size_t(rows) * dim, 11));
+  const mt::Buffer norm_w = dev.upload(testing::random_floats(dim, 12)), rstd = dev.floats(rows);
+  const mt::Buffer wg = dev.upload(testing::random_floats(size_t(hidden) * dim, 13, 0.1));
+  const mt::Buffer wu = dev.upload(testing::random_floats(size_t(hidden) * dim, 14, 0.1));
+  const mt::Buffer wd = dev.upload(testing::random_floats(size_t(dim) * hidden, 15, 0.1));
+  const mt::Buffer dy = dev.upload(testing::random_floats(size_t(rows) * dim, 16));
+  const mt::Buffer y = dev.floats(size_t(rows) * dim), dx = dev.floats(size_t(rows) * dim);
+  const mt::Buffer dg = dev.floats(wg.count()), du = dev.floats(wu.count()), dd = dev.floats(wd.count());
+  const mt::SwigluWeights weights{wg.f32(), wu.f32(), wd.f32(), dim, hidden};
+  mt::Arena arena(be);
+  g_quantized_a = 0;
+  const mt::GemmOperand normed = env.rmsnorm_for_gemms(
+      arena, {.rows = rows, .dim = dim, .x = x.f32(), .weight = norm_w.f32(), .rstd = rstd.f32()});
+  mt::SwigluSaved saved;
+  mt::swiglu_forward(env, arena, arena, weights, normed, rows, y.f32(), false, saved);
+  FfnRun run;
+  run.forward_quantized_a = g_quantized_a;
+  g_quantized_a = 0;
+  mt::swiglu_backward_input(env, arena, weights, dy.f32(), dx.f32(), false, saved);
+  run.dgrad_quantized_a = g_quantized_a;
+  mt::swiglu_backward_weight(env, weights, {dg.f32(), du.f32(), dd.f32()}, saved);
+  run.y = y.to_host_f32();
+  run.dx = dx.to_host_f32();
+  run.dgate = dg.to_host_f32();
+  run.dup = du.to_host_f32();
+  run.ddown = dd.to_host_f32();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("fp8 fused codes: a dense FFN's GEMMs quantize only the FFN's output gradient, with the same results") {
+  const FfnRun fused = ffn_run(true), separate = ffn_run(false);
+  // gate, up and down read the codes of the norm and of SwiGLU; gate's and up's input gradients
+  // read those of SwiGLU's backward (down's reads the FFN's output gradient, which no op here makes).
+  CHECK(fused.forward_quantized_a == 0);
+  CHECK(fused.dgrad_quantized_a == 1);
+  CHECK(separate.forward_quantized_a == 3);
+  CHECK(separate.dgrad_quantized_a == 3);
+  CHECK(same_bits(fused.y, separate.y));
+  CHECK(same_bits(fused.dx, separate.dx));
+  CHECK(same_bits(fused.dgate, separate.dgate));
+  CHECK(same_bits(fused.dup, separate.dup));
+  CHECK(same_bits(fused.ddown, separate.ddown));
+}
