@@ -25,71 +25,88 @@
 set -u
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
-
-# A doctest binary: each test case counts once, from its summary line.
-doctest_suite() {
-  local title=$1 out rc line start=$SECONDS; shift
-  echo "== $title"
-  out=$("$@" 2>&1); rc=$?
-  echo "-- $title: $((SECONDS - start)) s"
-  echo "$out" | grep -v '^\[doctest\] Status' | tail -n 40
-  line=$(echo "$out" | grep '^\[doctest\] test cases:')
-  if [[ $line =~ ([0-9]+)\ passed.*\|\ +([0-9]+)\ failed.*\|\ +([0-9]+)\ skipped ]]; then
-    passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2])); skipped=$((skipped + BASH_REMATCH[3]))
-  else
-    failed=$((failed + 1)); echo "$title: no summary (crashed? exit $rc)"
-  fi
-  [[ $rc -ne 0 && ${BASH_REMATCH[2]:-0} -eq 0 ]] && { failed=$((failed + 1)); echo "$title exited $rc"; }
-}
-doctest_suite "unit tests" ./build/tests/unit_tests --no-version
-
-# A suite that prints one PASS, FAIL or SKIP line per case.
-line_suite() {
-  local title=$1 script=$2 out rc p f s start=$SECONDS
-  echo "== $title"
-  out=$(bash "$script" 2>&1); rc=$?
-  echo "-- $title: $((SECONDS - start)) s"
-  echo "$out"
-  p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL'); s=$(echo "$out" | grep -c '^SKIP')
-  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-  [[ $rc -ne 0 && $f -eq 0 ]] && { failed=$((failed + 1)); echo "$script exited $rc"; }
-}
-line_suite "command-line tests" tests/cli_tests.sh
-line_suite "GPU tools without a GPU" tests/gpu_tools_tests.sh
-line_suite "inspect tests" tests/inspect_tests.sh
-line_suite "sweep tests" tests/sweep_tests.sh
-line_suite "tokenizer tests" tests/tokenizer/run_tokenizer_tests.sh
-line_suite "PyTorch oracle" tests/oracle/run_oracle.sh
-line_suite "Hugging Face round trips" tests/hf/run_hf_tests.sh
-line_suite "multi-rank tests" tests/mpi/run_mpi_tests.sh
+# Suites run TEST_LANES at a time (default 2: most are single-threaded, and the machine has two cores), each into
+# its own file; their outputs are printed whole, in the order below, once all have ended.
+lanes=${TEST_LANES:-2}
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+kinds=() titles=() commands=()
+# suite KIND TITLE COMMAND: KIND "doctest" (counted from doctest's summary line) or "lines" (one PASS, FAIL or
+# SKIP line per case). The longest suites come first, so the last to start are short.
+suite() { kinds+=("$1"); titles+=("$2"); commands+=("$3"); }
+suite lines "README and docs examples" "bash tests/readme_examples.sh"
+suite lines "GPU check stand-in" "bash tests/gpu_check_tests.sh"
+suite lines "plan and train agree" "bash tests/plan_train_tests.sh"
+suite lines "tokenizer tests" "bash tests/tokenizer/run_tokenizer_tests.sh"
+suite lines "damaged, missing and live runs, logs and shards" "bash tests/inputs/damaged_runs_tests.sh"
+suite lines "multi-rank tests" "bash tests/mpi/run_mpi_tests.sh"
 # The layout matrix again with device memory unreadable by the host and every stream's ops run
 # behind it (the strict backend): payloads staged through host memory, stream order by marks only.
-MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cpu-strict line_suite "multi-rank layouts on the strict backend" \
-  tests/mpi/run_mpi_tests.sh
-line_suite "plot tests" tests/plot_tests.sh
-line_suite "plan and train agree" tests/plan_train_tests.sh
-line_suite "README and docs examples" tests/readme_examples.sh
-line_suite "GPU check stand-in" tests/gpu_check_tests.sh
-doctest_suite "AddressSanitizer and UBSan: the readers' unit tests" bash tests/asan_tests.sh
-line_suite "damaged, missing and live runs, logs and shards" tests/inputs/damaged_runs_tests.sh
-line_suite "config and command-line inputs" tests/inputs/config_tests.sh
-line_suite "resume tests" tests/inputs/resume_tests.sh
-line_suite "train on your own text" tests/inputs/own_text_tests.sh
-line_suite "comparable runs and command-line edges" tests/inputs/compare_tests.sh
-line_suite "data order and validation tests" tests/inputs/data_order_tests.sh
-line_suite "export to transformers and import, as the README shows" tests/inputs/export_loop_tests.sh
-line_suite "memory pre-check" tests/inputs/memory_tests.sh
-line_suite "layers and sizes of the source tree" tests/structure_tests.sh
-line_suite "grouped GEMM on CUTLASS" tests/grouped_gemm_tests.sh
-line_suite "step counters and capture safety" tests/step_counters_tests.sh
-line_suite "expert-parallel receive bound" tests/ep_bound_tests.sh
-line_suite "GPU rounding and the GPU check's calls, without a GPU" tests/gpu_static_tests.sh
-line_suite "output head and loss in chunks of tokens" tests/head_chunk_tests.sh
-line_suite "the optimizer inside the capture check" tests/update_capture_tests.sh
-line_suite "attention on cuDNN" tests/cudnn_attention_tests.sh
-line_suite "FP8 codes written by their producers" tests/fp8_fused_tests.sh
-line_suite "fault tests" tests/faults/run_fault_tests.sh
-line_suite "GPU bundle" scripts/test_gpu_bundle.sh
+suite lines "multi-rank layouts on the strict backend" \
+  "MPI_MATRIX_ONLY=1 MPI_MATRIX_DEVICE=cpu-strict bash tests/mpi/run_mpi_tests.sh"
+suite lines "PyTorch oracle" "bash tests/oracle/run_oracle.sh"
+suite doctest "unit tests" "./build/tests/unit_tests --no-version"
+suite lines "Hugging Face round trips" "bash tests/hf/run_hf_tests.sh"
+suite doctest "AddressSanitizer and UBSan: the readers' unit tests" "bash tests/asan_tests.sh"
+suite lines "export to transformers and import, as the README shows" "bash tests/inputs/export_loop_tests.sh"
+suite lines "fault tests" "bash tests/faults/run_fault_tests.sh"
+suite lines "train on your own text" "bash tests/inputs/own_text_tests.sh"
+suite lines "GPU bundle" "bash scripts/test_gpu_bundle.sh"
+suite lines "resume tests" "bash tests/inputs/resume_tests.sh"
+suite lines "command-line tests" "bash tests/cli_tests.sh"
+suite lines "step counters and capture safety" "bash tests/step_counters_tests.sh"
+suite lines "plot tests" "bash tests/plot_tests.sh"
+suite lines "GPU tools without a GPU" "bash tests/gpu_tools_tests.sh"
+suite lines "data order and validation tests" "bash tests/inputs/data_order_tests.sh"
+suite lines "comparable runs and command-line edges" "bash tests/inputs/compare_tests.sh"
+suite lines "expert-parallel receive bound" "bash tests/ep_bound_tests.sh"
+suite lines "the optimizer inside the capture check" "bash tests/update_capture_tests.sh"
+suite lines "inspect tests" "bash tests/inspect_tests.sh"
+suite lines "sweep tests" "bash tests/sweep_tests.sh"
+suite lines "config and command-line inputs" "bash tests/inputs/config_tests.sh"
+suite lines "output head and loss in chunks of tokens" "bash tests/head_chunk_tests.sh"
+suite lines "FP8 codes written by their producers" "bash tests/fp8_fused_tests.sh"
+suite lines "grouped GEMM on CUTLASS" "bash tests/grouped_gemm_tests.sh"
+suite lines "layers and sizes of the source tree" "bash tests/structure_tests.sh"
+suite lines "attention on cuDNN" "bash tests/cudnn_attention_tests.sh"
+suite lines "memory pre-check" "bash tests/inputs/memory_tests.sh"
+suite lines "GPU rounding and the GPU check's calls, without a GPU" "bash tests/gpu_static_tests.sh"
+
+# run_suite I: suite I's output, exit status and seconds into $results/I.*; a line when it ends (progress).
+run_suite() {
+  local i=$1 start=$SECONDS
+  bash -c "${commands[i]}" > "$results/$i.out" 2>&1
+  echo $? > "$results/$i.rc"
+  echo "-- ${titles[i]}: $((SECONDS - start)) s"
+}
+total_start=$SECONDS
+for i in "${!commands[@]}"; do
+  while (( $(jobs -rp | wc -l) >= lanes )); do wait -n; done
+  run_suite "$i" &
+done
+wait
+echo "-- all suites: $((SECONDS - total_start)) s on $lanes lanes"
+
+# The counts of suite I from its output.
+count_suite() {
+  local i=$1 out rc p f s
+  out=$(cat "$results/$i.out"); rc=$(cat "$results/$i.rc" 2>/dev/null || echo 1)
+  echo "== ${titles[i]}"
+  if [[ ${kinds[i]} == doctest ]]; then
+    echo "$out" | grep -v '^\[doctest\] Status' | tail -n 40
+    if [[ $(echo "$out" | grep '^\[doctest\] test cases:') =~ ([0-9]+)\ passed.*\|\ +([0-9]+)\ failed.*\|\ +([0-9]+)\ skipped ]]; then
+      p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[3]}
+    else
+      p=0 f=1 s=0; echo "${titles[i]}: no summary (crashed? exit $rc)"
+    fi
+  else
+    echo "$out"
+    p=$(echo "$out" | grep -c '^PASS'); f=$(echo "$out" | grep -c '^FAIL'); s=$(echo "$out" | grep -c '^SKIP')
+  fi
+  [[ $rc -ne 0 && $f -eq 0 ]] && { f=1; echo "${titles[i]} exited $rc"; }
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+}
+for i in "${!commands[@]}"; do count_suite "$i"; done
 
 for gpu_test in gpu_parity nccl_test; do
   echo "== GPU: $gpu_test"
