@@ -260,20 +260,13 @@ void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, co
   double* sum = sums.mtp ? sums.mtp + size_t(k) * sums.mtp_stride : nullptr;
   const double divisor = sums.mtp_divisor > 0 ? sums.mtp_divisor * double(T - shift) : 1.0;
   if (chunked_head()) {
-    HeadLossArgs a{.rows = rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = m.n,
-                   .weight = head_env(chunk).weight(head), .targets = targets,
-                   .grad_scale = scales.mtp / float(T - shift), .sum = sum, .divisor = divisor,
-                   .losses = arena.floats(rows)};
     temp.reset();  // the block's temporaries are done with
-    if (!s.head_done) return head_loss(head_env(chunk), temp, a);
-    a.dx = m.dn = arena.floats(n);
-    weigh(chunk, {head, mod.out_norm}, [&] {
-      a.dweight = params.grad(head);
-      head_loss(head_env(chunk), temp, a);
-      be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
-                                  .dweight = params.grad(mod.out_norm)});
-    });
-    return;
+    return head_in_chunks(chunk, slot,
+                          {.rows = rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = m.n,
+                           .weight = head_env(chunk).weight(head), .targets = targets,
+                           .grad_scale = scales.mtp / float(T - shift), .sum = sum, .divisor = divisor,
+                           .losses = arena.floats(rows)},
+                          {mod.out_norm, m.h, m.n_rstd}, &m.dn);
   }
   float* logits = arena.floats(size_t(rows) * V);
   head_env(chunk).linear_forward(m.n, head_env(chunk).weight(head), rows, D, V, logits);
@@ -286,20 +279,25 @@ void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, co
 void Model::head_chunks(int chunk, int slot, const LossScales& scales, double* sum) {
   Saved& s = saved_[chunk][slot];
   Arena& arena = arenas_[chunk][slot];
-  Arena& work = scratch_[chunk];
-  work.reset();  // the last block's temporaries are done with
-  const int D = cfg_.d_model, V = cfg_.vocab_size;
-  HeadLossArgs a{.rows = s.rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = s.normed,
-                 .weight = head_env(chunk).weight(head), .targets = s.targets, .grad_scale = scales.ce,
+  scratch_[chunk].reset();  // the last block's temporaries are done with
+  const int V = cfg_.vocab_size;
+  HeadLossArgs a{.rows = s.rows, .dim = cfg_.d_model, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens,
+                 .x = s.normed, .weight = head_env(chunk).weight(head), .targets = s.targets, .grad_scale = scales.ce,
                  .sum = sum, .losses = arena.floats(s.rows)};
   if (keep_logits_) a.logits = s.logits = arena.floats(size_t(s.rows) * V);
-  if (!s.head_done) return head_loss(head_env(chunk), work, a);
-  a.dx = s.dnormed = arena.floats(size_t(s.rows) * D);
-  weigh(chunk, head_group(), [&] {
+  head_in_chunks(chunk, slot, a, {final_norm, s.top, s.rstd}, &s.dnormed);
+}
+
+void Model::head_in_chunks(int chunk, int slot, const HeadLossArgs& args, const HeadNorm& norm, float** dx) {
+  Arena& work = scratch_[chunk];
+  HeadLossArgs a = args;
+  if (!saved_[chunk][slot].head_done) return head_loss(head_env(chunk), work, a);
+  a.dx = *dx = arenas_[chunk][slot].floats(size_t(a.rows) * a.dim);
+  weigh(chunk, {head, norm.weight}, [&] {
     a.dweight = params.grad(head);
     head_loss(head_env(chunk), work, a);
-    chunk_env_[chunk].be().rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top,
-                                                    .rstd = s.rstd, .dweight = params.grad(final_norm)});
+    chunk_env_[chunk].be().rmsnorm_backward_weight(
+        {.rows = a.rows, .dim = a.dim, .dy = *dx, .x = norm.x, .rstd = norm.rstd, .dweight = params.grad(norm.weight)});
   });
 }
 

@@ -26,6 +26,8 @@
 
 namespace mt {
 
+struct HeadLossArgs;  // model/head_loss.hpp
+
 // Host memory: forward() uploads the tokens into the slot's arena.
 struct MicroBatch {
   const int* inputs = nullptr;   // [batch*seq] token ids
@@ -197,6 +199,16 @@ class Model {
   void mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums);
   // The output head and its loss over chunks of rows, with its gradients when a backward follows.
   void head_chunks(int chunk, int slot, const LossScales& scales, double* sum);
+  // The RMSNorm whose output a head reads: its weight, its input and the forward's 1/rms.
+  struct HeadNorm {
+    int weight;
+    const float* x;
+    const float* rstd;
+  };
+  // Any head's loss in chunks (the main head's or an MTP module's); when the forward takes the
+  // gradients, also the gradient w.r.t. the head's input (into *dx, allocated in the slot's arena)
+  // and the head's and the norm's weight gradients.
+  void head_in_chunks(int chunk, int slot, const HeadLossArgs& args, const HeadNorm& norm, float** dx);
   // Whether the heads run in chunks (model.head_chunk_tokens).
   bool chunked_head() const { return cfg_.head_chunk_tokens > 0; }
 
