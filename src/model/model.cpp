@@ -194,6 +194,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.rstd = arena.floats(rows);
   s.head_done = chunked_head() && scales.backward;
   s.logits = s.dlogits = nullptr;
+  if (s.head_done && shards_) shards_->open(chunk, forward_head_group());
   with_values(chunk, head_group(), [&] {
     be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.top,
                         .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
@@ -211,6 +212,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.mtp.resize(mtp.size());
   for (size_t k = 0; k < mtp.size(); ++k)
     with_values(chunk, mtp_values(int(k)), [&] { mtp_forward(chunk, slot, int(k), scales, *sums); });
+  if (!defer_forward_close_) close_forward_gradients(chunk);
   return r;
 }
 
@@ -292,13 +294,12 @@ void Model::head_in_chunks(int chunk, int slot, const HeadLossArgs& args, const 
   Arena& work = scratch_[chunk];
   HeadLossArgs a = args;
   if (!saved_[chunk][slot].head_done) return head_loss(head_env(chunk), work, a);
+  // The forward opened forward_head_group for these gradients.
   a.dx = *dx = arenas_[chunk][slot].floats(size_t(a.rows) * a.dim);
-  weigh(chunk, {head, norm.weight}, [&] {
-    a.dweight = params.grad(head);
-    head_loss(head_env(chunk), work, a);
-    chunk_env_[chunk].be().rmsnorm_backward_weight(
-        {.rows = a.rows, .dim = a.dim, .dy = *dx, .x = norm.x, .rstd = norm.rstd, .dweight = params.grad(norm.weight)});
-  });
+  a.dweight = params.grad(head);
+  head_loss(head_env(chunk), work, a);
+  chunk_env_[chunk].be().rmsnorm_backward_weight(
+      {.rows = a.rows, .dim = a.dim, .dy = *dx, .x = norm.x, .rstd = norm.rstd, .dweight = params.grad(norm.weight)});
 }
 
 float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_next) {
@@ -452,15 +453,21 @@ void Model::backward_weight(int chunk, int slot) {
 std::vector<std::vector<int>> Model::grad_groups(int chunk) const {
   const StageSpec& stage = chunks_[size_t(chunk)];
   std::vector<std::vector<int>> groups;
-  if (stage.last) groups.push_back(head_group());
+  if (stage.last) groups.push_back(chunked_head() ? forward_head_group() : head_group());
   for (int b = stage.first_block; b < stage.end_block; ++b) groups.push_back(block_group(b));
   for (size_t k = 0; stage.last && k < mtp.size(); ++k) {
-    groups.push_back({head, mtp[k].out_norm});
+    if (!chunked_head()) groups.push_back({head, mtp[k].out_norm});
     groups.push_back(mtp_group(int(k)));
     groups.push_back({embedding});
   }
   if (stage.first) groups.push_back({embedding});
   return groups;
+}
+
+std::vector<int> Model::forward_head_group() const {
+  std::vector<int> ids = head_group();
+  for (const MtpModule& m : mtp) ids.push_back(m.out_norm);
+  return ids;
 }
 
 void Model::weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights) {

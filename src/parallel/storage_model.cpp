@@ -148,7 +148,8 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
   if (has_embedding) s.params += V * d, group(V * d), read(V * d);
   if (last) {
     s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d);
-    group(V * d + d), read(V * d + d);  // the head with a norm
+    // The head with a norm; in chunks, with every MTP output norm too (the forward takes them together).
+    group(V * d + d + (m.head_chunk_tokens > 0 ? m.mtp.depth * d : 0)), read(V * d + d);
     for (int k = 0; k < m.mtp.depth; ++k) {
       const double module = layer(m.n_layers > m.n_dense_layers) + 2 * d * d + 2 * d;
       group(module), group(V * d), read(module + d + 2 * V * d);
