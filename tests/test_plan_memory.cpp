@@ -85,3 +85,33 @@ TEST_CASE("planner memory (mixed storage: bf16 GEMMs, bf16 activations where onl
       CHECK(mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations > e.memory.activations);
     }
 }
+
+// fp8.fused_codes: RMSNorm and SwiGLU keep the E4M3 codes and 1 x 128 scales of what they give GEMMs
+// beside the values (and SwiGLU's backward beside its gradients); the model counts them as a step does.
+TEST_CASE("planner memory counts the FP8 codes fp8.fused_codes keeps beside activations, as one step holds them") {
+  const mt::plan::Cluster cluster = mt::plan::load_cluster("configs/clusters/h100-superpod.toml");
+  for (auto [name, cfg] : testing::attention_variants()) {
+    // Widths of whole 128-value pieces, rows of whole padding: the codes as the model counts them.
+    cfg.d_model = 128, cfg.ffn_hidden = 256, cfg.moe.expert_hidden = 128, cfg.seq_len = 32, cfg.vocab_size = 64;
+    cfg.attention.kv_lora_rank *= 16, cfg.attention.q_lora_rank *= 16;
+    CAPTURE(name);
+    mt::plan::Layout l;
+    l.zero = 0;
+    l.micro_batch = 2;
+    l.fp8 = true;
+    l.storage = mt::plan::Storage::fp32;
+    mt::MatmulSetup matmul(mt::GemmPrecision::fp8);
+    matmul.fp8_fused_codes = false;
+    const double planned_without = mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations;
+    const double measured_without = one_step(cfg, 2, mt::Recompute::none, matmul).activations;
+    matmul.fp8_fused_codes = true;
+    l.fp8_code_bytes = mt::fp8_code_bytes(mt::Fp8Config{});
+    const double planned_with = mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations;
+    const double measured_with = one_step(cfg, 2, mt::Recompute::none, matmul).activations;
+    CHECK(planned_with == doctest::Approx(measured_with).epsilon(0.02));
+    CHECK(planned_without == doctest::Approx(measured_without).epsilon(0.02));
+    // The codes' own share, within 5% (the arenas round each allocation to 64 bytes).
+    CHECK(measured_with > measured_without);
+    CHECK(planned_with - planned_without == doctest::Approx(measured_with - measured_without).epsilon(0.05));
+  }
+}
