@@ -34,8 +34,8 @@ std::string estimates_table(const std::vector<Estimate>& rows) {
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     const Layout& l = rows[i].layout;
-    if (l.ep == 1) continue;
-    // The room for what the experts' all-to-all may bring, as the run reserves it.
+    // The room for what the experts' all-to-all may bring beyond the average, as the run reserves it.
+    if (l.ep == 1 || rows[i].memory.ep_headroom == 0) continue;
     const std::string bound = l.ep_receive_bound == 0 ? "worst" : format_number("%g", l.ep_receive_bound);
     out += "(#" + std::to_string(i + 1) + ": mem holds the room for expert-parallel arrivals that " +
            "parallel.ep_receive_bound = " + bound + " reserves, " +
