@@ -111,8 +111,11 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 // together (a block, the head, the embedding, an MTP module's rest: Model::grad_groups);
 // `largest_read`: the most whose values one piece of a pass reads (Model::value_groups: an MTP
 // module reads the head and the embedding too).
+// `partial`: those whole on every tensor-parallel rank whose gradient each rank gives a part of
+// (Spread::tensor_partial: MLA's latent projections and norms, the shared experts, under sequence
+// parallelism the blocks' norms).
 struct StageParams {
-  double params = 0, experts = 0, buffers = 0, largest_group = 0, largest_read = 0;
+  double params = 0, experts = 0, buffers = 0, largest_group = 0, largest_read = 0, partial = 0;
 };
 StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int first, int end, bool has_embedding,
                                   bool last) {
@@ -126,6 +129,7 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
       const double H = m.n_heads;
       p += (ql > 0 ? ql * d + ql + H * qk * ql / l.tp : H * qk * d / l.tp) + (kl + rope) * d + kl +
            H * (a.qk_nope_head_dim + a.v_head_dim) * kl / l.tp + d * H * a.v_head_dim / l.tp;
+      s.partial += (ql > 0 ? ql * d + ql : 0) + (kl + rope) * d + kl;
     } else {
       p += attention_matmul_params(m) / l.tp;
     }
@@ -134,11 +138,13 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
       const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts;
       experts = 3 * hid * d * E / l.ep;
       p += E * d + 3.0 * m.moe.n_shared_experts * hid * d + experts;
+      s.partial += 3.0 * m.moe.n_shared_experts * hid * d;
       s.experts += experts;
       s.buffers += E;
     } else {
       p += 3.0 * m.ffn_hidden * d / l.tp;
     }
+    if (l.sp && l.tp > 1) s.partial += 2 * d;
     s.params += p;
     return p - experts;
   };
@@ -158,6 +164,25 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
     }
   }
   return s;
+}
+
+// The gradients the optimizer sums across ranks through buffers of its own (Optimizer::
+// allocate_step_buffers), in values: one for the largest of the sums over DualPipe's mirror pair
+// (everything the rank holds), the tied embedding's two copies, the tensor-parallel partial
+// gradients and without ZeRO the data-parallel dense ones, each parameter as its ZeRO piece; and
+// one for the routed experts where other ranks hold replicas of them.
+double summing_buffers(const ModelConfig& m, const Layout& l, const StageParams& all, bool holds_embedding) {
+  const bool zero = l.zero >= 1 && l.dp > 1;
+  auto piece = [&](double n) { return zero ? std::ceil(n / l.dp) : n; };
+  const double dense = all.params - all.experts;
+  double most = 0;
+  if (l.schedule == Kind::dualpipe && l.pp > 1) most = piece(dense) + all.experts;
+  if (holds_embedding && l.pp > 1 && m.mtp.depth > 0 && l.schedule != Kind::dualpipe &&
+      l.schedule != Kind::dualpipev)
+    most = std::max(most, piece(double(m.vocab_size) * m.d_model));
+  if (l.tp > 1) most = std::max(most, piece(all.partial));
+  if (!zero && l.dp > 1) most = std::max(most, dense);
+  return most + (l.dp * l.tp > l.ep ? all.experts : 0);
 }
 
 // moetrain's weights, gradients and optimizer state on the rank that holds the most: FP32 weights
@@ -188,6 +213,7 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
       all.params += s.params;
       all.experts += s.experts;
       all.buffers += s.buffers;
+      all.partial += s.partial;
       all.largest_group = std::max(all.largest_group, s.largest_group);
       all.largest_read = std::max(all.largest_read, s.largest_read);
       windows += s.largest_group;
@@ -202,7 +228,8 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
     const double batch = std::ceil((zero3 ? std::max(all.largest_group, all.largest_read) : all.largest_group) / l.dp);
     RankMemory here;
     here.weights = 4 * (zero3 ? all.experts + shard + read_windows + all.buffers : all.params + all.buffers);
-    here.grads = zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params;
+    here.grads = (zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params) +
+                 4 * summing_buffers(m, l, all, embedding || (last && m.mtp.depth > 0));
     here.optimizer = zero2   ? 8 * (shard + all.experts)
                      : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard)
                              : 8 * all.params;
