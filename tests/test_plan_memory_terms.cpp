@@ -12,6 +12,7 @@
 #include "plan/cluster.hpp"
 #include "plan/cost_model.hpp"
 #include "plan/plan_report.hpp"
+#include "plan/published.hpp"
 #include "test_helpers.hpp"
 #include "train/accumulate.hpp"
 #include "util/format.hpp"
@@ -151,4 +152,20 @@ TEST_CASE("plan --json reports parallel.ep_receive_bound and the arrivals' room 
   const std::string table = mt::plan::estimates_table({worst, twice});
   CHECK(table.find("parallel.ep_receive_bound = worst reserves") != std::string::npos);
   CHECK(table.find("parallel.ep_receive_bound = 2 reserves") != std::string::npos);
+}
+
+TEST_CASE("plan-check's published MoE runs keep room for the average arrivals: DeepSeek-V3's layouts fit") {
+  const std::vector<mt::plan::PublishedRun> runs = mt::plan::load_published_runs("configs/published/runs.toml");
+  const std::vector<mt::plan::CheckedRun> checked = mt::plan::check_published_runs(runs);
+  int deepseek = 0;
+  for (const mt::plan::CheckedRun& c : checked) {
+    if (c.run->name.rfind("DeepSeek-V3, 2048 H800", 0) != 0 && c.run->name.rfind("DeepSeek-V3, 256 GB200", 0) != 0)
+      continue;
+    CAPTURE(c.run->name);
+    ++deepseek;
+    CHECK(c.estimate.layout.ep_receive_bound == 1);
+    CHECK(c.estimate.memory.ep_headroom == 0);
+    CHECK(c.estimate.fits);
+  }
+  CHECK(deepseek == 2);
 }
