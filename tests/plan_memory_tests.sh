@@ -2,20 +2,15 @@
 # The planner's gradients per rank (`train --dry-run --cluster`) against what a run on CPU ranks
 # holds (its closing `memory:` line): the gradients themselves and the optimizer's buffers for
 # summing them across ranks (data-parallel without ZeRO, tensor-parallel partial sums, DualPipe's
-# mirror pair, the experts' replicas). Each case prints PASS or FAIL.
+# mirror pair, the tied embedding, the experts' replicas). Each case prints PASS or FAIL.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-source tests/expect.sh
 bin=${MOETRAIN:-./moetrain}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-as_root=()
-[[ $(id -u) -eq 0 ]] && as_root=(--allow-run-as-root)
-mpi() { ${MPIRUN:-mpirun} -q --oversubscribe "${as_root[@]}" -np "$@"; }
+root=$([[ $(id -u) -eq 0 ]] && echo --allow-run-as-root)
 
-for i in $(seq 1 40); do
-  printf 'saying %d: gradients summed across ranks, %d of them\n%%\n' "$i" "$((i * 7))"
-done > "$work/sayings"
+seq 1 60 | sed 's/.*/line &: a gradient summed across ranks\n%/' > "$work/sayings"
 $bin prepare --input "$work/sayings" --out "$work/data" > /dev/null
 
 # Wide enough that the gradients are megabytes (the dry run prints tenths of one).
@@ -27,14 +22,17 @@ python3 tests/tiny_experiment.py "$work" model.d_model=128 model.head_dim=64 mod
 gradients() {
   local ranks=$1 name=$2; shift 2
   local ran planned
-  ran=$(mpi "$ranks" $bin train "$work/exp.toml" --set run.name="\"$name\"" "$@" 2>&1 |
+  ran=$(${MPIRUN:-mpirun} -q --oversubscribe $root -np "$ranks" \
+          $bin train "$work/exp.toml" --set run.name="\"$name\"" "$@" 2>&1 |
         sed -n 's/^memory: per rank.*gradients \([0-9.]*\) MB.*/\1/p')
   planned=$($bin train "$work/exp.toml" "$@" --dry-run --cluster configs/clusters/h100-superpod.toml 2>&1 |
             sed -n 's/^  memory .*gradients \([0-9.]*\),.*/\1/p')
   echo "measured ${ran:-none} planned ${planned:-none}"
 }
 # Within the dry run's printed tenth of a MB.
-close() { awk -v m="$2" -v p="$4" 'BEGIN { d = m - p; exit !(m != "none" && p != "none" && d < 0.051 && d > -0.051) }'; }
+close() {
+  awk -v m="$2" -v p="$4" 'BEGIN { d = m - p; exit !(m != "none" && p != "none" && d < 0.051 && d > -0.051) }'
+}
 
 check() {
   local name=$1 ranks=$2; shift 2
