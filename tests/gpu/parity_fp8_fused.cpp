@@ -1,5 +1,5 @@
 // GPU parity of the producers that write FP8 codes with their outputs (ops/fp8/row_codes.hpp):
-// RMSNorm's and SwiGLU's (forward and backward) codes and scales against the CUDA quantizer run on
+// RMSNorm's and SwiGLU's (forward and backward) and the attention op's codes and scales against the CUDA quantizer run on
 // the same output (the CPU quantizer for the stand-in), bit for bit (an error is the number of
 // codes and scales that differ, tolerance 0); their values against the same ops without codes,
 // bit for bit; and the FP8 GEMM reading the codes against the one quantizing its input.
@@ -114,6 +114,44 @@ void check_shape(const Context& c, const mt::Fp8Recipe& r, int rows, int cols, u
               1e-5);
 }
 
+// RMSNorm's input gradient (the residual stream's gradient, in the gradient format) and the
+// attention op's output (the output projection's input), each written with its codes.
+void check_more_producers(const Context& c, const mt::Fp8Recipe& r, int rows, int cols, uint64_t seed) {
+  Lcg rng(seed);
+  const size_t n = size_t(rows) * cols;
+  const DeviceVec<float> dy(c.gpu, random_values(n, rng, -4.0f, 4.0f)), x(c.gpu, random_values(n, rng));
+  const DeviceVec<float> w(c.gpu, random_values(cols, rng)), rstd(c.gpu, random_values(rows, rng, 0.5f, 2.0f));
+  const DeviceVec<float> res(c.gpu, random_values(n, rng, -2.0f, 2.0f));
+  const DeviceVec<float> dx(c.gpu, poison<float>(n)), dx_plain(c.gpu, poison<float>(n));
+  Room grad(c.gpu, rows, cols, r, mt::Fp8Operand::gradient);
+  mt::RmsNormBackwardInputArgs b{.rows = rows, .dim = cols, .dy = dy.get(), .x = x.get(), .weight = w.get(),
+                                 .rstd = rstd.get(), .dx = dx_plain.get(), .residual_grad = res.get()};
+  c.gpu.rmsnorm_backward_input(b);
+  b.dx = dx.get();
+  b.fp8 = grad.q;
+  c.gpu.rmsnorm_backward_input(b);
+  c.rep.check(name_of("rmsnorm backward values", r, rows, cols), bits_differ(dx.download(), dx_plain.download()), 0);
+  c.rep.check(name_of("rmsnorm backward codes", r, rows, cols), differing(c, dx.get(), rows, cols, r, grad), 0);
+
+  // Attention over rows of `cols` values: heads of 64 values, else of a third of the row (333: 111), else one.
+  const int v_dim = cols % 64 == 0 ? 64 : cols % 3 == 0 ? cols / 3 : cols;
+  const int batch = 2, seq = (rows + 1) / 2, heads = cols / v_dim, t = batch * seq;
+  const size_t qn = size_t(t) * heads * 64, on = size_t(t) * cols;
+  const DeviceVec<float> q(c.gpu, random_values(qn, rng)), k(c.gpu, random_values(qn, rng));
+  const DeviceVec<float> v(c.gpu, random_values(on, rng, -4.0f, 4.0f)), lse(c.gpu, poison<float>(size_t(t) * heads));
+  const DeviceVec<float> o(c.gpu, poison<float>(on)), o_plain(c.gpu, poison<float>(on));
+  Room out(c.gpu, t, cols, r);
+  mt::AttentionForwardArgs a{.batch = batch, .seq = seq, .heads = heads, .qk_dim = 64, .v_dim = v_dim, .scale = 0.125f,
+                             .q = q.get(), .k = k.get(), .v = v.get(), .out = o_plain.get(), .lse = lse.get(),
+                             .inputs = mt::GemmPrecision::fp8};
+  c.gpu.attention_forward(a);
+  a.out = o.get();
+  a.out_fp8 = out.q;
+  c.gpu.attention_forward(a);
+  c.rep.check(name_of("attention values", r, t, cols), bits_differ(o.download(), o_plain.download()), 0);
+  c.rep.check(name_of("attention output codes", r, t, cols), differing(c, o.get(), t, cols, r, out), 0);
+}
+
 }  // namespace
 
 void group_fp8_fused(const Context& c, uint64_t seed) {
@@ -124,7 +162,10 @@ void group_fp8_fused(const Context& c, uint64_t seed) {
     r.gradient = variant & 1 ? mt::Fp8Format::e4m3 : mt::Fp8Format::e5m2;  // the other one
     r.pow2_scales = (variant & 2) == 0;
     r.tile = variant & 4 ? 64 : 128;
-    for (const auto& s : shapes) check_shape(c, r, s[0], s[1], seed++);
+    for (const auto& s : shapes) {
+      check_shape(c, r, s[0], s[1], seed++);
+      check_more_producers(c, r, s[0], s[1], seed++);
+    }
   }
 }
 
