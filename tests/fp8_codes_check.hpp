@@ -1,7 +1,7 @@
 #pragma once
 // Checks shared by the fused FP8 codes' tests: values over many binades, the recipes and shapes
-// every producer is tried with, device room for a producer's codes, and the comparison of those
-// codes with the separate quantizer's (ops/fp8/quantize_cpu.hpp).
+// every producer is tried with, device room for a producer's codes, the comparison of those codes
+// with the separate quantizer's (ops/fp8/quantize_cpu.hpp), and a count of the GEMMs that quantize.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -106,6 +106,42 @@ inline void check_fused(const mt::Buffer& with_codes, const mt::Buffer& plain, c
   const std::vector<float> values = with_codes.to_host_f32();
   CHECK(same_bits(values, plain.to_host_f32()));
   check_as_quantized(values, s.rows, s.cols, r, room);
+}
+
+// run(out, codes) writes a producer's output [s.rows, s.cols] (and its codes, when set) to out:
+// once without codes, once with room's; the two outputs the same bits, the codes the quantizer's.
+template <class Run>
+void check_written(const testing::StrictDevice& dev, const Shape& s, const mt::Fp8Recipe& r, const CodesRoom& room,
+                   Run run) {
+  const size_t n = size_t(s.rows) * s.cols;
+  const mt::Buffer out = dev.floats(n), plain = dev.floats(n);
+  run(plain.f32(), mt::Fp8RowCodes{});
+  run(out.f32(), room.q);
+  check_fused(out, plain, s, r, room);
+}
+
+// The FP8 GEMMs that quantized their A operand themselves since last reset (on a GPU each launches
+// a memset and three kernels for it), through a backend from counting_backend.
+inline int& quantized_a() {
+  static int n = 0;
+  return n;
+}
+inline const mt::OpTable*& counted_table() {
+  static const mt::OpTable* t = nullptr;
+  return t;
+}
+inline void counting_gemm(mt::DeviceState* s, const mt::GemmArgs& g) {
+  if (g.inputs == mt::GemmPrecision::fp8 && !g.fp8_a.codes) ++quantized_a();
+  counted_table()->gemm(s, g);
+}
+// dev's backend with its GEMM counted; `table` holds the wrapped ops for as long as the backend is used.
+inline mt::Backend counting_backend(const testing::StrictDevice& dev, mt::OpTable& table) {
+  counted_table() = dev.be.ops;
+  table = *dev.be.ops;
+  table.gemm = counting_gemm;
+  mt::Backend be = dev.be;
+  be.ops = &table;
+  return be;
 }
 
 }  // namespace fp8_test

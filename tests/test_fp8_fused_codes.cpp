@@ -1,8 +1,9 @@
-// FP8 codes written by the ops that produce GEMM inputs (ops/fp8/row_codes.hpp): RMSNorm's and
-// SwiGLU's (forward and backward) codes and scales are the separate quantization's bit for bit (K
-// ragged or not, E4M3 and E5M2, both scale rules, several tiles), their values are the unfused op's,
-// a GEMM reading the codes gives the bits of one quantizing its input itself, and a dense FFN under
-// FP8 then quantizes only one GEMM input itself (on a GPU: four launches fewer per GEMM).
+// FP8 codes written by the ops that produce GEMM inputs (ops/fp8/row_codes.hpp): RMSNorm's (forward
+// and input gradient, the residual stream's) and SwiGLU's (forward and backward) codes and scales are
+// the separate quantization's bit for bit (K ragged or not, E4M3 and E5M2, both scale rules, several
+// tiles), their values are the unfused op's, a GEMM reading the codes gives the bits of one
+// quantizing its input itself, and a dense FFN under FP8 then quantizes only one GEMM input itself
+// (on a GPU: four launches fewer per GEMM).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,7 +17,7 @@
 
 using namespace fp8_test;
 
-TEST_CASE("fp8 fused codes: RMSNorm writes the quantizer's codes and scales with its unchanged output") {
+TEST_CASE("fp8 fused codes: RMSNorm and its input gradient write the quantizer's codes with unchanged values") {
   for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
     for (bool residual : {false, true}) {
       CAPTURE(residual);
@@ -24,15 +25,20 @@ TEST_CASE("fp8 fused codes: RMSNorm writes the quantizer's codes and scales with
       const size_t n = size_t(s.rows) * s.cols;
       const mt::Buffer x = dev.upload(wide_floats(n, 1)), res = dev.upload(wide_floats(n, 2));
       const mt::Buffer w = dev.upload(testing::random_floats(size_t(s.cols), 3));
-      const mt::Buffer y = dev.floats(n), y_plain = dev.floats(n), sum = dev.floats(n), rstd = dev.floats(s.rows);
-      CodesRoom room(dev, s.rows, s.cols, r);
-      mt::RmsNormForwardArgs a{.rows = s.rows, .dim = s.cols, .x = x.f32(), .weight = w.f32(), .y = y_plain.f32(),
-                               .rstd = rstd.f32(), .residual = residual ? res.f32() : nullptr, .sum = sum.f32()};
-      dev.be.rmsnorm_forward(a);
-      a.y = y.f32();
-      a.fp8 = room.q;
-      dev.be.rmsnorm_forward(a);
-      check_fused(y, y_plain, s, r, room);
+      const mt::Buffer sum = dev.floats(n), rstd = dev.floats(s.rows);
+      check_written(dev, s, r, CodesRoom(dev, s.rows, s.cols, r), [&](float* y, const mt::Fp8RowCodes& q) {
+        dev.be.rmsnorm_forward({.rows = s.rows, .dim = s.cols, .x = x.f32(), .weight = w.f32(), .y = y,
+                                .rstd = rstd.f32(), .residual = residual ? res.f32() : nullptr, .sum = sum.f32(),
+                                .fp8 = q});
+      });
+      // The input gradient (the residual stream's, with residual_grad) in the gradient format.
+      const mt::Buffer dy = dev.upload(wide_floats(n, 31));
+      const CodesRoom grad(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
+      check_written(dev, s, r, grad, [&](float* dx, const mt::Fp8RowCodes& q) {
+        dev.be.rmsnorm_backward_input({.rows = s.rows, .dim = s.cols, .dy = dy.f32(), .x = x.f32(), .weight = w.f32(),
+                                       .rstd = rstd.f32(), .dx = dx, .residual_grad = residual ? res.f32() : nullptr,
+                                       .fp8 = q});
+      });
     }
   });
 }
@@ -89,15 +95,6 @@ TEST_CASE("fp8 fused codes: a GEMM reading its input's codes gives the bits of o
 
 namespace {
 
-// The strict CPU table with its GEMM wrapped: counts the FP8 GEMMs that quantize their A operand
-// themselves (on a GPU each launches a memset and three kernels for it).
-const mt::OpTable* g_inner = nullptr;
-int g_quantized_a = 0;
-void counting_gemm(mt::DeviceState* s, const mt::GemmArgs& g) {
-  if (g.inputs == mt::GemmPrecision::fp8 && !g.fp8_a.codes) ++g_quantized_a;
-  g_inner->gemm(s, g);
-}
-
 struct FfnRun {
   int forward_quantized_a = 0, dgrad_quantized_a = 0;
   std::vector<float> y, dx, dgate, dup, ddown;
@@ -106,11 +103,8 @@ struct FfnRun {
 // RMSNorm then a SwiGLU FFN, forward and backward, under FP8 inputs, with fp8.fused_codes on or off.
 FfnRun ffn_run(bool fused) {
   testing::StrictDevice dev;
-  g_inner = dev.be.ops;
-  mt::OpTable table = *dev.be.ops;
-  table.gemm = counting_gemm;
-  mt::Backend be = dev.be;
-  be.ops = &table;
+  mt::OpTable table;
+  const mt::Backend be = counting_backend(dev, table);
   mt::Fp8Recipe recipe;
   mt::LayerEnv env;
   env.backend = &be;
@@ -128,16 +122,16 @@ FfnRun ffn_run(bool fused) {
   const mt::Buffer dg = dev.floats(wg.count()), du = dev.floats(wu.count()), dd = dev.floats(wd.count());
   const mt::SwigluWeights weights{wg.f32(), wu.f32(), wd.f32(), dim, hidden};
   mt::Arena arena(be);
-  g_quantized_a = 0;
+  quantized_a() = 0;
   const mt::GemmOperand normed = env.rmsnorm_for_gemms(
       arena, {.rows = rows, .dim = dim, .x = x.f32(), .weight = norm_w.f32(), .rstd = rstd.f32()});
   mt::SwigluSaved saved;
   mt::swiglu_forward(env, arena, arena, weights, normed, rows, y.f32(), false, saved);
   FfnRun run;
-  run.forward_quantized_a = g_quantized_a;
-  g_quantized_a = 0;
+  run.forward_quantized_a = quantized_a();
+  quantized_a() = 0;
   mt::swiglu_backward_input(env, arena, weights, dy.f32(), dx.f32(), false, saved);
-  run.dgrad_quantized_a = g_quantized_a;
+  run.dgrad_quantized_a = quantized_a();
   mt::swiglu_backward_weight(env, weights, {dg.f32(), du.f32(), dd.f32()}, saved);
   run.y = y.to_host_f32();
   run.dx = dx.to_host_f32();

@@ -1,7 +1,7 @@
-// FP8 codes of the residual stream's gradient written by its producer, RMSNorm's input gradient, and
-// of the attention output, written by the attention op (ops/fp8/row_codes.hpp): the codes and scales
-// are the separate quantization's bit for bit (E4M3 or E5M2, K ragged or not), and a block then
-// quantizes no forward GEMM input, nor the output gradients read by the down and output
+// FP8 codes of the attention output, written by the attention op (ops/fp8/row_codes.hpp): the codes
+// and scales are the separate quantization's bit for bit (E4M3 or E5M2, K ragged or not). With the
+// residual stream's gradient's, written by RMSNorm's input gradient (test_fp8_fused_codes.cpp), a
+// block then quantizes no forward GEMM input, nor the output gradients read by the down and output
 // projections' Dgrad, with the same outputs and gradients as with the GEMMs quantizing them.
 #include <doctest/doctest.h>
 
@@ -14,29 +14,6 @@
 #include "ops/attention/args.hpp"
 
 using namespace fp8_test;
-
-TEST_CASE("fp8 fused codes: RMSNorm's input gradient writes the quantizer's codes with its unchanged values") {
-  for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
-    for (bool residual : {false, true}) {
-      CAPTURE(residual);
-      testing::StrictDevice dev;
-      const size_t n = size_t(s.rows) * s.cols;
-      const mt::Buffer dy = dev.upload(wide_floats(n, 31)), x = dev.upload(wide_floats(n, 32));
-      const mt::Buffer res = dev.upload(wide_floats(n, 33)), w = dev.upload(testing::random_floats(s.cols, 34));
-      const mt::Buffer rstd = dev.upload(testing::random_floats(s.rows, 35, 0.5));
-      const mt::Buffer dx = dev.floats(n), dx_plain = dev.floats(n);
-      CodesRoom room(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
-      mt::RmsNormBackwardInputArgs a{.rows = s.rows, .dim = s.cols, .dy = dy.f32(), .x = x.f32(), .weight = w.f32(),
-                                     .rstd = rstd.f32(), .dx = dx_plain.f32(),
-                                     .residual_grad = residual ? res.f32() : nullptr};
-      dev.be.rmsnorm_backward_input(a);
-      a.dx = dx.f32();
-      a.fp8 = room.q;
-      dev.be.rmsnorm_backward_input(a);
-      check_fused(dx, dx_plain, s, r, room);
-    }
-  });
-}
 
 TEST_CASE("fp8 fused codes: the attention op writes its output's codes with its unchanged output") {
   struct Heads {
@@ -53,29 +30,17 @@ TEST_CASE("fp8 fused codes: the attention op writes its output's codes with its 
       const mt::Buffer q = dev.upload(testing::random_floats(size_t(rows) * h.heads * h.qk_dim, 41));
       const mt::Buffer k = dev.upload(testing::random_floats(size_t(rows) * kv * h.qk_dim, 42));
       const mt::Buffer v = dev.upload(wide_floats(size_t(rows) * kv * h.v_dim, 43));
-      const size_t n = size_t(rows) * h.heads * h.v_dim;
-      const mt::Buffer out = dev.floats(n), out_plain = dev.floats(n), lse = dev.floats(size_t(rows) * h.heads);
-      CodesRoom room(dev, rows, h.heads * h.v_dim, r);
-      mt::AttentionForwardArgs a{.batch = batch, .seq = seq, .heads = h.heads, .qk_dim = h.qk_dim, .v_dim = h.v_dim,
-                                 .scale = 0.3f, .q = q.f32(), .k = k.f32(), .v = v.f32(), .out = out_plain.f32(),
-                                 .lse = lse.f32(), .inputs = mt::GemmPrecision::fp8, .kv_heads = h.kv_heads};
-      dev.be.attention_forward(a);
-      a.out = out.f32();
-      a.out_fp8 = room.q;
-      dev.be.attention_forward(a);
-      check_fused(out, out_plain, {rows, h.heads * h.v_dim}, r, room);
+      const mt::Buffer lse = dev.floats(size_t(rows) * h.heads);
+      const Shape s{rows, h.heads * h.v_dim};
+      check_written(dev, s, r, CodesRoom(dev, s.rows, s.cols, r), [&](float* out, const mt::Fp8RowCodes& codes) {
+        dev.be.attention_forward({.batch = batch, .seq = seq, .heads = h.heads, .qk_dim = h.qk_dim, .v_dim = h.v_dim,
+                                  .scale = 0.3f, .q = q.f32(), .k = k.f32(), .v = v.f32(), .out = out, .lse = lse.f32(),
+                                  .inputs = mt::GemmPrecision::fp8, .kv_heads = h.kv_heads, .out_fp8 = codes});
+      });
     }
 }
 
 namespace {
-
-// The strict CPU table with its GEMM wrapped: counts the FP8 GEMMs that quantize their A operand.
-const mt::OpTable* g_inner = nullptr;
-int g_quantized_a = 0;
-void counting_gemm(mt::DeviceState* s, const mt::GemmArgs& g) {
-  if (g.inputs == mt::GemmPrecision::fp8 && !g.fp8_a.codes) ++g_quantized_a;
-  g_inner->gemm(s, g);
-}
 
 struct BlockRun {
   int forward_quantized_a = 0, dgrad_quantized_a = 0;
@@ -88,11 +53,8 @@ struct BlockRun {
 // gradient's codes is checked against the quantizer.
 BlockRun block_run(const mt::ModelConfig& cfg, int index, bool fused) {
   testing::StrictDevice dev;
-  g_inner = dev.be.ops;
-  mt::OpTable table = *dev.be.ops;
-  table.gemm = counting_gemm;
-  mt::Backend be = dev.be;
-  be.ops = &table;
+  mt::OpTable table;
+  const mt::Backend be = counting_backend(dev, table);
   mt::Fp8Recipe recipe;
   recipe.gradient = mt::Fp8Format::e5m2;
   mt::ParamStore params;
@@ -108,18 +70,18 @@ BlockRun block_run(const mt::ModelConfig& cfg, int index, bool fused) {
   const mt::Buffer rstd = dev.upload(testing::random_floats(rows, 25, 0.5));
   mt::Arena arena(be);
   BlockRun run;
-  g_quantized_a = 0;
+  quantized_a() = 0;
   block.forward(0, arena, arena, arena, x.f32(), batch, y.f32(), 1.0f, nullptr);
-  run.forward_quantized_a = g_quantized_a;
+  run.forward_quantized_a = quantized_a();
   CodesRoom dy_room(dev, rows, D, recipe, mt::Fp8Operand::gradient), dx_room(dev, rows, D, recipe,
                                                                              mt::Fp8Operand::gradient);
   be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = g.f32(), .x = x.f32(), .weight = norm_w.f32(),
                              .rstd = rstd.f32(), .dx = dy.f32(), .residual_grad = top.f32(),
                              .fp8 = fused ? dy_room.q : mt::Fp8RowCodes{}});
-  g_quantized_a = 0;
+  quantized_a() = 0;
   block.backward_input(0, arena, dy.f32(), dx.f32(), fused ? dy_room.q : mt::Fp8RowCodes{},
                        fused ? dx_room.q : mt::Fp8RowCodes{});
-  run.dgrad_quantized_a = g_quantized_a;
+  run.dgrad_quantized_a = quantized_a();
   block.backward_weight(0);
   run.dx = dx.to_host_f32();
   run.grads = params.host_grads();
