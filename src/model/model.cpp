@@ -399,12 +399,21 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
   // With each block's weight gradients taken at once, no block needs its output gradient after
   // its backward: the input gradients alternate between grads[nb] and one more buffer.
   float* other = s.blocks_weighted && nb > 0 ? arena.floats(n) : nullptr;
+  // Under fp8 inputs a block's input gradient comes with its FP8 codes when the block below reads
+  // them (Block::reads_output_codes); two rooms, used in turn, as the blocks' gradients are. None
+  // under sequence parallelism: the blocks gather every rank's rows before their GEMMs.
+  const int coded = env.shard.split_rows() ? 0 : s.rows;
+  const Fp8Operand g = Fp8Operand::gradient;
+  const Fp8RowCodes rooms[2] = {env.fp8_row_codes(arena, coded, D, g), env.fp8_row_codes(arena, coded, D, g)};
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = !s.blocks_weighted ? arena.floats(n) : (nb - i) % 2 ? other : s.grads[nb];
     Block& block = *blocks_[stage.first_block + i];
+    const Fp8RowCodes& dy_codes = i + 1 < nb && block.reads_output_codes() ? rooms[(i + 1) % 2] : Fp8RowCodes{};
+    const bool below_reads = i > 0 && blocks_[stage.first_block + i - 1]->reads_output_codes();
+    const Fp8RowCodes& dx_codes = below_reads ? rooms[i % 2] : Fp8RowCodes{};
     with_values(chunk, block_group(stage.first_block + i), [&] {
       if (!s.blocks_weighted) {
-        block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
+        block.backward_input(slot, arena, s.grads[i + 1], s.grads[i], dy_codes, dx_codes);
         return;
       }
       Arena& work = scratch_[chunk];
@@ -414,7 +423,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
                       true);
       else if (recompute_ == Recompute::selective)
         block.redo(slot, work);
-      block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
+      block.backward_input(slot, work, s.grads[i + 1], s.grads[i], dy_codes, dx_codes);
       // Before the next block reuses the scratch.
       weigh(chunk, block_group(stage.first_block + i), [&] { block.backward_weight(slot); });
     });
