@@ -30,7 +30,8 @@ Command add_dump_step(CLI::App& app) {
   add_set_option(dump, a->sets);
   dump->add_flag("--start-only", a->start_only, "write only the config, the initial state and the batch");
   dump->add_option("--from", a->from,
-                   "a checkpoint directory of the same model: its parameters instead of the initial ones")
+                   "a checkpoint directory of the same model: its parameters instead of the initial ones, and its "
+                   "optimizer state, which the step continues (written as /before/exp_avg, exp_avg_sq)")
       ->check(mt::not_empty("a checkpoint directory"));
   return {dump, [a] {
             mt::dump_step(mt::load_config(a->experiment, a->sets), a->out, a->start_only, a->from);

@@ -207,12 +207,51 @@ struct TrainingConfig {
   bool cuda_graph = false;  // replay each pass of a micro-batch as a CUDA graph after a warm-up step
 };
 
+// Which optimizer updates the hidden matrices (optimizer.kind); AdamW always updates the rest.
+enum class OptimizerKind { adamw, muon };
+template <>
+struct Names<OptimizerKind> {
+  static constexpr std::array<std::pair<const char*, OptimizerKind>, 2> list{
+      {{"adamw", OptimizerKind::adamw}, {"muon", OptimizerKind::muon}}};
+};
+
+// Muon's update scale for an [A, B] matrix (torch.optim.Muon's adjust_lr_fn): original = sqrt(max(1, A / B)),
+// match_rms_adamw = 0.2 sqrt(max(A, B)) (Moonlight: the update's RMS of AdamW's, so AdamW's lr carries over).
+enum class MuonScale { original, match_rms_adamw };
+template <>
+struct Names<MuonScale> {
+  static constexpr std::array<std::pair<const char*, MuonScale>, 2> list{
+      {{"original", MuonScale::original}, {"match_rms_adamw", MuonScale::match_rms_adamw}}};
+};
+
+// Who updates the MoE router's gate, a hidden [experts, d_model] matrix (optimizer.muon.router).
+enum class RouterOptimizer { muon, adamw };
+template <>
+struct Names<RouterOptimizer> {
+  static constexpr std::array<std::pair<const char*, RouterOptimizer>, 2> list{
+      {{"muon", RouterOptimizer::muon}, {"adamw", RouterOptimizer::adamw}}};
+};
+
+struct MuonConfig {
+  double lr = 3e-3;  // peak; follows the lr schedule as optimizer.lr does
+  double momentum = 0.95;
+  bool nesterov = true;
+  int ns_steps = 5;
+  double ns_a = 3.4445, ns_b = -4.7750, ns_c = 2.0315;  // the quintic's coefficients
+  double eps = 1e-7;   // the Frobenius norm the iteration divides by is at least this
+  double weight_decay = 0.1;
+  MuonScale scale = MuonScale::match_rms_adamw;
+  RouterOptimizer router = RouterOptimizer::muon;
+};
+
 struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::adamw;
   double lr = 3e-3;
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.1;
+  MuonConfig muon;
 };
 
 struct LrScheduleConfig {

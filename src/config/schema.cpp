@@ -149,6 +149,30 @@ class Binder {
         }});
   }
 
+  // An array of exactly `targets.size()` finite numbers.
+  void reals(const std::string& key, std::vector<double*> targets, const std::string& doc) {
+    const std::string valid = "an array of " + std::to_string(targets.size()) + " finite numbers";
+    out_.push_back(Field{key, "array", valid, doc,
+        [targets, valid](const toml::node& n) -> std::string {
+          const toml::array* a = n.as_array();
+          if (!a) return "must be " + valid + ", got " + type_name(n);
+          if (a->size() != targets.size())
+            return "must be " + valid + ", got " + std::to_string(a->size()) + " values";
+          for (size_t i = 0; i < targets.size(); ++i) {
+            std::optional<double> v = (*a)[i].value<double>();
+            if (!v || !((*a)[i].is_floating_point() || (*a)[i].is_integer()) || !std::isfinite(*v))
+              return "must be " + valid + ", got " + type_name((*a)[i]) + " at position " + std::to_string(i + 1);
+          }
+          for (size_t i = 0; i < targets.size(); ++i) *targets[i] = *(*a)[i].value<double>();
+          return "";
+        },
+        [targets](toml::table& t, const std::string& leaf) {
+          toml::array a;
+          for (double* v : targets) a.push_back(*v);
+          t.insert_or_assign(leaf, std::move(a));
+        }});
+  }
+
   template <class E>
   void choice(const std::string& key, E& target, const std::string& doc) {
     std::string valid;
@@ -271,6 +295,24 @@ std::vector<Field> schema_fields(Config& c) {
   b.real("optimizer.eps", o.eps, 0, kInf, true, false, "AdamW epsilon");
   b.real("optimizer.weight_decay", o.weight_decay, 0, kInf, false, false,
          "decoupled weight decay (not applied to norms and biases)");
+  b.choice("optimizer.kind", o.kind,
+           "adamw = AdamW for every parameter; muon = Muon for the hidden matrices (attention and MLA projections, "
+           "dense, shared and expert FFNs (each expert's own), MTP projections, the router as optimizer.muon.router "
+           "says) and AdamW with the keys above for the embedding, the head, norms (docs/optimizer.md)");
+  auto& mu = o.muon;
+  b.real("optimizer.muon.lr", mu.lr, 0, kInf, true, false, "Muon's peak learning rate (the lr schedule scales it)");
+  b.real("optimizer.muon.momentum", mu.momentum, 0, 1, false, true, "Muon's momentum mu: buf = mu buf + (1 - mu) g");
+  b.flag("optimizer.muon.nesterov", mu.nesterov, "Nesterov momentum: orthogonalise g + mu (buf - g) instead of buf");
+  b.integer("optimizer.muon.ns_steps", mu.ns_steps, 1, 99, "Newton-Schulz iterations");
+  b.reals("optimizer.muon.ns_coefficients", {&mu.ns_a, &mu.ns_b, &mu.ns_c},
+          "[a, b, c] of the quintic X <- a X + (b A + c A A) X, A = X X^T (Keller Jordan's, torch.optim.Muon's)");
+  b.real("optimizer.muon.eps", mu.eps, 0, kInf, true, false, "the iteration divides by max(Frobenius norm, eps)");
+  b.real("optimizer.muon.weight_decay", mu.weight_decay, 0, kInf, false, false,
+         "decoupled weight decay of Muon's matrices: W <- W - lr wd W");
+  b.choice("optimizer.muon.scale", mu.scale,
+           "the update's scale for an [A, B] matrix (torch.optim.Muon's adjust_lr_fn): match_rms_adamw = 0.2 "
+           "sqrt(max(A, B)) (Moonlight, Kimi K2), original = sqrt(max(1, A / B)) (Keller Jordan)");
+  b.choice("optimizer.muon.router", mu.router, "who updates the MoE router's gate matrix");
 
   auto& l = c.lr_schedule;
   b.choice("lr_schedule.kind", l.kind, "decay after warmup");

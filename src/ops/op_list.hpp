@@ -52,6 +52,9 @@
   X(sum_squares, SumSquaresArgs, void)                               \
   X(sum_scalars, SumScalarsArgs, void)                               \
   X(adamw, AdamwArgs, void)                                          \
+  X(muon_momentum, MuonMomentumArgs, void)                           \
+  X(newton_schulz, NewtonSchulzArgs, void)                           \
+  X(muon_apply, MuonApplyArgs, void)                                 \
   X(fp8_pack_rows, Fp8PackRowsArgs, void)                            \
   X(fp8_unpack_rows, Fp8UnpackRowsArgs, void)                        \
   X(fp8_quantize_weight, Fp8WeightArgs, void)

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "infer/checkpoint_model.hpp"
+#include "io/checkpoint.hpp"
 #include "io/h5util.hpp"
 #include "io/param_h5.hpp"
 #include "io/shards.hpp"
@@ -29,7 +29,12 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   Model model(m, uint64_t(cfg.run.seed), be, matmul_setup(cfg), slots);
   model.set_keep_logits(true);
   model.set_recompute(cfg.training.recompute);
-  if (!from.empty()) load_model(model, from);
+  std::vector<float> exp_avg, exp_avg_sq;  // --from: the checkpoint's optimizer state, which the step continues
+  if (!from.empty()) {
+    std::vector<float> values;
+    load_checkpoint(from, {model.params, values, exp_avg, exp_avg_sq});
+    model.params.set_values(values);
+  }
 
   h5::silence_errors();
   h5::Handle f = h5::create_file(path, false);
@@ -70,6 +75,11 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
 
   const OneRank one(be);
   Optimizer optimizer(model, cfg.optimizer, one.groups, 0);
+  if (!from.empty()) {
+    optimizer.import_moments(exp_avg, exp_avg_sq);
+    write_param_set(f, "/before/exp_avg", model.params, exp_avg);
+    write_param_set(f, "/before/exp_avg_sq", model.params, exp_avg_sq);
+  }
   const UpdateStats u = apply_update(model, optimizer, cfg, {0, cfg.training.steps}, 0);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);
   h5::write_double_attr(f, "lr", u.lr);
@@ -78,7 +88,6 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
     h5::write_floats(f, "/expert_load", u.expert_load.data(), {moe_layers, hsize_t(m.moe.n_routed_experts)});
   write_param_set(f, "/after/params", model.params, model.params.host_values());
   write_buffers(f, "/after/buffers", model.params);
-  std::vector<float> exp_avg, exp_avg_sq;
   optimizer.export_moments(exp_avg, exp_avg_sq);
   write_param_set(f, "/after/exp_avg", model.params, exp_avg);
   write_param_set(f, "/after/exp_avg_sq", model.params, exp_avg_sq);

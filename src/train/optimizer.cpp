@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/backend/mark.hpp"
+#include "ops/optimizer/newton_schulz.hpp"
 #include "train/adamw.hpp"
 #include "util/error.hpp"
 
@@ -86,6 +87,24 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
   v_ = Buffer(be(), DType::f32, moments);
   step_values_ = Buffer(be(), DType::u8, sizeof(AdamwStepValues));
   allocate_step_buffers();
+  allocate_muon();
+}
+
+void Optimizer::allocate_muon() {
+  muon_.assign(params_.infos.size(), {});
+  size_t update = 0, work = 0;
+  for (size_t i = 0; i < params_.infos.size(); ++i) {
+    const MuonMatrix m = muon_matrix(params_.infos[i], cfg_);
+    if (!m.muon) continue;
+    MT_CHECK(zero_ == 0 && g_.tp->size() == 1);  // validate_optimizer refuses the layouts that cut matrices
+    muon_[i] = m;
+    update = std::max(update, params_.infos[i].numel);
+    work = std::max(work, size_t(m.count) * newton_schulz_work(m.rows, m.cols));
+  }
+  if (!update) return;
+  muon_values_ = Buffer(be(), DType::u8, sizeof(MuonStepValues));
+  muon_update_ = Buffer(be(), DType::f32, update);
+  muon_work_ = Buffer(be(), DType::f32, work);
 }
 
 void Optimizer::allocate_step_buffers() {
@@ -167,7 +186,8 @@ size_t Optimizer::gradient_floats() const {
 }
 
 size_t Optimizer::state_floats() const {
-  return m_.count() + v_.count() + (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
+  return m_.count() + v_.count() + muon_update_.count() + muon_work_.count() +
+         (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
 }
 
 size_t Optimizer::weight_floats() const {
@@ -310,11 +330,34 @@ void Optimizer::clip_gradients(const double* norm_sq, double clip) {
 void Optimizer::load_step(double lr, long t) {
   const AdamwStepValues values = adamw_step_values(cfg_, lr, t);
   step_values_.upload(&values, sizeof values);
+  if (muon_values_.count()) {
+    const MuonStepValues muon = muon_step_values(cfg_, lr);
+    muon_values_.upload(&muon, sizeof muon);
+  }
+}
+
+void Optimizer::muon_step(const Run& r, const double* guard) {
+  const ParamInfo& p = params_.infos[r.param];
+  const MuonMatrix& mx = muon_[size_t(r.param)];
+  const MuonConfig& mc = cfg_.muon;
+  float* update = muon_update_.f32();
+  be().muon_momentum({.n = r.len, .momentum = float(mc.momentum), .nesterov = mc.nesterov,
+                      .grad = params_.grads_data() + p.grad_offset, .buf = m_.f32() + r.moment, .update = update,
+                      .guard = guard});
+  be().newton_schulz({.count = mx.count, .rows = mx.rows, .cols = mx.cols, .x = update, .work = muon_work_.f32(),
+                      .steps = mc.ns_steps, .a = float(mc.ns_a), .b = float(mc.ns_b), .c = float(mc.ns_c),
+                      .eps = mc.eps});
+  be().muon_apply({.n = r.len, .step = static_cast<const MuonStepValues*>(muon_values_.raw()), .scale = mx.scale,
+                   .update = update, .value = value_of(r), .guard = guard});
 }
 
 void Optimizer::step(const double* guard) {
   const auto* values = static_cast<const AdamwStepValues*>(step_values_.raw());
   for (const Run& r : runs_) {
+    if (muon_[size_t(r.param)].muon) {
+      muon_step(r, guard);
+      continue;
+    }
     const ParamInfo& p = params_.infos[r.param];
     const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin;
     be().adamw({.n = r.len, .step = values, .decay = p.decay, .eps = cfg_.eps, .beta1 = float(cfg_.beta1),

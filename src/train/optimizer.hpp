@@ -21,6 +21,10 @@
 //   3  the same, and the dense weights have no full-size storage either (FSDP): this rank's pieces
 //      are the master copy AdamW updates, and each group a pass reads (Model::value_groups) is
 //      all-gathered into a window just before and given back after, in forward and backward.
+// optimizer.kind = "muon" (train/muon.hpp): Muon updates the hidden matrices, its momentum buffer in
+// the place of AdamW's first moment (so checkpoints keep it as exp_avg; exp_avg_sq stays zero there),
+// AdamW the rest. Only layouts that keep every matrix whole (no ZeRO pieces, tp = 1; the config refuses
+// the others): each rank orthogonalises the matrices it holds, whose gradients are summed already.
 // Moments, packed gradients and shards are device buffers of the parameters' backend; the norm,
 // the clipping and AdamW are ops, and the groups' DeviceComms move the packed device buffers.
 #include <cstddef>
@@ -31,6 +35,7 @@
 #include "model/params.hpp"
 #include "parallel/groups.hpp"
 #include "tensor/buffer.hpp"
+#include "train/muon.hpp"
 
 namespace mt {
 
@@ -64,7 +69,8 @@ class Optimizer : public ParamShards {
   // What holds gradients on the device: the parameters' own, and under ZeRO-2 this rank's pieces,
   // the windows and the reduce-scatter's buffers.
   size_t gradient_floats() const;
-  // The rest of the optimizer's device state: the moments, and ZeRO-1's pieces and packed buffer.
+  // The rest of the optimizer's device state: the moments, Muon's update and scratch, and ZeRO-1's
+  // pieces and packed buffer.
   size_t state_floats() const;
   // What holds weights: the parameters' own, and under ZeRO-3 this rank's pieces and the windows.
   size_t weight_floats() const;
@@ -115,6 +121,10 @@ class Optimizer : public ParamShards {
   void gather_weights();
   // The buffers reduce_gradients needs, and the device arrays of the runs the norm counts.
   void allocate_step_buffers();
+  // Muon's matrices (muon_), its update buffer and the Newton-Schulz iteration's scratch.
+  void allocate_muon();
+  // Muon's step on a parameter held whole (run r).
+  void muon_step(const Run& r, const double* guard);
   const Backend& be() const { return params_.backend(); }
   bool sharded(int id) const { return pieces_[size_t(id)].size > 0; }
 
@@ -138,6 +148,8 @@ class Optimizer : public ParamShards {
   std::vector<Run> runs_;
   Buffer m_, v_;
   Buffer step_values_;  // AdamwStepValues of the step, on the device
+  std::vector<MuonMatrix> muon_;  // [parameter]
+  Buffer muon_values_, muon_update_, muon_work_;  // MuonStepValues; the update; the iteration's scratch
   // ZeRO-2/3: a window per chunk for the open group's gradients, and which group is open; ZeRO-3:
   // the same for the gathered values.
   std::vector<Buffer> windows_, value_windows_;

@@ -17,7 +17,7 @@ namespace {
 const char* const kMayChange[] = {
     "run.name", "run.out_dir", "data.", "training.steps", "training.micro_batch", "model.head_chunk_tokens",
     "training.grad_clip", "training.eval_every", "training.eval_sequences", "training.recompute", "optimizer.lr",
-    "lr_schedule.", "parallel.", "precision.device", "precision.attention",
+    "optimizer.muon.lr", "lr_schedule.", "parallel.", "precision.device", "precision.attention",
     "precision.peak_tflops", "checkpoint.", "log.",
 };
 

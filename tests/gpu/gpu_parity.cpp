@@ -678,6 +678,7 @@ constexpr Group kGroups[] = {
     {"grouped_gemm", parity::group_grouped_gemm},
     {"grouped_cutlass", parity::group_grouped_cutlass},
     {"optimizer", parity::group_optimizer},
+    {"muon", parity::group_muon},
     {"shift_tokens", parity::group_shift_tokens},
     {"fp8_rows", parity::group_fp8_rows},
     {"fp8_fused", parity::group_fp8_fused},

@@ -111,6 +111,7 @@ void group_grouped_gemm(const Context& c, uint64_t seed);  // the experts' GEMMs
 // The grouped GEMM on CUTLASS, BF16 and FP8 (tests/gpu/parity_grouped.cpp).
 void group_grouped_cutlass(const Context& c, uint64_t seed);
 void group_optimizer(const Context& c, uint64_t seed);     // sum of squares, scale, AdamW, copy, zero
+void group_muon(const Context& c, uint64_t seed);  // Muon's momentum, update, Newton-Schulz (parity_muon.cpp)
 void group_shift_tokens(const Context& c, uint64_t seed);  // MTP's shift
 void group_fp8_rows(const Context& c, uint64_t seed);      // FP8 row packing
 // Strided GEMMs, attention over strided and grouped heads, grouped copies (tests/gpu/parity_strided.cpp).

@@ -5,10 +5,11 @@
 Checks that the dumped batch is the run's first global batch in its data order (data_order.py
 reads the shards itself). Recomputes the step in float64 from the dumped weights and batch, with the
 GEMM inputs rounded as the step's precision.matmul rounds them (gemm_arithmetic.py): the loss, the
-logits, every parameter gradient, the gradient norm, the balancing-bias update and one AdamW step
-(with PyTorch's own torch.optim.AdamW). Prints PASS or FAIL per check with its relative error
-(max |moetrain - reference| / max |reference|) and exits 1 on any failure; the bounds are
-TOLERANCES below, or T for every check of the recomputed step.
+logits, every parameter gradient, the gradient norm, the balancing-bias update and one optimizer
+step (PyTorch's own torch.optim.AdamW; under optimizer.kind = "muon" torch.optim.Muon for the hidden
+matrices, muon_reference.py). Prints PASS or FAIL per check with its relative error (max |moetrain -
+reference| / max |reference|) and exits 1 on any failure; the bounds are TOLERANCES below, or T for
+every check of the recomputed step.
 """
 import argparse
 import contextlib
@@ -24,6 +25,7 @@ import torch
 
 from data_order import window
 from gemm_arithmetic import Arithmetic
+from muon_reference import is_muon, muon_step
 from reference_model import Reference, learning_rate
 
 
@@ -131,6 +133,8 @@ def check(dump, one_tol):
         grads, after = read_group(f, "grads"), read_group(f, "after/params")
         after_buffers = read_group(f, "after/buffers")
         exp_avg, exp_avg_sq = read_group(f, "after/exp_avg"), read_group(f, "after/exp_avg_sq")
+        # dump-step --from: the checkpoint's optimizer state, which the step continues.
+        state_before = (read_group(f, "before/exp_avg"), read_group(f, "before/exp_avg_sq"))
         inputs = torch.from_numpy(f["batch/inputs"][()].astype(np.int64))
         targets = torch.from_numpy(f["batch/targets"][()].astype(np.int64))
         logits = torch.from_numpy(f["logits"][()].astype(np.float64))
@@ -180,21 +184,30 @@ def check(dump, one_tol):
             t.grad = grads[n].clone()
             if clip > 0 and moetrain_norm > clip:
                 t.grad *= clip / moetrain_norm
+    # Under optimizer.kind = "muon" torch.optim.Muon updates the hidden matrices (muon_reference.py)
+    # and AdamW the rest; Muon's momentum buffer is moetrain's exp_avg, its exp_avg_sq zero.
     opt, lr = cfg["optimizer"], learning_rate(cfg, 0)
-    groups = [{"params": [t for t in params.values() if t.dim() >= 2], "weight_decay": opt["weight_decay"]},
-              {"params": [t for t in params.values() if t.dim() < 2], "weight_decay": 0.0}]
+    muon = {n for n, t in params.items() if is_muon(n, t, cfg)}
+    adamw = {n: t for n, t in params.items() if n not in muon}
+    groups = [{"params": [t for t in adamw.values() if t.dim() >= 2], "weight_decay": opt["weight_decay"]},
+              {"params": [t for t in adamw.values() if t.dim() < 2], "weight_decay": 0.0}]
     adam = torch.optim.AdamW(groups, lr=lr, betas=(opt["beta1"], opt["beta2"]), eps=opt["eps"])
+    if state_before[0]:  # the moments of a first step, bias-corrected as such (moetrain's t = 1)
+        for n, t in adamw.items():
+            adam.state[t] = {"step": torch.tensor(0.0), "exp_avg": state_before[0][n].clone(),
+                             "exp_avg_sq": state_before[1][n].clone()}
     adam.step()
+    momentum = muon_step(params, cfg, lr, state_before[0])
+    state = {n: (adam.state[t]["exp_avg"], adam.state[t]["exp_avg_sq"]) for n, t in adamw.items()}
+    state.update({n: (momentum[n], torch.zeros_like(momentum[n])) for n in muon})
     worst["lr"] = report.compare("lr", attrs["lr"], lr)
     worst["params_after"] = max(report.compare(f"after {n}", after[n], params[n].detach()) for n in params)
     # The update itself, from float32 before/after values: their rounding (an ulp of a weight near
     # 1 is 1e-7, an update 1e-4) limits its precision to about 1e-3.
     worst["update"] = max(report.compare(f"update {n}", after[n] - before[n], params[n].detach() - before[n], 2e-3)
                           for n in params)
-    worst["exp_avg"] = max(report.compare(f"exp_avg {n}", exp_avg[n], adam.state[params[n]]["exp_avg"])
-                           for n in params)
-    worst["exp_avg_sq"] = max(report.compare(f"exp_avg_sq {n}", exp_avg_sq[n], adam.state[params[n]]["exp_avg_sq"])
-                              for n in params)
+    worst["exp_avg"] = max(report.compare(f"exp_avg {n}", exp_avg[n], state[n][0]) for n in params)
+    worst["exp_avg_sq"] = max(report.compare(f"exp_avg_sq {n}", exp_avg_sq[n], state[n][1]) for n in params)
 
     summary = ", ".join(f"{k} {v:.1e}" for k, v in worst.items())
     print(f"{'PASS' if report.failed == 0 else 'FAIL'} {dump}: {report.passed} checks, worst relative errors: {summary}")

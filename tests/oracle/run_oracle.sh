@@ -144,6 +144,33 @@ yarn=(--set model.rope_scaling.kind=yarn --set model.rope_scaling.factor=3 --set
 check mha_yarn "${yarn[@]}"
 check mla_yarn --set model.attention.kind=mla --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8 \
   --set model.attention.qk_rope_head_dim=8 --set model.attention.v_head_dim=6 "${yarn[@]}"
+# Muon on the hidden matrices, AdamW on the rest, against torch.optim.Muon (muon_reference.py: its
+# Newton-Schulz iteration kept in float64); fp32 GEMMs and no recomputation re-runs, the optimizer's
+# arithmetic being the point. check_update NAME --set ...: one such configuration.
+check_update() {
+  [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" $1 "* ]] && step "$1" no "${@:2}"
+}
+muon=(--set optimizer.kind=\"muon\")
+check_update muon_dense "${muon[@]}" --set model.n_dense_layers=3 \
+  --set optimizer.muon.scale=\"original\" --set optimizer.muon.nesterov=false --set optimizer.muon.lr=0.02
+check_update muon_moe_mla "${muon[@]}" --set model.attention.kind=mla \
+  --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8 \
+  --set model.attention.qk_rope_head_dim=4 --set model.attention.v_head_dim=6 --set model.mtp.depth=1
+check_update muon_router_adamw "${muon[@]}" \
+  --set optimizer.muon.router=\"adamw\" --set optimizer.muon.weight_decay=0.05
+# A second step: from a checkpoint after one, so that Muon's momentum and Nesterov's look-ahead (a
+# first step's update is a multiple of the gradient, which the iteration's normalisation removes)
+# and AdamW's moments enter; dump-step --from continues the checkpoint's optimizer state.
+second=(--set optimizer.muon.nesterov=true --set optimizer.muon.momentum=0.8 --set model.mtp.depth=1)
+if [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" muon_second_step "* ]] &&
+  "${moetrain[@]}" train "$tmp/base.toml" --set run.out_dir="\"$tmp/runs\"" --set run.name=muon1 \
+    --set training.steps=1 --set training.eval_every=0 --set precision.device="$device" "${muon[@]}" "${second[@]}" \
+    > "$tmp/muon1.out" 2>&1; then
+  check_update muon_second_step "${muon[@]}" "${second[@]}" \
+    --from "$tmp/runs/muon1/ckpt/step_00000001"
+elif [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" muon_second_step "* ]]; then
+  echo "FAIL oracle muon_second_step: the first step's run failed: $(tail -n 3 "$tmp/muon1.out")"
+fi
 checked_steps
 
 # FP8 conversion against PyTorch's float8 types (on the build machine; the GPU check has no build/).

@@ -3,6 +3,8 @@
 // The step's decisions (clip, skip) are read from device memory, so the host never waits for them.
 #include <cstddef>
 
+#include "ops/gemm/args.hpp"
+
 namespace mt {
 
 // x *= factor over n values. With norm_sq (device memory, the step's squared gradient norm) the
@@ -46,6 +48,50 @@ struct AdamwArgs {
   float beta1 = 0.9f, beta2 = 0.95f;
   const float* grad = nullptr;
   float* value = nullptr; float* m = nullptr; float* v = nullptr;
+  const double* guard = nullptr;
+};
+
+// Muon's learning rate of the step, in device memory like AdamwStepValues.
+struct MuonStepValues {
+  double lr = 0;
+  double decay = 0;  // lr * Muon's weight decay
+};
+
+// Muon's momentum on n elements (torch.optim.Muon's order): buf += (1 - momentum) (grad - buf), then
+// update = nesterov ? grad + momentum (buf - grad) : buf. Nothing changes unless `guard` passes (AdamwArgs).
+struct MuonMomentumArgs {
+  size_t n = 0;
+  float momentum = 0.95f;
+  bool nesterov = true;
+  const float* grad = nullptr;
+  float* buf = nullptr;
+  float* update = nullptr;
+  const double* guard = nullptr;
+};
+
+// Replaces each of `count` row-major [rows, cols] matrices at x (one after another) by its
+// orthogonalisation: X = M / max(|M|_F, eps), transposed when rows > cols so that A = X X^T is the
+// smaller Gram matrix, then `steps` times X <- a X + (b A + c A A) X (ops/optimizer/newton_schulz.hpp
+// states the arithmetic). `work` holds newton_schulz_work(rows, cols) floats per matrix. `inputs`: the
+// products' precision (bf16 rounds the factors of each product to bfloat16, fp32 accumulation).
+struct NewtonSchulzArgs {
+  int count = 1, rows = 0, cols = 0;
+  float* x = nullptr;
+  float* work = nullptr;
+  int steps = 5;
+  float a = 3.4445f, b = -4.7750f, c = 2.0315f;
+  double eps = 1e-7;
+  GemmPrecision inputs = GemmPrecision::fp32;
+};
+
+// value <- value - decay value - scale lr update on n elements, lr and decay from `step` (device memory),
+// `scale` the matrix's update scale (optimizer.muon.scale). Unless `guard` passes nothing changes.
+struct MuonApplyArgs {
+  size_t n = 0;
+  const MuonStepValues* step = nullptr;
+  double scale = 1.0;
+  const float* update = nullptr;
+  float* value = nullptr;
   const double* guard = nullptr;
 };
 
