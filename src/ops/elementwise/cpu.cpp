@@ -17,15 +17,17 @@ void code_rows(const float* x, size_t n, int cols, const Fp8RowCodes& q) {
 }  // namespace
 
 void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
-  if (a.h_bf16)
-    for (size_t i = 0; i < a.n; ++i) a.h_bf16[i].bits = float_to_bf16_bits(swiglu(a.gate[i], a.up[i]));
-  else
-    for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
+  for (size_t i = 0; i < a.n; ++i) {
+    const float h = swiglu(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i));
+    if (a.h_bf16) a.h_bf16[i].bits = float_to_bf16_bits(h);
+    else a.h[i] = h;
+  }
   if (a.fp8.codes) code_rows(a.h, a.n, a.cols, a.fp8);
 }
 
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
-  for (size_t i = 0; i < a.n; ++i) swiglu_grad(a.gate[i], a.up[i], a.dh[i], &a.dgate[i], &a.dup[i]);
+  for (size_t i = 0; i < a.n; ++i)
+    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), a.dh[i], &a.dgate[i], &a.dup[i]);
   if (a.dgate_fp8.codes) code_rows(a.dgate, a.n, a.cols, a.dgate_fp8);
   if (a.dup_fp8.codes) code_rows(a.dup, a.n, a.cols, a.dup_fp8);
 }

@@ -3,9 +3,27 @@
 // expf is glibc's on the host and CUDA's on the device (within the parity tolerance).
 #include <math.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "ops/bf16.hpp"
 #include "ops/host_device.hpp"
 
 namespace mt {
+
+// Element i of an input stored in fp32 (f) or, where bf16 is set, in bfloat16, widened exactly.
+MT_HD inline float input_at(const float* f, const Bf16* bf16, size_t i) {
+  if (!bf16) return f[i];
+  const uint32_t u = uint32_t(bf16[i].bits) << 16;
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+#endif
+}
 
 // SwiGLU's h = silu(g) * u = g sigmoid(g) u.
 MT_HD inline float swiglu(float g, float u) { return g / (1.0f + expf(-g)) * u; }
