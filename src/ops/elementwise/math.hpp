@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "ops/bf16.hpp"
 #include "ops/host_device.hpp"
@@ -15,13 +14,10 @@ namespace mt {
 // Element i of an input stored in fp32 (f) or, where bf16 is set, in bfloat16, widened exactly.
 MT_HD inline float input_at(const float* f, const Bf16* bf16, size_t i) {
   if (!bf16) return f[i];
-  const uint32_t u = uint32_t(bf16[i].bits) << 16;
 #ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
+  return __uint_as_float(uint32_t(bf16[i].bits) << 16);
 #else
-  float v;
-  std::memcpy(&v, &u, 4);
-  return v;
+  return bf16_bits_to_float(bf16[i].bits);
 #endif
 }
 
