@@ -27,6 +27,8 @@ layouts = [
     ("1 rank, MTP 1", 1, ["model.mtp.depth=1"]),
     ("1 rank, MTP 1, head unchunked", 1, ["model.mtp.depth=1", "model.head_chunk_tokens=0"]),
     ("1 rank, MTP 1, head chunks of 128", 1, ["model.mtp.depth=1", "model.head_chunk_tokens=128"]),
+    ("1 rank, FP8, codes beside activations", 1, ["precision.matmul=fp8"]),
+    ("1 rank, FP8, codes in the GEMMs", 1, ["precision.matmul=fp8", "fp8.fused_codes=false"]),
     *TWO_RANKS,
     ("pp=1 dualpipev", 1, ["parallel.schedule=dualpipev", "training.micro_batch=2"]),
     ("pp=2 1f1b, full", 2, ["parallel.pp=2", "training.micro_batch=2", "training.recompute=full"]),

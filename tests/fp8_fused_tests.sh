@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# fp8.fused_codes: under FP8 matmuls RMSNorm and SwiGLU (forward and backward) write the FP8 codes of
-# the GEMM inputs they produce, which the GEMMs read instead of quantizing again. The codes are the GEMMs' own bit
+# fp8.fused_codes: under FP8 matmuls RMSNorm and SwiGLU (forward and backward) and attention write the FP8 codes
+# of the GEMM inputs they produce (the residual stream's gradient included, for the down and output projections'
+# Dgrad), which the GEMMs read instead of quantizing again. The codes are the GEMMs' own bit
 # for bit, so a run trains the same checkpoints and losses with the fusion on and off: dense FFNs,
 # MLA with query compression and shared experts, K ragged against the 128-wide tiles, E5M2
-# gradients, and tensor parallelism with sequence parallelism (whose gathered rows the GEMMs
-# quantize). Each case prints PASS or FAIL.
+# gradients, four blocks under selective recomputation (the blocks' input gradients take turns in two
+# rooms), and tensor parallelism with sequence parallelism (whose gathered rows the GEMMs quantize)
+# and without it under full recomputation. Each case prints PASS or FAIL.
 set -u
 cd "$(dirname "$0")/.."
 bin=${MOETRAIN:-./moetrain}
@@ -47,7 +49,13 @@ expect "train: MLA with query compression, shared experts, E5M2 gradients" 0 "tr
   --set model.attention.kind='"mla"' --set model.attention.q_lora_rank=48 --set model.attention.kv_lora_rank=136 \
   --set model.moe.n_shared_experts=1 --set model.n_dense_layers=1 --set fp8.formats='"e4m3_e5m2"'
 expect "MLA and shared experts: the same bits with fused codes" 0 "identical" -- same mla
+expect "train: four dense layers, selective recomputation" 0 "trained deep" -- pair deep --set model.n_layers=4 \
+  --set model.n_dense_layers=4 --set training.recompute='"selective"'
+expect "each block's input gradient with its codes for the block below: the same bits" 0 "identical" -- same deep
 launch=("${two[@]}")
 expect "train: tp=2 with sequence parallelism" 0 "trained tp" -- pair tp --set model.n_dense_layers=2 \
   --set parallel.tp=2 --set parallel.sequence_parallel=true
 expect "tp=2, sequence parallel: the same bits with fused codes" 0 "identical" -- same tp
+expect "train: tp=2, shared experts, full recomputation" 0 "trained tpr" -- pair tpr --set model.n_layers=3 \
+  --set model.moe.n_shared_experts=1 --set parallel.tp=2 --set training.recompute='"full"'
+expect "tp=2, full recomputation: the same bits with fused codes" 0 "identical" -- same tpr

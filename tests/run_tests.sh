@@ -71,6 +71,7 @@ suite lines "layers and sizes of the source tree" "bash tests/structure_tests.sh
 suite lines "attention on cuDNN" "bash tests/cudnn_attention_tests.sh"
 suite lines "memory pre-check" "bash tests/inputs/memory_tests.sh"
 suite lines "GPU rounding and the GPU check's calls, without a GPU" "bash tests/gpu_static_tests.sh"
+suite lines "planned gradients against CPU ranks" "bash tests/plan_memory_tests.sh"
 
 # run_suite I: suite I's output, exit status and seconds into $results/I.*; a line when it ends (progress).
 run_suite() {

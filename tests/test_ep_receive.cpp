@@ -149,7 +149,8 @@ TEST_CASE("ep receive bound: the storage model counts what a step's arenas hold 
 TEST_CASE("ep receive bound: DeepSeek-V3 at ep = 64 reserves 32 times the average arrivals, computed without running") {
   // The report's layout: 16 pipeline stages, 64-way expert parallelism, ZeRO-1 data parallelism.
   const mt::Config c = mt::load_config("configs/deepseek-v3.toml", {"parallel.pp=16", "parallel.dp=128",
-                                       "parallel.ep=64", "parallel.zero=1", "parallel.schedule=dualpipe"});
+                                       "parallel.ep=64", "parallel.zero=1", "parallel.schedule=dualpipe",
+                                       "parallel.ep_receive_bound=\"worst\""});
   mt::Layout l = mt::layout_of_config(c);
   l.storage = mt::Storage::mixed;
   REQUIRE(l.ep == 64);

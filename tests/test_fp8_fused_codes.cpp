@@ -1,8 +1,9 @@
-// FP8 codes written by the ops that produce GEMM inputs (ops/fp8/row_codes.hpp): RMSNorm's and
-// SwiGLU's (forward and backward) codes and scales are the separate quantization's bit for bit (K
-// ragged or not, E4M3 and E5M2, both scale rules, several tiles), their values are the unfused op's,
-// a GEMM reading the codes gives the bits of one quantizing its input itself, and a dense FFN under
-// FP8 then quantizes only one GEMM input itself (on a GPU: four launches fewer per GEMM).
+// FP8 codes written by the ops that produce GEMM inputs (ops/fp8/row_codes.hpp): RMSNorm's (forward
+// and input gradient, the residual stream's) and SwiGLU's (forward and backward) codes and scales are
+// the separate quantization's bit for bit (K ragged or not, E4M3 and E5M2, both scale rules, several
+// tiles), their values are the unfused op's, a GEMM reading the codes gives the bits of one
+// quantizing its input itself, and a dense FFN under FP8 then quantizes only one GEMM input itself
+// (on a GPU: four launches fewer per GEMM).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,108 +13,11 @@
 
 #include "model/layer_env.hpp"
 #include "model/swiglu_ffn.hpp"
-#include "ops/fp8/quantize_cpu.hpp"
-#include "test_helpers.hpp"
+#include "fp8_codes_check.hpp"
 
-namespace {
+using namespace fp8_test;
 
-struct Shape {
-  int rows, cols;
-};
-constexpr Shape kShapes[] = {{3, 128}, {5, 200}, {2, 64}, {4, 300}, {1, 1000}, {6, 16}, {2, 129}};
-
-// Values over many binades, so pieces reach FP8's subnormals and its largest codes.
-std::vector<float> wide_floats(size_t n, uint64_t key) {
-  std::vector<float> v = testing::random_floats(n, key);
-  for (size_t i = 0; i < n; ++i) v[i] = std::ldexp(v[i], int(i % 29) - 14);
-  return v;
-}
-
-std::vector<mt::Fp8Recipe> recipes() {
-  std::vector<mt::Fp8Recipe> out;
-  for (mt::Fp8Format f : {mt::Fp8Format::e4m3, mt::Fp8Format::e5m2})
-    for (bool pow2 : {true, false})
-      for (int tile : {128, 32}) {
-        mt::Fp8Recipe r;
-        r.forward = r.gradient = f;
-        r.pow2_scales = pow2;
-        r.tile = tile;
-        out.push_back(r);
-      }
-  return out;
-}
-
-// Device room for the codes of [rows, cols], the codes filled with a non-zero byte so that the
-// padding is seen to be written.
-struct CodesRoom {
-  mt::Buffer codes, scales;
-  mt::Fp8RowCodes q;
-  CodesRoom(const testing::StrictDevice& dev, int rows, int cols, const mt::Fp8Recipe& r,
-            mt::Fp8Operand kind = mt::Fp8Operand::activation) {
-    q.ld = mt::fp8_pad(cols, mt::kFp8PadK);
-    q.rows_pad = mt::fp8_pad(rows, mt::kFp8PadOuter);
-    q.tile = r.tile;
-    q.format = r.format(kind);
-    q.pow2 = r.pow2_scales;
-    codes = mt::Buffer(dev.be, mt::DType::u8, size_t(q.rows_pad) * q.ld);
-    scales = dev.floats(size_t(rows) * mt::fp8_row_pieces(cols, r.tile));
-    const std::vector<uint8_t> junk(codes.count(), 0x5A);
-    codes.upload(junk.data(), junk.size());
-    q.codes = static_cast<uint8_t*>(codes.raw());
-    q.scales = scales.f32();
-  }
-  mt::Fp8Codes operand() const { return {q.codes, q.scales, q.ld}; }
-};
-
-// The fused codes and scales against the separate quantization of y (ops/fp8/quantize_cpu.hpp).
-void check_as_quantized(const std::vector<float>& y, int rows, int cols, const mt::Fp8Recipe& r,
-                        const CodesRoom& room) {
-  const mt::cpu::Fp8Matrix want =
-      mt::cpu::fp8_quantize(y.data(), rows, cols, {1, r.tile}, room.q.format, r.pow2_scales);
-  std::vector<uint8_t> codes(room.codes.count());
-  room.codes.download(codes.data(), codes.size());
-  const std::vector<float> scales = room.scales.to_host_f32();
-  REQUIRE(scales.size() == want.scales.size());
-  CHECK(std::memcmp(scales.data(), want.scales.data(), scales.size() * sizeof(float)) == 0);
-  size_t differ = 0;
-  for (int i = 0; i < room.q.rows_pad; ++i)
-    for (int c = 0; c < room.q.ld; ++c) {
-      const uint8_t expected = i < rows && c < cols ? want.codes[size_t(i) * cols + c] : 0;
-      differ += codes[size_t(i) * room.q.ld + c] != expected;
-    }
-  CHECK(differ == 0);
-}
-
-// f(recipe, shape) for every recipe and shape, both captured for a failure's message.
-template <class F>
-void for_each_case(F f) {
-  for (const mt::Fp8Recipe& r : recipes())
-    for (const Shape& s : kShapes) {
-      CAPTURE(int(r.forward));
-      CAPTURE(r.pow2_scales);
-      CAPTURE(r.tile);
-      CAPTURE(s.rows);
-      CAPTURE(s.cols);
-      f(r, s);
-    }
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// The producer's output written with codes against the one written without, then its codes against
-// the quantizer's.
-void check_fused(const mt::Buffer& with_codes, const mt::Buffer& plain, const Shape& s, const mt::Fp8Recipe& r,
-                 const CodesRoom& room) {
-  const std::vector<float> values = with_codes.to_host_f32();
-  CHECK(same_bits(values, plain.to_host_f32()));
-  check_as_quantized(values, s.rows, s.cols, r, room);
-}
-
-}  // namespace
-
-TEST_CASE("fp8 fused codes: RMSNorm writes the quantizer's codes and scales with its unchanged output") {
+TEST_CASE("fp8 fused codes: RMSNorm and its input gradient write the quantizer's codes with unchanged values") {
   for_each_case([](const mt::Fp8Recipe& r, const Shape& s) {
     for (bool residual : {false, true}) {
       CAPTURE(residual);
@@ -121,15 +25,20 @@ TEST_CASE("fp8 fused codes: RMSNorm writes the quantizer's codes and scales with
       const size_t n = size_t(s.rows) * s.cols;
       const mt::Buffer x = dev.upload(wide_floats(n, 1)), res = dev.upload(wide_floats(n, 2));
       const mt::Buffer w = dev.upload(testing::random_floats(size_t(s.cols), 3));
-      const mt::Buffer y = dev.floats(n), y_plain = dev.floats(n), sum = dev.floats(n), rstd = dev.floats(s.rows);
-      CodesRoom room(dev, s.rows, s.cols, r);
-      mt::RmsNormForwardArgs a{.rows = s.rows, .dim = s.cols, .x = x.f32(), .weight = w.f32(), .y = y_plain.f32(),
-                               .rstd = rstd.f32(), .residual = residual ? res.f32() : nullptr, .sum = sum.f32()};
-      dev.be.rmsnorm_forward(a);
-      a.y = y.f32();
-      a.fp8 = room.q;
-      dev.be.rmsnorm_forward(a);
-      check_fused(y, y_plain, s, r, room);
+      const mt::Buffer sum = dev.floats(n), rstd = dev.floats(s.rows);
+      check_written(dev, s, r, CodesRoom(dev, s.rows, s.cols, r), [&](float* y, const mt::Fp8RowCodes& q) {
+        dev.be.rmsnorm_forward({.rows = s.rows, .dim = s.cols, .x = x.f32(), .weight = w.f32(), .y = y,
+                                .rstd = rstd.f32(), .residual = residual ? res.f32() : nullptr, .sum = sum.f32(),
+                                .fp8 = q});
+      });
+      // The input gradient (the residual stream's, with residual_grad) in the gradient format.
+      const mt::Buffer dy = dev.upload(wide_floats(n, 31));
+      const CodesRoom grad(dev, s.rows, s.cols, r, mt::Fp8Operand::gradient);
+      check_written(dev, s, r, grad, [&](float* dx, const mt::Fp8RowCodes& q) {
+        dev.be.rmsnorm_backward_input({.rows = s.rows, .dim = s.cols, .dy = dy.f32(), .x = x.f32(), .weight = w.f32(),
+                                       .rstd = rstd.f32(), .dx = dx, .residual_grad = residual ? res.f32() : nullptr,
+                                       .fp8 = q});
+      });
     }
   });
 }
@@ -186,15 +95,6 @@ TEST_CASE("fp8 fused codes: a GEMM reading its input's codes gives the bits of o
 
 namespace {
 
-// The strict CPU table with its GEMM wrapped: counts the FP8 GEMMs that quantize their A operand
-// themselves (on a GPU each launches a memset and three kernels for it).
-const mt::OpTable* g_inner = nullptr;
-int g_quantized_a = 0;
-void counting_gemm(mt::DeviceState* s, const mt::GemmArgs& g) {
-  if (g.inputs == mt::GemmPrecision::fp8 && !g.fp8_a.codes) ++g_quantized_a;
-  g_inner->gemm(s, g);
-}
-
 struct FfnRun {
   int forward_quantized_a = 0, dgrad_quantized_a = 0;
   std::vector<float> y, dx, dgate, dup, ddown;
@@ -203,11 +103,8 @@ struct FfnRun {
 // RMSNorm then a SwiGLU FFN, forward and backward, under FP8 inputs, with fp8.fused_codes on or off.
 FfnRun ffn_run(bool fused) {
   testing::StrictDevice dev;
-  g_inner = dev.be.ops;
-  mt::OpTable table = *dev.be.ops;
-  table.gemm = counting_gemm;
-  mt::Backend be = dev.be;
-  be.ops = &table;
+  mt::OpTable table;
+  const mt::Backend be = counting_backend(dev, table);
   mt::Fp8Recipe recipe;
   mt::LayerEnv env;
   env.backend = &be;
@@ -225,16 +122,16 @@ FfnRun ffn_run(bool fused) {
   const mt::Buffer dg = dev.floats(wg.count()), du = dev.floats(wu.count()), dd = dev.floats(wd.count());
   const mt::SwigluWeights weights{wg.f32(), wu.f32(), wd.f32(), dim, hidden};
   mt::Arena arena(be);
-  g_quantized_a = 0;
+  quantized_a() = 0;
   const mt::GemmOperand normed = env.rmsnorm_for_gemms(
       arena, {.rows = rows, .dim = dim, .x = x.f32(), .weight = norm_w.f32(), .rstd = rstd.f32()});
   mt::SwigluSaved saved;
   mt::swiglu_forward(env, arena, arena, weights, normed, rows, y.f32(), false, saved);
   FfnRun run;
-  run.forward_quantized_a = g_quantized_a;
-  g_quantized_a = 0;
+  run.forward_quantized_a = quantized_a();
+  quantized_a() = 0;
   mt::swiglu_backward_input(env, arena, weights, dy.f32(), dx.f32(), false, saved);
-  run.dgrad_quantized_a = g_quantized_a;
+  run.dgrad_quantized_a = quantized_a();
   mt::swiglu_backward_weight(env, weights, {dg.f32(), du.f32(), dd.f32()}, saved);
   run.y = y.to_host_f32();
   run.dx = dx.to_host_f32();

@@ -29,7 +29,7 @@ long long launches(const mt::ModelConfig& cfg, mt::GemmPrecision inputs) {
   mt::Arena arena(dev.be), temp(dev.be);
   profile.take();  // what finalize ran is not the block's
   layer->forward(0, arena, arena, temp, x.f32(), batch, y.f32());
-  layer->backward_input(0, arena, dy.f32(), dx.f32());
+  layer->backward_input(0, arena, dy.f32(), dx.f32(), {});
   layer->backward_weight(0);
   long long calls = 0;
   for (const mt::OpKindTime& t : profile.take()) calls += t.calls;

@@ -84,6 +84,7 @@ TEST_CASE("DeepSeek-V3 on 2048 H800 with DeepSeek's layout against the published
   mt::Config cfg = mt::load_config("configs/deepseek-v3.toml", {});
   Cluster c = load_cluster("configs/clusters/h800-deepseek.toml");
   Layout l = parse_layout(kDeepSeekLayout, 2048);
+  l.ep_receive_bound = cfg.parallel.ep_receive_bound;  // the experiment's room for expert-parallel arrivals
   CHECK(l.dp == 128);
   REQUIRE(layout_problem(cfg.model, cfg.training.global_batch, c, l).empty());
   Estimate e = estimate_step(cfg.model, cfg.training.global_batch, c, l);
@@ -144,7 +145,9 @@ TEST_CASE("Megatron-LM 2021 Table 1: every row within 15% from two global factor
 
 TEST_CASE("the search picks a pipeline for DeepSeek-V3 on H800 that beats the best layout without one by more than its bubble, at most 4 stages on GB200 NVL72, none for Llama-3-70B on a v5p pod") {
   mt::Config ds = mt::load_config("configs/deepseek-v3.toml", {});
-  SearchResult h800 = search_layouts(ds.model, ds.training.global_batch, load_cluster("configs/clusters/h800-deepseek.toml"), 2048, true);
+  const FixedSettings fixed{ds.parallel.ep_receive_bound};
+  SearchResult h800 = search_layouts(ds.model, ds.training.global_batch,
+                                     load_cluster("configs/clusters/h800-deepseek.toml"), 2048, true, 1, fixed);
   REQUIRE(!h800.ranked.empty());
   // On 8-GPU NVLink nodes joined by InfiniBand the pipeline pays for itself (DeepSeek-V3 report
   // §3.2): the best layout has one, and the best without one loses more than its bubble.
@@ -156,7 +159,8 @@ TEST_CASE("the search picks a pipeline for DeepSeek-V3 on H800 that beats the be
   CHECK(h800.too_big > 0);
   for (size_t i = 1; i < h800.ranked.size(); ++i) CHECK(h800.ranked[i - 1].step_s <= h800.ranked[i].step_s);
 
-  SearchResult nvl72 = search_layouts(ds.model, ds.training.global_batch, load_cluster("configs/clusters/gb200-nvl72.toml"), 2048, true);
+  SearchResult nvl72 = search_layouts(ds.model, ds.training.global_batch,
+                                      load_cluster("configs/clusters/gb200-nvl72.toml"), 2048, true, 1, fixed);
   REQUIRE(!nvl72.ranked.empty());
   CHECK(nvl72.ranked[0].layout.pp <= 4);
 

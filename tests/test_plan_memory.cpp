@@ -31,6 +31,16 @@ Measured one_step(const mt::ModelConfig& cfg, int batch, mt::Recompute recompute
   return {4.0 * double(model.params.total() + model.params.buffers_total()), double(model.arena_high_water())};
 }
 
+// One rank without ZeRO, as one_step runs.
+mt::plan::Layout one_rank(int batch, mt::Recompute recompute, mt::plan::Storage storage) {
+  mt::plan::Layout l;
+  l.zero = 0;
+  l.micro_batch = batch;
+  l.recompute = recompute;
+  l.storage = storage;
+  return l;
+}
+
 }  // namespace
 
 TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters and activation arenas") {
@@ -45,11 +55,7 @@ TEST_CASE("planner memory (moetrain's FP32 storage) equals one step's parameters
         const std::string mode = mt::name_of(recompute);
       CAPTURE(mode);
         const int batch = 2;
-        mt::plan::Layout l;
-        l.zero = 0;
-        l.micro_batch = batch;
-        l.recompute = recompute;
-        l.storage = mt::plan::Storage::fp32;
+        const mt::plan::Layout l = one_rank(batch, recompute, mt::plan::Storage::fp32);
         REQUIRE(mt::plan::layout_problem(cfg, batch, cluster, l).empty());
         const mt::plan::Estimate e = mt::plan::estimate_step(cfg, batch, cluster, l);
         const Measured m = one_step(cfg, batch, recompute);
@@ -72,11 +78,7 @@ TEST_CASE("planner memory (mixed storage: bf16 GEMMs, bf16 activations where onl
       CAPTURE(name);
       const std::string mode = mt::name_of(recompute);
       CAPTURE(mode);
-      mt::plan::Layout l;
-      l.zero = 0;
-      l.micro_batch = 2;
-      l.recompute = recompute;
-      l.storage = mt::plan::Storage::mixed;
+      mt::plan::Layout l = one_rank(2, recompute, mt::plan::Storage::mixed);
       const mt::plan::Estimate e = mt::plan::estimate_step(cfg, 2, cluster, l);
       const Measured m = one_step(cfg, 2, recompute, matmul);
       CHECK(e.memory.activations == doctest::Approx(m.activations).epsilon(0.02));
@@ -84,4 +86,31 @@ TEST_CASE("planner memory (mixed storage: bf16 GEMMs, bf16 activations where onl
       l.storage = mt::plan::Storage::fp32;
       CHECK(mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations > e.memory.activations);
     }
+}
+
+// fp8.fused_codes: RMSNorm and SwiGLU keep the E4M3 codes and 1 x 128 scales of what they give GEMMs
+// beside the values (and SwiGLU's backward beside its gradients); the model counts them as a step does.
+TEST_CASE("planner memory counts the FP8 codes fp8.fused_codes keeps beside activations, as one step holds them") {
+  const mt::plan::Cluster cluster = mt::plan::load_cluster("configs/clusters/h100-superpod.toml");
+  for (auto [name, cfg] : testing::attention_variants()) {
+    // Widths of whole 128-value pieces, rows of whole padding: the codes as the model counts them.
+    cfg.d_model = 128, cfg.ffn_hidden = 256, cfg.moe.expert_hidden = 128, cfg.seq_len = 32, cfg.vocab_size = 64;
+    cfg.attention.kv_lora_rank *= 16, cfg.attention.q_lora_rank *= 16;
+    CAPTURE(name);
+    mt::plan::Layout l = one_rank(2, mt::Recompute::none, mt::plan::Storage::fp32);
+    l.fp8 = true;
+    mt::MatmulSetup matmul(mt::GemmPrecision::fp8);
+    matmul.fp8_fused_codes = false;
+    const double planned_without = mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations;
+    const double measured_without = one_step(cfg, 2, mt::Recompute::none, matmul).activations;
+    matmul.fp8_fused_codes = true;
+    l.fp8_code_bytes = mt::fp8_code_bytes(mt::Fp8Config{});
+    const double planned_with = mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations;
+    const double measured_with = one_step(cfg, 2, mt::Recompute::none, matmul).activations;
+    CHECK(planned_with == doctest::Approx(measured_with).epsilon(0.02));
+    CHECK(planned_without == doctest::Approx(measured_without).epsilon(0.02));
+    // The codes' own share, within 5% (the arenas round each allocation to 64 bytes).
+    CHECK(measured_with > measured_without);
+    CHECK(planned_with - planned_without == doctest::Approx(measured_with - measured_without).epsilon(0.05));
+  }
 }

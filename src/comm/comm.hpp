@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace mt {
@@ -24,6 +25,9 @@ class Comm {
   // Whether two threads may each run calls on different communicators at once (DualPipe's
   // overlapped pairs do): MPI_THREAD_MULTIPLE.
   virtual bool concurrent_calls() const = 0;
+  // Names the communicator in the messages of its check that it takes one thread's calls at a time
+  // (comm/thread_check.hpp; MPI's communicators have one).
+  virtual void set_label(const std::string& label) { (void)label; }
 
   // Element-wise sums, in place, over every rank.
   virtual void all_reduce_sum(std::span<float> data) = 0;

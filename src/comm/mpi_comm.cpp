@@ -4,10 +4,14 @@
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "comm/thread_check.hpp"
 
 namespace mt {
 
@@ -32,6 +36,25 @@ class MpiRequest final : public Request {
   MPI_Request req_ = MPI_REQUEST_NULL;
 };
 
+// The communicator's thread check held for one call: a call that may not run stops the process
+// (two threads inside one communicator would corrupt MPI's state, or hang every rank).
+class Checked {
+ public:
+  Checked(ThreadCheck& check, const char* call) : check_(check) {
+    const std::string why = check.enter(call);
+    if (why.empty()) return;
+    std::fprintf(stderr, "moetrain: internal error: %s\n", why.c_str());
+    std::fflush(stderr);
+    std::abort();
+  }
+  ~Checked() { check_.leave(); }
+  Checked(const Checked&) = delete;
+  Checked& operator=(const Checked&) = delete;
+
+ private:
+  ThreadCheck& check_;
+};
+
 // Element offsets of consecutive blocks of the given sizes.
 std::vector<int> offsets(const std::vector<int>& counts) {
   std::vector<int> out(counts.size(), 0);
@@ -41,7 +64,7 @@ std::vector<int> offsets(const std::vector<int>& counts) {
 
 class MpiComm final : public Comm {
  public:
-  explicit MpiComm(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+  MpiComm(MPI_Comm comm, bool owned, std::string label) : comm_(comm), owned_(owned), check_(std::move(label)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
@@ -50,6 +73,7 @@ class MpiComm final : public Comm {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  void set_label(const std::string& label) override { check_.set_label(label); }
   bool concurrent_calls() const override {
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
@@ -57,27 +81,33 @@ class MpiComm final : public Comm {
   }
 
   void all_reduce_sum(std::span<float> d) override {
+    const Checked held(check_, "all_reduce_sum");
     check(MPI_Allreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
   }
   void all_reduce_sum(std::span<double> d) override {
+    const Checked held(check_, "all_reduce_sum");
     check(MPI_Allreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_DOUBLE, MPI_SUM, comm_), "MPI_Allreduce");
   }
   void reduce_scatter_sum(std::span<const float> data, std::span<float> out) override {
+    const Checked held(check_, "reduce_scatter_sum");
     check(MPI_Reduce_scatter_block(data.data(), out.data(), int(out.size()), MPI_FLOAT, MPI_SUM, comm_),
           "MPI_Reduce_scatter_block");
   }
   void all_gather(std::span<const float> mine, std::span<float> all) override {
+    const Checked held(check_, "all_gather");
     check(MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT, comm_),
           "MPI_Allgather");
   }
   void all_to_all_v(std::span<const float> send, const std::vector<int>& send_counts, std::span<float> recv,
                     const std::vector<int>& recv_counts) override {
+    const Checked held(check_, "all_to_all_v");
     const std::vector<int> sd = offsets(send_counts), rd = offsets(recv_counts);
     check(MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), MPI_FLOAT, recv.data(), recv_counts.data(),
                         rd.data(), MPI_FLOAT, comm_),
           "MPI_Alltoallv");
   }
   std::unique_ptr<Request> iall_reduce_sum(std::span<float> d) override {
+    const Checked held(check_, "iall_reduce_sum");
     auto r = std::make_unique<MpiRequest>();
     check(MPI_Iallreduce(MPI_IN_PLACE, d.data(), int(d.size()), MPI_FLOAT, MPI_SUM, comm_, r->handle()),
           "MPI_Iallreduce");
@@ -85,6 +115,7 @@ class MpiComm final : public Comm {
   }
   std::unique_ptr<Request> iall_to_all_v(std::span<const float> send, const std::vector<int>& send_counts,
                                          std::span<float> recv, const std::vector<int>& recv_counts) override {
+    const Checked held(check_, "iall_to_all_v");
     auto r = std::make_unique<MpiRequest>();
     r->keep[0] = send_counts;
     r->keep[1] = offsets(send_counts);
@@ -96,35 +127,45 @@ class MpiComm final : public Comm {
     return r;
   }
   void all_to_all(std::span<const int> send, std::span<int> recv) override {
+    const Checked held(check_, "all_to_all");
     const int block = int(send.size()) / size_;
     check(MPI_Alltoall(send.data(), block, MPI_INT, recv.data(), block, MPI_INT, comm_), "MPI_Alltoall");
   }
   void send(std::span<const float> d, int to, int tag) override {
+    const Checked held(check_, "send");
     check(MPI_Send(d.data(), int(d.size()), MPI_FLOAT, to, tag, comm_), "MPI_Send");
   }
   void recv(std::span<float> d, int from, int tag) override {
+    const Checked held(check_, "recv");
     check(MPI_Recv(d.data(), int(d.size()), MPI_FLOAT, from, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
   }
   std::unique_ptr<Request> isend(std::span<const float> d, int to, int tag) override {
+    const Checked held(check_, "isend");
     auto r = std::make_unique<MpiRequest>();
     check(MPI_Isend(d.data(), int(d.size()), MPI_FLOAT, to, tag, comm_, r->handle()), "MPI_Isend");
     return r;
   }
   std::unique_ptr<Request> irecv(std::span<float> d, int from, int tag) override {
+    const Checked held(check_, "irecv");
     auto r = std::make_unique<MpiRequest>();
     check(MPI_Irecv(d.data(), int(d.size()), MPI_FLOAT, from, tag, comm_, r->handle()), "MPI_Irecv");
     return r;
   }
-  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void barrier() override {
+    const Checked held(check_, "barrier");
+    check(MPI_Barrier(comm_), "MPI_Barrier");
+  }
   std::unique_ptr<Comm> split(int color, int key) override {
+    const Checked held(check_, "split");
     MPI_Comm sub;
     check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split");
-    return std::make_unique<MpiComm>(sub, true);
+    return std::make_unique<MpiComm>(sub, true, "a copy (split) of " + check_.label());
   }
 
  private:
   MPI_Comm comm_;
   bool owned_;
+  ThreadCheck check_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -143,7 +184,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
-std::unique_ptr<Comm> MpiSession::world() const { return std::make_unique<MpiComm>(MPI_COMM_WORLD, false); }
+std::unique_ptr<Comm> MpiSession::world() const {
+  return std::make_unique<MpiComm>(MPI_COMM_WORLD, false, "the world communicator");
+}
 
 void MpiSession::abort_job(int status) {
   MPI_Abort(MPI_COMM_WORLD, status);

@@ -340,8 +340,8 @@ std::vector<Field> schema_fields(Config& c) {
   b.flag("fp8.head", f8.head, "the output head in FP8 too (DeepSeek-V3 keeps it in BF16)");
   b.flag("fp8.router", f8.router, "the MoE router in FP8 too (DeepSeek-V3 keeps it in BF16)");
   b.flag("fp8.fused_codes", f8.fused_codes,
-         "RMSNorm and SwiGLU write the FP8 codes of the GEMM inputs they produce (false: the GEMMs quantize "
-         "them, the same codes)");
+         "RMSNorm, SwiGLU and attention write the FP8 codes of the GEMM inputs they produce (false: the GEMMs "
+         "quantize them, the same codes)");
 
   b.integer("checkpoint.every", c.checkpoint.every, 0, kSteps, "steps between checkpoints (0 = only the final one)");
   b.flag("checkpoint.final", c.checkpoint.final,

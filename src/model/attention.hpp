@@ -20,7 +20,8 @@ class AttentionLayer {
   // Selective recomputation: what forward put in `redo`, computed again there after it was reset
   // (its temporaries too); x is the input's recomputed copy.
   virtual void redo(int slot, Arena& redo, GemmOperand x) = 0;
-  virtual void backward_input(int slot, Arena& arena, const float* dy, float* dx) = 0;
+  // dy_codes: dy's FP8 codes written by its producer (codes null: none), for the output projection's Dgrad.
+  virtual void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) = 0;
   virtual void backward_weight(int slot) = 0;
 };
 

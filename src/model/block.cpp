@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/error.hpp"
+
 namespace mt {
 
 Block::Block(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, bool moe, int max_in_flight)
@@ -82,7 +84,10 @@ void Block::redo(int slot, Arena& redo) {
   else swiglu_redo(env_, redo, dense_weights(), s.n2, s.ffn);
 }
 
-void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+bool Block::reads_output_codes() const { return !env_.shard.split_rows() && (!moe_ || moe_->has_shared()); }
+
+void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8RowCodes& dy_codes,
+                           const Fp8RowCodes& dx_codes) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const int rows = s.rows;
@@ -94,20 +99,25 @@ void Block::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   s.dx1 = arena.floats(n);
   s.dn1 = arena.floats(n);
   // Under sequence parallelism the FFN and attention take every row's gradient and give back
-  // their part of every row's, summed onto this rank's rows.
-  if (moe_) moe_->backward_input(slot, arena, dy, s.dn2);
+  // their part of every row's, summed onto this rank's rows. Otherwise, under fp8 inputs, the
+  // residual stream's gradients come with their FP8 codes for the down and output projections' Dgrad.
+  MT_CHECK(!split || (!dy_codes.codes && !dx_codes.codes));  // the gathered rows have none
+  const Fp8Codes dy_q{dy_codes.codes, dy_codes.scales, dy_codes.ld};
+  if (moe_) moe_->backward_input(slot, arena, dy, s.dn2, dy_q);
   else {
     float* dn2_all = split ? arena.floats(all) : s.dn2;
-    swiglu_backward_input(env_, arena, dense_weights(), env_.gather_rows(arena, dy, n), dn2_all, false, s.ffn);
+    swiglu_backward_input(env_, arena, dense_weights(), env_.gather_rows(arena, dy, n), dn2_all, false, s.ffn, dy_q);
     env_.tp_sum_rows(dn2_all, s.dn2, n);
   }
+  const Fp8RowCodes dx1_q = split ? Fp8RowCodes{} : env_.fp8_row_codes(arena, rows, d_, Fp8Operand::gradient);
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn2, .x = s.x1, .weight = p.value(norm2),
-                             .rstd = s.rstd2, .dx = s.dx1, .residual_grad = dy});
+                             .rstd = s.rstd2, .dx = s.dx1, .residual_grad = dy, .fp8 = dx1_q});
   float* dn1_all = split ? arena.floats(all) : s.dn1;
-  attn_->backward_input(slot, arena, env_.gather_rows(arena, s.dx1, n), dn1_all);
+  const Fp8Codes dx1_codes{dx1_q.codes, dx1_q.scales, dx1_q.ld};
+  attn_->backward_input(slot, arena, env_.gather_rows(arena, s.dx1, n), dn1_all, dx1_codes);
   env_.tp_sum_rows(dn1_all, s.dn1, n);
   be.rmsnorm_backward_input({.rows = rows, .dim = d_, .dy = s.dn1, .x = s.x, .weight = p.value(norm1),
-                             .rstd = s.rstd1, .dx = dx, .residual_grad = s.dx1});
+                             .rstd = s.rstd1, .dx = dx, .residual_grad = s.dx1, .fp8 = dx_codes});
 }
 
 void Block::backward_weight(int slot) {

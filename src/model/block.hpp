@@ -33,7 +33,13 @@ class Block {
   // training.recompute = "selective": what forward put in `redo`, computed again there (after it
   // was reset) from what the block kept, bit for bit.
   void redo(int slot, Arena& redo);
-  void backward_input(int slot, Arena& arena, const float* dy, float* dx);
+  // dy_codes: dy's FP8 codes (gradient format) when the block above wrote them; dx_codes (codes
+  // set): room for dx's, written with it for the block below (ops/fp8/row_codes.hpp).
+  void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8RowCodes& dy_codes = {},
+                      const Fp8RowCodes& dx_codes = {});
+  // Whether backward_input's GEMMs read dy's FP8 codes (the dense FFN's, or the shared experts', down
+  // projection's Dgrad), so that the block above should write them.
+  bool reads_output_codes() const;
   void backward_weight(int slot);
 
   MoE* moe() { return moe_.get(); }

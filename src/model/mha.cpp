@@ -60,16 +60,20 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, in
     be.rope(rope_args(rows, kv_heads_, k, false));
     s.q = q, s.k = k, s.v = v;
   }
+  // Under fp8 inputs the attention op writes its output's codes too, which only the GEMM below reads.
+  const Fp8RowCodes oq = env_.fp8_row_codes(temp, rows, hd);
+  GemmOperand o(s.o);
+  o.fp8 = {oq.codes, oq.scales, oq.ld};
   be.attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_, .v_dim = head_dim_,
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
-                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_});
-  env_.linear_forward(s.o, env_.weight(wo), rows, hd, d_, y);
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_, .out_fp8 = oq});
+  env_.linear_forward(o, env_.weight(wo), rows, hd, d_, y);
 }
 
 void Mha::redo(int slot, Arena&, GemmOperand x) { saved_[slot].x = x; }
 
-void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) {
   Saved& s = saved_[slot];
   const int rows = s.batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
   s.dy = dy;
@@ -77,7 +81,7 @@ void Mha::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   s.dq = arena.floats(size_t(rows) * hd);
   s.dk = arena.floats(size_t(rows) * kvd);
   s.dv = arena.floats(size_t(rows) * kvd);
-  env_.linear_backward_input(dy, env_.weight(wo), rows, hd, d_, s.dout);
+  env_.linear_backward_input(dy, env_.weight(wo), rows, hd, d_, s.dout, false, dy_codes);
   // Each key/value head's gradient is its group's sum, formed inside the op.
   env_.be().attention_backward({.batch = s.batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_,
                                 .v_dim = head_dim_, .scale = scale_,

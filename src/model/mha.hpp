@@ -14,7 +14,7 @@ class Mha : public AttentionLayer {
   Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
   void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) override;
   void redo(int slot, Arena& redo, GemmOperand x) override;
-  void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
+  void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) override;
   void backward_weight(int slot) override;
 
   int wq, wk, wv, wo;  // [heads*hd, d], [kv_heads*hd, d] x2, [d, heads*hd]

@@ -70,11 +70,15 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand 
   project_heads(s, redo, temp, rows);
   s.o = arena.floats(size_t(rows) * H * vdim_);
   s.lse = arena.floats(size_t(batch) * H * seq_);
+  // Under fp8 inputs the attention op writes its output's codes too, which only the GEMM below reads.
+  const Fp8RowCodes oq = env_.fp8_row_codes(temp, rows, H * vdim_);
+  GemmOperand o(s.o);
+  o.fp8 = {oq.codes, oq.scales, oq.ld};
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
-                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16});
-  env_.linear_forward(s.o, env_.weight(wo), rows, H * vdim_, d_, y);
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .out_fp8 = oq});
+  env_.linear_forward(o, env_.weight(wo), rows, H * vdim_, d_, y);
 }
 
 // DeepSeek-V3 recomputes these up-projections in backward (report §3.2.3): per head they are
@@ -120,14 +124,14 @@ void Mla::redo(int slot, Arena& redo, GemmOperand x) {
   project_heads(s, redo, redo, s.batch * seq_);
 }
 
-void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+void Mla::backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
   const int rows = s.batch * seq_, H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
   s.dy = dy;
   float* dout = arena.floats(size_t(rows) * H * vdim_);
-  env_.linear_backward_input(dy, env_.weight(wo), rows, H * vdim_, d_, dout);
+  env_.linear_backward_input(dy, env_.weight(wo), rows, H * vdim_, d_, dout, false, dy_codes);
   s.dq = arena.floats(size_t(rows) * H * qk_);
   float* dk = arena.floats(size_t(rows) * H * qk_);
   s.dkv = arena.floats(size_t(rows) * H * kv_w);

@@ -18,7 +18,7 @@ class Mla : public AttentionLayer {
   Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
   void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) override;
   void redo(int slot, Arena& redo, GemmOperand x) override;
-  void backward_input(int slot, Arena& arena, const float* dy, float* dx) override;
+  void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) override;
   void backward_weight(int slot) override;
 
   // wq: [H*qk, d] without query compression; else wq_a [q_lora, d], q_norm [q_lora], wq_b [H*qk, q_lora].

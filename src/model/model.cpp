@@ -195,6 +195,7 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.rstd = arena.floats(rows);
   s.head_done = chunked_head() && scales.backward;
   s.logits = s.dlogits = nullptr;
+  if (s.head_done && shards_) shards_->open(chunk, forward_head_group());
   with_values(chunk, head_group(), [&] {
     be.rmsnorm_forward({.rows = rows, .dim = D, .eps = float(cfg_.norm_eps), .x = s.top,
                         .weight = params.value(final_norm), .y = s.normed, .rstd = s.rstd});
@@ -212,160 +213,32 @@ ForwardResult Model::forward(int chunk, int slot, const MicroBatch& mb, const fl
   s.mtp.resize(mtp.size());
   for (size_t k = 0; k < mtp.size(); ++k)
     with_values(chunk, mtp_values(int(k)), [&] { mtp_forward(chunk, slot, int(k), scales, *sums); });
+  if (!defer_forward_close_) close_forward_gradients(chunk);
   return r;
-}
-
-void Model::mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums) {
-  Saved& s = saved_[chunk][slot];
-  Saved::Mtp& m = s.mtp[k];
-  const MtpModule& mod = mtp[k];
-  Arena& arena = arenas_[chunk][slot];
-  const LayerEnv& env = chunk_env_[chunk];
-  const Backend& be = env.be();
-  const int D = cfg_.d_model, V = cfg_.vocab_size, T = cfg_.seq_len, rows = s.rows, shift = k + 1;
-  const float eps = float(cfg_.norm_eps);
-  m.h_prev = k == 0 ? s.top : s.mtp[k - 1].h;
-  m.tokens = arena.ints(rows);
-  int* targets = arena.ints(rows);
-  be.shift_tokens({.rows = rows, .seq = T, .shift = shift, .tokens = s.inputs, .targets = s.targets,
-                   .tokens_out = m.tokens, .targets_out = targets});
-  const size_t n = size_t(rows) * D;
-  m.emb = arena.floats(n);
-  be.embedding_forward({.rows = rows, .dim = D, .tokens = m.tokens, .table = params.value(embedding), .out = m.emb});
-  m.a = arena.floats(n);
-  m.a_rstd = arena.floats(rows);
-  m.b = arena.floats(n);
-  m.b_rstd = arena.floats(rows);
-  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h_prev, .weight = params.value(mod.hidden_norm),
-                      .y = m.a, .rstd = m.a_rstd});
-  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.emb, .weight = params.value(mod.embed_norm),
-                      .y = m.b, .rstd = m.b_rstd});
-  m.cat = arena.floats(2 * n);
-  be.copy_columns({.rows = rows, .cols = D, .src = m.a, .src_stride = D, .dst = m.cat, .dst_stride = 2 * D});
-  be.copy_columns({.rows = rows, .cols = D, .src = m.b, .src_stride = D, .dst = m.cat + D, .dst_stride = 2 * D});
-  m.hp = arena.floats(n);
-  env.linear_forward(m.cat, env.weight(mod.proj), rows, 2 * D, D, m.hp);
-  // The block holds this rank's rows under sequence parallelism; the out norm and head all of them.
-  const ShardPlace& shard = env.shard;
-  const size_t mine = size_t(shard.row_share(rows)) * D;
-  float* h = arena.floats(mine);
-  Arena& temp = scratch_[chunk];
-  temp.reset();
-  mod.block->forward(slot, arena, arena, temp, m.hp + size_t(shard.first_row(rows)) * D, s.rows / T, h, scales.aux,
-                     sums.aux);
-  m.h = env.gather_rows(arena, h, mine);
-  m.n = arena.floats(n);
-  m.n_rstd = arena.floats(rows);
-  be.rmsnorm_forward({.rows = rows, .dim = D, .eps = eps, .x = m.h, .weight = params.value(mod.out_norm), .y = m.n,
-                      .rstd = m.n_rstd});
-  double* sum = sums.mtp ? sums.mtp + size_t(k) * sums.mtp_stride : nullptr;
-  const double divisor = sums.mtp_divisor > 0 ? sums.mtp_divisor * double(T - shift) : 1.0;
-  if (chunked_head()) {
-    HeadLossArgs a{.rows = rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = m.n,
-                   .weight = head_env(chunk).weight(head), .targets = targets,
-                   .grad_scale = scales.mtp / float(T - shift), .sum = sum, .divisor = divisor,
-                   .losses = arena.floats(rows)};
-    temp.reset();  // the block's temporaries are done with
-    if (!s.head_done) return head_loss(head_env(chunk), temp, a);
-    a.dx = m.dn = arena.floats(n);
-    weigh(chunk, {head, mod.out_norm}, [&] {
-      a.dweight = params.grad(head);
-      head_loss(head_env(chunk), temp, a);
-      be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
-                                  .dweight = params.grad(mod.out_norm)});
-    });
-    return;
-  }
-  float* logits = arena.floats(size_t(rows) * V);
-  head_env(chunk).linear_forward(m.n, head_env(chunk).weight(head), rows, D, V, logits);
-  m.dlogits = logits;  // in place: nothing reads an MTP module's logits
-  float* losses = arena.floats(rows);
-  be.cross_entropy({.rows = rows, .vocab = V, .grad_scale = scales.mtp / float(T - shift), .logits = logits,
-                    .targets = targets, .losses = losses, .dlogits = m.dlogits, .sum = sum, .divisor = divisor});
 }
 
 void Model::head_chunks(int chunk, int slot, const LossScales& scales, double* sum) {
   Saved& s = saved_[chunk][slot];
   Arena& arena = arenas_[chunk][slot];
-  Arena& work = scratch_[chunk];
-  work.reset();  // the last block's temporaries are done with
-  const int D = cfg_.d_model, V = cfg_.vocab_size;
-  HeadLossArgs a{.rows = s.rows, .dim = D, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens, .x = s.normed,
-                 .weight = head_env(chunk).weight(head), .targets = s.targets, .grad_scale = scales.ce,
+  scratch_[chunk].reset();  // the last block's temporaries are done with
+  const int V = cfg_.vocab_size;
+  HeadLossArgs a{.rows = s.rows, .dim = cfg_.d_model, .vocab = V, .chunk_rows = cfg_.head_chunk_tokens,
+                 .x = s.normed, .weight = head_env(chunk).weight(head), .targets = s.targets, .grad_scale = scales.ce,
                  .sum = sum, .losses = arena.floats(s.rows)};
   if (keep_logits_) a.logits = s.logits = arena.floats(size_t(s.rows) * V);
-  if (!s.head_done) return head_loss(head_env(chunk), work, a);
-  a.dx = s.dnormed = arena.floats(size_t(s.rows) * D);
-  weigh(chunk, head_group(), [&] {
-    a.dweight = params.grad(head);
-    head_loss(head_env(chunk), work, a);
-    chunk_env_[chunk].be().rmsnorm_backward_weight({.rows = s.rows, .dim = D, .dy = s.dnormed, .x = s.top,
-                                                    .rstd = s.rstd, .dweight = params.grad(final_norm)});
-  });
+  head_in_chunks(chunk, slot, a, {final_norm, s.top, s.rstd}, &s.dnormed);
 }
 
-float* Model::mtp_backward_input(int chunk, int slot, int k, const float* dh_next) {
-  Saved& s = saved_[chunk][slot];
-  Saved::Mtp& m = s.mtp[k];
-  const MtpModule& mod = mtp[k];
-  Arena& arena = arenas_[chunk][slot];
-  const LayerEnv& env = chunk_env_[chunk];
-  const Backend& be = env.be();
-  const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
-  const size_t n = size_t(rows) * D;
-  if (!s.head_done) {
-    m.dn = arena.floats(n);
-    head_env(chunk).linear_backward_input(m.dlogits, head_env(chunk).weight(head), rows, D, V, m.dn);
-  }
-  m.dh = arena.floats(n);
-  be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .weight = params.value(mod.out_norm),
-                             .rstd = m.n_rstd, .dx = m.dh});
-  if (dh_next) be.add({.n = n, .x = dh_next, .y = m.dh});
-  const ShardPlace& shard = env.shard;
-  const size_t mine = size_t(shard.row_share(rows)) * D;
-  float* dhp = arena.floats(mine);
-  mod.block->backward_input(slot, arena, m.dh + size_t(shard.first_row(rows)) * D, dhp);
-  m.dhp = env.gather_rows(arena, dhp, mine);
-  float* dcat = arena.floats(2 * n);
-  env.linear_backward_input(m.dhp, env.weight(mod.proj), rows, 2 * D, D, dcat);
-  m.da = arena.floats(n);
-  m.db = arena.floats(n);
-  be.copy_columns({.rows = rows, .cols = D, .src = dcat, .src_stride = 2 * D, .dst = m.da, .dst_stride = D});
-  be.copy_columns({.rows = rows, .cols = D, .src = dcat + D, .src_stride = 2 * D, .dst = m.db, .dst_stride = D});
-  m.demb = arena.floats(n);
-  be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .weight = params.value(mod.embed_norm),
-                             .rstd = m.b_rstd, .dx = m.demb});
-  float* dh_prev = arena.floats(n);
-  be.rmsnorm_backward_input({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .weight = params.value(mod.hidden_norm),
-                             .rstd = m.a_rstd, .dx = dh_prev});
-  return dh_prev;
-}
-
-void Model::mtp_backward_weight(int chunk, int slot, int k) {
-  Saved& s = saved_[chunk][slot];
-  Saved::Mtp& m = s.mtp[k];
-  const MtpModule& mod = mtp[k];
-  const LayerEnv& env = chunk_env_[chunk];
-  const Backend& be = env.be();
-  const int D = cfg_.d_model, V = cfg_.vocab_size, rows = s.rows;
-  if (!s.head_done)
-    weigh(chunk, {head, mod.out_norm}, [&] {
-      head_env(chunk).linear_backward_weight(m.dlogits, m.n, rows, D, V, params.grad(head));
-      be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.dn, .x = m.h, .rstd = m.n_rstd,
-                                  .dweight = params.grad(mod.out_norm)});
-    });
-  weigh(chunk, mtp_group(k), [&] {
-    mod.block->backward_weight(slot);
-    env.linear_backward_weight(m.dhp, m.cat, rows, 2 * D, D, params.grad(mod.proj));
-    be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.da, .x = m.h_prev, .rstd = m.a_rstd,
-                                .dweight = params.grad(mod.hidden_norm)});
-    be.rmsnorm_backward_weight({.rows = rows, .dim = D, .dy = m.db, .x = m.emb, .rstd = m.b_rstd,
-                                .dweight = params.grad(mod.embed_norm)});
-  });
-  weigh(chunk, {embedding}, [&] {
-    be.embedding_backward(
-        {.rows = rows, .dim = D, .tokens = m.tokens, .dout = m.demb, .dtable = params.grad(embedding)});
-  });
+void Model::head_in_chunks(int chunk, int slot, const HeadLossArgs& args, const HeadNorm& norm, float** dx) {
+  Arena& work = scratch_[chunk];
+  HeadLossArgs a = args;
+  if (!saved_[chunk][slot].head_done) return head_loss(head_env(chunk), work, a);
+  // The forward opened forward_head_group for these gradients.
+  a.dx = *dx = arenas_[chunk][slot].floats(size_t(a.rows) * a.dim);
+  a.dweight = params.grad(head);
+  head_loss(head_env(chunk), work, a);
+  chunk_env_[chunk].be().rmsnorm_backward_weight(
+      {.rows = a.rows, .dim = a.dim, .dy = *dx, .x = norm.x, .rstd = norm.rstd, .dweight = params.grad(norm.weight)});
 }
 
 void Model::backward_input(int chunk, int slot, const float* output_grad, bool weights_now) {
@@ -401,12 +274,21 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
   // With each block's weight gradients taken at once, no block needs its output gradient after
   // its backward: the input gradients alternate between grads[nb] and one more buffer.
   float* other = s.blocks_weighted && nb > 0 ? arena.floats(n) : nullptr;
+  // Under fp8 inputs a block's input gradient comes with its FP8 codes when the block below reads
+  // them (Block::reads_output_codes); two rooms, used in turn, as the blocks' gradients are. None
+  // under sequence parallelism: the blocks gather every rank's rows before their GEMMs.
+  const int coded = env.shard.split_rows() ? 0 : s.rows;
+  const Fp8Operand g = Fp8Operand::gradient;
+  const Fp8RowCodes rooms[2] = {env.fp8_row_codes(arena, coded, D, g), env.fp8_row_codes(arena, coded, D, g)};
   for (int i = nb - 1; i >= 0; --i) {
     s.grads[i] = !s.blocks_weighted ? arena.floats(n) : (nb - i) % 2 ? other : s.grads[nb];
     Block& block = *blocks_[stage.first_block + i];
+    const Fp8RowCodes& dy_codes = i + 1 < nb && block.reads_output_codes() ? rooms[(i + 1) % 2] : Fp8RowCodes{};
+    const bool below_reads = i > 0 && blocks_[stage.first_block + i - 1]->reads_output_codes();
+    const Fp8RowCodes& dx_codes = below_reads ? rooms[i % 2] : Fp8RowCodes{};
     with_values(chunk, block_group(stage.first_block + i), [&] {
       if (!s.blocks_weighted) {
-        block.backward_input(slot, arena, s.grads[i + 1], s.grads[i]);
+        block.backward_input(slot, arena, s.grads[i + 1], s.grads[i], dy_codes, dx_codes);
         return;
       }
       Arena& work = scratch_[chunk];
@@ -416,7 +298,7 @@ void Model::backward_input(int chunk, int slot, const float* output_grad, bool w
                       true);
       else if (recompute_ == Recompute::selective)
         block.redo(slot, work);
-      block.backward_input(slot, work, s.grads[i + 1], s.grads[i]);
+      block.backward_input(slot, work, s.grads[i + 1], s.grads[i], dy_codes, dx_codes);
       // Before the next block reuses the scratch.
       weigh(chunk, block_group(stage.first_block + i), [&] { block.backward_weight(slot); });
     });
@@ -455,15 +337,21 @@ void Model::backward_weight(int chunk, int slot) {
 std::vector<std::vector<int>> Model::grad_groups(int chunk) const {
   const StageSpec& stage = chunks_[size_t(chunk)];
   std::vector<std::vector<int>> groups;
-  if (stage.last) groups.push_back(head_group());
+  if (stage.last) groups.push_back(chunked_head() ? forward_head_group() : head_group());
   for (int b = stage.first_block; b < stage.end_block; ++b) groups.push_back(block_group(b));
   for (size_t k = 0; stage.last && k < mtp.size(); ++k) {
-    groups.push_back({head, mtp[k].out_norm});
+    if (!chunked_head()) groups.push_back({head, mtp[k].out_norm});
     groups.push_back(mtp_group(int(k)));
     groups.push_back({embedding});
   }
   if (stage.first) groups.push_back({embedding});
   return groups;
+}
+
+std::vector<int> Model::forward_head_group() const {
+  std::vector<int> ids = head_group();
+  for (const MtpModule& m : mtp) ids.push_back(m.out_norm);
+  return ids;
 }
 
 void Model::weigh(int chunk, const std::vector<int>& ids, const std::function<void()>& weights) {

@@ -26,6 +26,8 @@
 
 namespace mt {
 
+struct HeadLossArgs;  // model/head_loss.hpp
+
 // Host memory: forward() uploads the tokens into the slot's arena.
 struct MicroBatch {
   const int* inputs = nullptr;   // [batch*seq] token ids
@@ -147,6 +149,14 @@ class Model {
   // reads them. grad_groups, value_groups: the groups a chunk's passes open and gather (the holder
   // sizes its memory by them).
   void set_shards(ParamShards* shards, bool values) { shards_ = shards, shard_values_ = values; }
+  // A training forward of a last stage with the heads in chunks takes the heads' gradients, one
+  // group for the holder (forward_head_group). With `defer` the forward leaves that group open and
+  // the caller closes it (close_forward_gradients) from the thread its other passes close theirs on:
+  // under ZeRO-2/3 a close sums over the data-parallel communicator, which takes one thread's calls.
+  void defer_forward_close(bool defer) { defer_forward_close_ = defer; }
+  void close_forward_gradients(int chunk) {
+    if (shards_) shards_->close(chunk);
+  }
   std::vector<std::vector<int>> grad_groups(int chunk) const;
   std::vector<std::vector<int>> value_groups(int chunk) const;
 
@@ -197,15 +207,19 @@ class Model {
   void mtp_forward(int chunk, int slot, int k, const LossScales& scales, const LossSums& sums);
   // The output head and its loss over chunks of rows, with its gradients when a backward follows.
   void head_chunks(int chunk, int slot, const LossScales& scales, double* sum);
+  // The RMSNorm whose output a head reads: its weight, its input and the forward's 1/rms.
+  struct HeadNorm {
+    int weight;
+    const float* x;
+    const float* rstd;
+  };
+  // Any head's loss in chunks (the main head's or an MTP module's); when the forward takes the
+  // gradients, also the gradient w.r.t. the head's input (into *dx, allocated in the slot's arena)
+  // and the head's and the norm's weight gradients.
+  void head_in_chunks(int chunk, int slot, const HeadLossArgs& args, const HeadNorm& norm, float** dx);
   // Whether the heads run in chunks (model.head_chunk_tokens).
   bool chunked_head() const { return cfg_.head_chunk_tokens > 0; }
 
- public:
-  // Whether a training forward pass of `chunk` takes gradients (the heads in chunks, on the last
-  // stage), and so may close the head's gradients over the data-parallel ranks inside the forward.
-  bool forward_takes_gradients(int chunk) const { return chunked_head() && chunks_[size_t(chunk)].last; }
-
- private:
   // The chunk's own sums, zeroed (forward without LossSums), and their values after the forward.
   LossSums own_sums(int chunk);
   void read_own_sums(int chunk, ForwardResult& r);
@@ -219,6 +233,8 @@ class Model {
   // embedding.
   const std::vector<int>& block_group(int block) const { return block_ids_[size_t(block)]; }
   std::vector<int> head_group() const { return {head, final_norm}; }
+  // With the heads in chunks, what a forward takes: the head, the final norm and each MTP output norm.
+  std::vector<int> forward_head_group() const;
   const std::vector<int>& mtp_group(int k) const { return mtp_rest_ids_[size_t(k)]; }
   // The parameters an MTP module's forward and input-gradient pass read.
   const std::vector<int>& mtp_values(int k) const { return mtp_read_ids_[size_t(k)]; }
@@ -245,6 +261,7 @@ class Model {
   std::vector<Arena> scratch_;
   Recompute recompute_ = Recompute::none;
   bool keep_logits_ = false;
+  bool defer_forward_close_ = false;
   ParamShards* shards_ = nullptr;
   bool shard_values_ = false;  // ZeRO-3: values come from shards_ too
   std::vector<std::vector<int>> block_ids_;     // [block]: its parameters' ids

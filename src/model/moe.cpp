@@ -81,7 +81,7 @@ void MoE::redo(int slot, Arena& redo, const float* x) {
   if (n_shared_ > 0) swiglu_redo(env_, redo, shared_weights(), x + size_t(s.first) * d_, s.shared);
 }
 
-void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
+void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) {
   Saved& s = saved_[slot];
   const Backend& be = env_.be();
   const int rows = s.rows, n = s.share, first = s.first;
@@ -100,7 +100,10 @@ void MoE::backward_input(int slot, Arena& arena, const float* dy, float* dx) {
   const GroupedExpertWeights w = expert_weights();
   beside_shared(
       [&] {
-        if (n_shared_ > 0) swiglu_backward_input(shared_env_, arena, shared_weights(), dys, dxs, false, s.shared);
+        // dy's codes are of every row: the shared experts read them when they take every row too.
+        if (n_shared_ > 0)
+          swiglu_backward_input(shared_env_, arena, shared_weights(), dys, dxs, false, s.shared,
+                                tp_ == 1 ? dy_codes : Fp8Codes{});
         else be.zero(dxs, size_t(n) * d_ * sizeof(float));
       },
       [&](const std::function<void()>& meanwhile) {

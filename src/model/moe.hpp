@@ -40,7 +40,9 @@ class MoE {
   // Selective recomputation: the SwiGLU products again, in `redo`; x is the input's recomputed copy.
   void redo(int slot, Arena& redo, const float* x);
   void finish_global_balance(long tokens, double* sum) { router_.finish_global_balance(tokens, sum); }
-  void backward_input(int slot, Arena& arena, const float* dy, float* dx);
+  // dy_codes: dy's FP8 codes (codes null: none), which the shared experts' down projection reads.
+  void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes = {});
+  bool has_shared() const { return n_shared_ > 0; }
   void backward_weight(int slot);
 
   Router& router() { return router_; }

@@ -27,13 +27,13 @@ void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmO
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
-                           float* dx, bool accumulate, SwigluSaved& s) {
+                           float* dx, bool accumulate, SwigluSaved& s, const Fp8Codes& dy_codes) {
   const size_t n = size_t(s.rows) * w.hidden;
   float* dh = arena.floats(n);
   s.dy = dy;
   s.da = arena.floats(n);
   s.db = arena.floats(n);
-  env.linear_backward_input(dy, w.down, s.rows, w.hidden, w.dim, dh);
+  env.linear_backward_input(dy, w.down, s.rows, w.hidden, w.dim, dh, false, dy_codes);
   // Under fp8 inputs the gradients' codes come with them, for the input gradients' GEMMs.
   const Fp8RowCodes qa = env.fp8_row_codes(arena, s.rows, w.hidden, Fp8Operand::gradient);
   const Fp8RowCodes qb = env.fp8_row_codes(arena, s.rows, w.hidden, Fp8Operand::gradient);

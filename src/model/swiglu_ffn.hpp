@@ -33,9 +33,10 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
 // Selective recomputation: h again, in `redo`, from the kept pre-activations; x is the input's
 // recomputed copy.
 void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s);
-// dx[rows,dim] (= or +=) from dy; keeps dy and the pre-activation gradients in s.
+// dx[rows,dim] (= or +=) from dy; keeps dy and the pre-activation gradients in s. dy_codes: dy's
+// FP8 codes written by its producer (codes null: none), for the down projection's Dgrad.
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
-                           float* dx, bool accumulate, SwigluSaved& s);
+                           float* dx, bool accumulate, SwigluSaved& s, const Fp8Codes& dy_codes = {});
 void swiglu_backward_weight(const LayerEnv& env, const SwigluWeights& w, const SwigluGrads& g,
                             const SwigluSaved& s);
 

@@ -35,6 +35,13 @@ ParallelGroups make_groups(Comm& world, const ParallelLayout& l, const Backend& 
   g.pp = &d.pp->host();
   g.mirror = &d.mirror->host();
   g.embedding = &d.embedding->host();
+  g.tp->set_label("the tensor-parallel communicator");
+  g.dp->set_label("the data-parallel communicator");
+  g.ep->set_label("the expert-parallel communicator");
+  g.expert_replicas->set_label("the experts' replica communicator");
+  g.pp->set_label("the pipeline communicator");
+  g.mirror->set_label("the DualPipe pair's communicator");
+  g.embedding->set_label("the embedding's communicator");
   return g;
 }
 

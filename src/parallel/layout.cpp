@@ -114,6 +114,11 @@ std::string train_set_line(const Layout& l) {
   return out;
 }
 
+double fp8_code_bytes(const Fp8Config& f) {
+  if (!f.fused_codes || f.scaling == Fp8Scaling::tensor) return 0;
+  return 1 + 4.0 / f.tile;  // a byte per code, a float scale per 1 x tile piece
+}
+
 Layout layout_of_config(const Config& c) {
   const ParallelConfig& p = c.parallel;
   Layout l;
@@ -129,6 +134,7 @@ Layout layout_of_config(const Config& c) {
   l.micro_batch = c.training.micro_batch;
   l.recompute = c.training.recompute;
   l.fp8 = c.precision.matmul == MatmulPrecision::fp8;
+  l.fp8_code_bytes = l.fp8 ? fp8_code_bytes(c.fp8) : 0;
   return l;
 }
 

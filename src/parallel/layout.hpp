@@ -47,6 +47,10 @@ struct Layout {
   // parallel.ep_receive_bound: the room an expert-parallel rank keeps for arrivals (0: the worst case).
   // Not part of the layout's text: the experiment sets it, and the planner's search does not vary it.
   double ep_receive_bound = 0;
+  // fp8.fused_codes under FP8: the bytes each value RMSNorm and SwiGLU hand to GEMMs keeps beside it
+  // as its E4M3 code and share of a 1 x tile scale (1 + 4 / tile); 0 when none are kept. Set, like
+  // ep_receive_bound, by the experiment.
+  double fp8_code_bytes = 0;
   int world() const { return dp * tp * cp * pp; }
   // Whether micro-batches run as a schedule of chunks: always with a pipeline; with pp == 1 only
   // for DualPipeV, whose two half-model chunks on one rank overlap one micro-batch's
@@ -72,6 +76,9 @@ std::vector<std::string> train_sets(const Layout& l);
 std::string train_set_line(const Layout& l);
 // The layout of a training config: its [parallel] table, micro-batch, recomputation and FP8.
 Layout layout_of_config(const Config& c);
+// Layout::fp8_code_bytes of an FP8 run: 1 + 4 / fp8.tile, or 0 when fp8.fused_codes is off or the
+// scaling is per tensor (the GEMMs quantize what they read then; LayerEnv::fp8_row_codes).
+double fp8_code_bytes(const Fp8Config& f);
 
 
 struct ParallelLayout {

@@ -35,13 +35,16 @@ struct BlockValues {
 // `sp`: sequence parallelism, the block's own rows 1/tp of them (model/block.hpp).
 // `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
 // one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
+// `codes`: values (4 bytes) of FP8 codes and scales that RMSNorm and SwiGLU write beside each value
+// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes), and SwiGLU's backward beside
+// its two gradients: not for rows gathered first (sequence parallelism) nor the MoE's input.
 BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double rows,
-                           double half, double out_half, bool sp) {
+                           double half, double out_half, bool sp, double codes) {
   const auto& a = m.attention;
   const double d = m.d_model, H = double(m.n_heads) / tp, own = sp ? 1.0 / tp : 1.0;
   const double norms = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move)
   double kept = own * (d + 2);  // x1, rstd1, rstd2
-  double dropped = norms;       // selective recomputation redoes them (under sp: gathered)
+  double dropped = norms + (sp ? 0 : codes * (moe ? d : 2 * d));  // selective recomputation redoes them
   double back = own * 3 * d;    // dn2, dx1, dn1
   double temp = 0, redone = 0;  // the forward's temporaries; those selective recomputation makes again
   if (sp) {
@@ -57,7 +60,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double ql = a.q_lora_rank, kl = a.kv_lora_rank, rope = a.qk_rope_head_dim, nope = a.qk_nope_head_dim,
                  v = a.v_head_dim, qk = nope + rope;
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
-    kept += (ql > 0 ? (1 + half) * ql + 1 : 0) + (kl + rope) + (1 + half) * kl + 1 + H * v + H;
+    kept += (ql > 0 ? (1 + half + codes) * ql + 1 : 0) + (kl + rope) + (1 + half + codes) * kl + 1 + H * v + H;
     dropped += half * (2 * H * qk + H * v);  // q, k, v per head: attention's inputs only
     temp += H * (nope + v) + (half < 1 ? H * qk : 0);  // [k_nope; v], and q before RoPE rounds it
     redone += H * (nope + v) + (half < 1 ? H * qk : 0);  // selective recomputation makes them again
@@ -83,8 +86,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // The experts' hidden values take room for R rows per token.
     // The shared experts' gate and up outputs may be bfloat16 (out_half); the routed ones' are fp32.
     kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * out_half * shared + gathered * d);
-    dropped += share * half * (R * hid + shared);  // SwiGLU products
-    back += E + K + share * (2 * K * d + 3 * R * hid + 3 * shared + split * K + gathered * d);
+    dropped += share * (half * (R * hid + shared) + codes * shared);  // SwiGLU products
+    back += E + K + share * (2 * K * d + 3 * R * hid + (3 + 2 * codes) * shared + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
     // expert order, their outputs and those going back (with their order both ways); the same
     // again for the gradients.
@@ -92,8 +95,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   } else {
     const double hid = double(m.ffn_hidden) / tp;
     kept += 2 * out_half * hid;  // the gate and up outputs
-    dropped += half * hid;
-    back += 3 * hid;
+    dropped += (half + codes) * hid;
+    back += (3 + 2 * codes) * hid;
   }
   // Under recomputation the forward's scratch holds what it drops beside its temporaries; the
   // forward again (full, with its output) or its dropped part (selective) stays for the backward.
@@ -110,8 +113,11 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
 // together (a block, the head, the embedding, an MTP module's rest: Model::grad_groups);
 // `largest_read`: the most whose values one piece of a pass reads (Model::value_groups: an MTP
 // module reads the head and the embedding too).
+// `partial`: those whole on every tensor-parallel rank whose gradient each rank gives a part of
+// (Spread::tensor_partial: MLA's latent projections and norms, the shared experts, under sequence
+// parallelism the blocks' norms).
 struct StageParams {
-  double params = 0, experts = 0, buffers = 0, largest_group = 0, largest_read = 0;
+  double params = 0, experts = 0, buffers = 0, largest_group = 0, largest_read = 0, partial = 0;
 };
 StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int first, int end, bool has_embedding,
                                   bool last) {
@@ -125,6 +131,7 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
       const double H = m.n_heads;
       p += (ql > 0 ? ql * d + ql + H * qk * ql / l.tp : H * qk * d / l.tp) + (kl + rope) * d + kl +
            H * (a.qk_nope_head_dim + a.v_head_dim) * kl / l.tp + d * H * a.v_head_dim / l.tp;
+      s.partial += (ql > 0 ? ql * d + ql : 0) + (kl + rope) * d + kl;
     } else {
       p += attention_matmul_params(m) / l.tp;
     }
@@ -133,11 +140,13 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
       const double hid = m.moe.expert_hidden, E = m.moe.n_routed_experts;
       experts = 3 * hid * d * E / l.ep;
       p += E * d + 3.0 * m.moe.n_shared_experts * hid * d + experts;
+      s.partial += 3.0 * m.moe.n_shared_experts * hid * d;
       s.experts += experts;
       s.buffers += E;
     } else {
       p += 3.0 * m.ffn_hidden * d / l.tp;
     }
+    if (l.sp && l.tp > 1) s.partial += 2 * d;
     s.params += p;
     return p - experts;
   };
@@ -150,13 +159,33 @@ StageParams moetrain_stage_params(const ModelConfig& m, const Layout& l, int fir
   if (has_embedding) s.params += V * d, group(V * d), read(V * d);
   if (last) {
     s.params += V * d + d + m.mtp.depth * (2 * d * d + 3 * d);
-    group(V * d + d), read(V * d + d);  // the head with a norm
+    // The head with a norm; in chunks, with every MTP output norm too (the forward takes them together).
+    group(V * d + d + (m.head_chunk_tokens > 0 ? m.mtp.depth * d : 0)), read(V * d + d);
     for (int k = 0; k < m.mtp.depth; ++k) {
       const double module = layer(m.n_layers > m.n_dense_layers) + 2 * d * d + 2 * d;
       group(module), group(V * d), read(module + d + 2 * V * d);
     }
   }
   return s;
+}
+
+// The gradients the optimizer sums across ranks through buffers of its own (Optimizer::
+// allocate_step_buffers), in values: one for the largest of the sums over DualPipe's mirror pair
+// (everything the rank holds), the tied embedding's two copies, the tensor-parallel partial
+// gradients and without ZeRO the data-parallel dense ones, each parameter as its ZeRO piece; and
+// one for the routed experts where other ranks hold replicas of them.
+double summing_buffers(const ModelConfig& m, const Layout& l, const StageParams& all, bool holds_embedding) {
+  const bool zero = l.zero >= 1 && l.dp > 1;
+  auto piece = [&](double n) { return zero ? std::ceil(n / l.dp) : n; };
+  const double dense = all.params - all.experts;
+  double most = 0;
+  if (l.schedule == Kind::dualpipe && l.pp > 1) most = piece(dense) + all.experts;
+  if (holds_embedding && l.pp > 1 && m.mtp.depth > 0 && l.schedule != Kind::dualpipe &&
+      l.schedule != Kind::dualpipev)
+    most = std::max(most, piece(double(m.vocab_size) * m.d_model));
+  if (l.tp > 1) most = std::max(most, piece(all.partial));
+  if (!zero && l.dp > 1) most = std::max(most, dense);
+  return most + (l.dp * l.tp > l.ep ? all.experts : 0);
 }
 
 // moetrain's weights, gradients and optimizer state on the rank that holds the most: FP32 weights
@@ -187,6 +216,7 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
       all.params += s.params;
       all.experts += s.experts;
       all.buffers += s.buffers;
+      all.partial += s.partial;
       all.largest_group = std::max(all.largest_group, s.largest_group);
       all.largest_read = std::max(all.largest_read, s.largest_read);
       windows += s.largest_group;
@@ -201,7 +231,8 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
     const double batch = std::ceil((zero3 ? std::max(all.largest_group, all.largest_read) : all.largest_group) / l.dp);
     RankMemory here;
     here.weights = 4 * (zero3 ? all.experts + shard + read_windows + all.buffers : all.params + all.buffers);
-    here.grads = zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params;
+    here.grads = (zero2 ? 4 * (all.experts + shard + windows + (l.dp + 1) * batch) : 4 * all.params) +
+                 4 * summing_buffers(m, l, all, embedding || (last && m.mtp.depth > 0));
     here.optimizer = zero2   ? 8 * (shard + all.experts)
                      : zero1 ? 8 * (shard + all.experts) + 4 * (dense + shard)
                              : 8 * all.params;
@@ -217,8 +248,9 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
 double moetrain_activation_values(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement,
                                   int microbatches, double expert_rows) {
   const bool outputs = l.storage == Storage::mixed_bf16_outputs;
-  const double d = m.d_model, V = m.vocab_size, half = l.storage == Storage::mixed || outputs ? 0.5 : 1.0;
+  const double d = m.d_model, half = l.storage == Storage::mixed || outputs ? 0.5 : 1.0;
   const double out_half = outputs ? 0.5 : 1.0;
+  const double codes = l.fp8 ? l.fp8_code_bytes / 4 : 0;
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
   const bool mtp_moe = m.n_layers > m.n_dense_layers;
   pipeline::RankOrders order(size_t(placement.ranks));
@@ -242,23 +274,22 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       // tokens, block inputs; input gradients
       double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0), work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
-        const BlockValues b =
-            moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, expert_rows, half, out_half, sp);
+        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, expert_rows, half,
+                                             out_half, sp, codes);
         slot += b.kept;
         later += b.work;
         work = std::max(work, b.work);
         temp = std::max(temp, b.temp);
       }
       if (pos == placement.stages - 1) {
-        // The logits (their gradient in place): a micro-batch's, kept until its backward, or one
-        // chunk's in the scratch arena (model.head_chunk_tokens)
-        const double tokens = double(l.micro_batch) * m.seq_len / l.cp, chunk = m.head_chunk_tokens;
-        const double logits = chunk > 0 ? 0 : V;
-        if (chunk > 0) temp = std::max(temp, V * std::min(chunk, tokens) / tokens);
-        slot += 2 * d + logits + 2 + 2 * whole;  // final norm, logits
-        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, expert_rows, half, out_half, sp);
+        const double tokens = double(l.micro_batch) * m.seq_len / l.cp;
+        const HeadLogits logits = head_logits_values(m, tokens);
+        temp = std::max(temp, logits.once / tokens);
+        slot += 2 * d + 2 + 2 * whole + logits.per_microbatch / tokens;  // final norm, the heads' logits
+        const BlockValues b =
+            moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, expert_rows, half, out_half, sp, codes);
         // MTP modules keep everything (their blocks' own rows beside the gathered ones)
-        slot += m.mtp.depth * (17 * d + logits + 6 + b.kept + b.work + (sp ? 2 * own : 0));
+        slot += m.mtp.depth * (17 * d + 6 + b.kept + b.work + (sp ? 2 * own : 0));
         if (m.mtp.depth > 0) temp = std::max(temp, b.temp);
       }
       // The executor's arenas: a micro-batch takes the last freed one at its forward and frees it
@@ -293,6 +324,12 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
 }
 
 }  // namespace
+
+HeadLogits head_logits_values(const ModelConfig& m, double tokens) {
+  const double V = m.vocab_size, chunk = m.head_chunk_tokens, heads = 1 + m.mtp.depth;
+  if (chunk > 0) return {0, V * std::min(chunk, tokens)};
+  return {heads * V * tokens, 0};
+}
 
 double ep_rows_per_token(const ModelConfig& m, const Layout& l) {
   if (l.ep == 1) return m.moe.top_k;

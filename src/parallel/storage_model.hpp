@@ -30,6 +30,17 @@ struct RankMemory {
 // one piece on every rank.
 pipeline::Placement placement_of(const Layout& l);
 
+// The output heads' logits (their gradient in place) of a micro-batch of `tokens` on a rank, in
+// values (model/head_loss.hpp): with model.head_chunk_tokens, one chunk's [chunk, vocab] at a time
+// for the main and every MTP head, in the scratch arena; with 0, each head's whole [tokens, vocab],
+// kept in the micro-batch's arena until its backward. moetrain's storage and the planner's BF16
+// recipe (plan/memory_model.cpp) both count them so.
+struct HeadLogits {
+  double per_microbatch = 0;  // in every micro-batch's arena
+  double once = 0;            // in the scratch arena
+};
+HeadLogits head_logits_values(const ModelConfig& m, double tokens);
+
 // moetrain's own storage per rank (l.storage fp32 or mixed): weights, gradients, optimizer state
 // and the activation arenas' high water, without timing anything. `prepared_bytes`: what each
 // element of a weight that GEMMs read costs again in its prepared forms (0: none are kept).

@@ -104,7 +104,9 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   if (l.storage != Storage::bf16_recipe) {
     e.memory = trainer_memory(m, global_batch, l);
   } else {
-    e.memory.activations = recipe_activations(m, l, s.tokens, s.pieces, pipe.peak_chunks);
+    const RecipeActivations a = recipe_activations(m, l, s.tokens, s.pieces, pipe.peak_chunks);
+    e.memory.activations = a.bytes;
+    e.memory.ep_headroom = a.ep_headroom;
   }
   e.fits = e.memory.total() <= e.memory_limit;
 

@@ -14,11 +14,13 @@ namespace {
 
 // Activation bytes one token leaves saved in one layer for backward (BF16), before tensor
 // parallelism divides them: layer inputs, normalized inputs, projections and FFN intermediates.
+// `routed`: the rows a MoE layer's routed experts hold per token (top_k; the reserved arrivals under
+// expert parallelism).
 struct LayerActivations {
   double attention;  // split by tensor (sequence) parallelism
   double ffn;        // dense FFN: split by tensor parallelism; MoE: not split
 };
-LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout& l) {
+LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout& l, double routed) {
   const auto& a = m.attention;
   const double d = m.d_model, H = m.n_heads;
   const bool selective = l.recompute == Recompute::selective;
@@ -30,7 +32,7 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
   } else {
     attn = 2 * d + 2.0 * H * m.head_dim + 2.0 * (a.n_kv_heads > 0 ? a.n_kv_heads : H) * m.head_dim;
   }
-  const double experts = moe ? m.moe.top_k + m.moe.n_shared_experts : 1;
+  const double experts = moe ? routed + m.moe.n_shared_experts : 1;
   const double hidden = moe ? m.moe.expert_hidden : m.ffn_hidden;
   // FFN input per expert copy, gate and up outputs, their SwiGLU product (recomputed when selective).
   double ffn = 2 * d + experts * (d + (selective ? 2 : 3) * hidden);
@@ -43,34 +45,42 @@ LayerActivations layer_activations(const ModelConfig& m, bool moe, const Layout&
 
 // Activation bytes one token leaves in all layers (MTP blocks included) on one tensor-parallel
 // rank, under the layout's recomputation and precision.
-double model_activations_per_token(const ModelConfig& m, const Layout& l) {
+double model_activations_per_token(const ModelConfig& m, const Layout& l, double routed) {
   const int moe_blocks = moe_layer_count(m), dense_blocks = m.n_layers + m.mtp.depth - moe_blocks;
-  const LayerActivations dense = layer_activations(m, false, l), moe = layer_activations(m, true, l);
+  const LayerActivations dense = layer_activations(m, false, l, routed), moe = layer_activations(m, true, l, routed);
   return dense_blocks * (dense.attention + dense.ffn) / l.tp + moe_blocks * (moe.attention / l.tp + moe.ffn);
 }
 
-}  // namespace
-
-// The BF16 recipe's activation bytes on a rank: `live` micro-batches of its pieces' saved
-// tensors, and the logits.
-double recipe_activations(const ModelConfig& m, const Layout& l, double T, int pieces, int live) {
-  double per_token_piece = model_activations_per_token(m, l) / pieces;
+// The recipe's activations with room for `routed` rows per token in each MoE layer.
+double recipe_values(const ModelConfig& m, const Layout& l, double T, int pieces, int live, double routed) {
+  double per_token_piece = model_activations_per_token(m, l, routed) / pieces;
   if (l.recompute == Recompute::full) {
     // Only each layer's input is kept (BF16; under sequence parallelism its 1/tp of the rows); one
     // layer is rebuilt at a time during backward.
     Layout plain = l;
     plain.recompute = Recompute::none;
-    LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain);
+    LayerActivations a = layer_activations(m, moe_layer_count(m) > 0, plain, routed);
     const double layers_per_piece = double(m.n_layers + m.mtp.depth) / pieces;
     const double input_share = l.sp && l.tp > 1 ? 1.0 / l.tp : 1.0;
     per_token_piece = 2.0 * m.d_model * layers_per_piece * input_share +
                       (a.attention + a.ffn) / l.tp / std::max(1.0, double(live));
   }
-  const double logits = T * m.vocab_size * 4.0 / l.tp * (1 + m.mtp.depth);
-  return per_token_piece * T * live + logits;
+  // FP32 logits, split over the tensor-parallel ranks by vocabulary; chunked as moetrain's.
+  const HeadLogits logits = head_logits_values(m, T);
+  return per_token_piece * T * live + (logits.per_microbatch + logits.once) * 4.0 / l.tp;
 }
 
-double activation_bytes_per_token(const ModelConfig& m, const Layout& l) { return model_activations_per_token(m, l); }
+}  // namespace
+
+RecipeActivations recipe_activations(const ModelConfig& m, const Layout& l, double T, int pieces, int live) {
+  const double average = m.moe.top_k, reserved = ep_rows_per_token(m, l);
+  const double bytes = recipe_values(m, l, T, pieces, live, reserved);
+  return {bytes, reserved == average ? 0 : bytes - recipe_values(m, l, T, pieces, live, average)};
+}
+
+double activation_bytes_per_token(const ModelConfig& m, const Layout& l) {
+  return model_activations_per_token(m, l, m.moe.top_k);
+}
 
 
 }  // namespace mt::plan

@@ -34,8 +34,8 @@ std::string estimates_table(const std::vector<Estimate>& rows) {
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     const Layout& l = rows[i].layout;
-    if (l.ep == 1 || l.storage == Storage::bf16_recipe) continue;
-    // moetrain's own storage reserves room for what the experts' all-to-all may bring.
+    // The room for what the experts' all-to-all may bring beyond the average, as the run reserves it.
+    if (l.ep == 1 || rows[i].memory.ep_headroom == 0) continue;
     const std::string bound = l.ep_receive_bound == 0 ? "worst" : format_number("%g", l.ep_receive_bound);
     out += "(#" + std::to_string(i + 1) + ": mem holds the room for expert-parallel arrivals that " +
            "parallel.ep_receive_bound = " + bound + " reserves, " +
@@ -62,7 +62,11 @@ std::string estimates_json(const std::string& model, const Cluster& c, int gpus,
            name_of(l.storage) + "\",\"microbatches\":" + std::to_string(e.microbatches) +
            ",\"step_s\":" + format_number("%.6g", e.step_s) + ",\"mfu\":" + format_number("%.6g", e.mfu) +
            ",\"tokens_per_s_per_accelerator\":" + format_number("%.6g", e.tokens_per_s_per_accel) +
-           ",\"memory_bytes\":" + format_number("%.6g", e.memory.total()) + ",\"fits\":" + (e.fits ? "true" : "false") +
+           ",\"memory_bytes\":" + format_number("%.6g", e.memory.total()) +
+           ",\"activation_bytes\":" + format_number("%.6g", e.memory.activations) + ",\"ep_receive_bound\":" +
+           (l.ep_receive_bound == 0 ? "\"worst\"" : format_number("%g", l.ep_receive_bound)) +
+           ",\"ep_arrival_room_over_average_bytes\":" + format_number("%.6g", e.memory.ep_headroom) +
+           ",\"fits\":" + (e.fits ? "true" : "false") +
            ",\"time\":{";
     for (size_t p = 0; p < std::size(kParts); ++p)
       out += std::string(p ? "," : "") + "\"" + kParts[p].name + "\":" + format_number("%.6g", e.time.*kParts[p].field);

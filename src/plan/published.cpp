@@ -184,6 +184,9 @@ PublishedRun read_run(RunEntry& e, const toml::table& models, std::map<std::stri
   } catch (const UserError& err) {
     throw UserError(where + ": " + err.what());
   }
+  // The published systems allocate what the all-to-all brings: room for the average arrivals, not
+  // the worst case moetrain reserves by default (parallel.ep_receive_bound).
+  r.layout.ep_receive_bound = 1;
   if (r.layout.world() != gpus)
     throw UserError(where + ": the layout uses " + std::to_string(r.layout.world()) + " accelerators but gpus = " +
                     std::to_string(gpus));

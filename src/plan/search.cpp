@@ -14,7 +14,8 @@ std::vector<int> powers_of_two_up_to(int limit) {
 
 }  // namespace
 
-SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8, int max_cp) {
+SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8, int max_cp,
+                            const FixedSettings& fixed) {
   using pipeline::Kind;
   SearchResult out;
   ScheduleTimings timings;
@@ -36,6 +37,8 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
                   // The cost model splits activations by sequence parallelism under tp.
                   Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8, tp > 1};
                   l.cp = cp;
+                  l.ep_receive_bound = fixed.ep_receive_bound;
+                  l.fp8_code_bytes = fp8 ? fixed.fp8_code_bytes : 0;
                   if (!layout_problem(m, global_batch, c, l).empty()) continue;
                   Estimate e = estimate_step(m, global_batch, c, l, timings, true);
                   ++out.considered;

@@ -13,15 +13,21 @@ struct SearchResult {
   int too_big = 0;               // of those, how many did not fit in memory
 };
 
-// fp8: search FP8 layouts only (true) or BF16 only (false): precision is the experiment's choice.
-// max_cp: the most context-parallel ranks a layout may use (powers of two; 1, the default, keeps
-// to layouts `moetrain train` runs).
+// What the experiment sets and every searched layout takes as it is (Layout's fields of these names).
+struct FixedSettings {
+  double ep_receive_bound = 0;  // parallel.ep_receive_bound (0: the worst case)
+  double fp8_code_bytes = 0;    // fp8.fused_codes (fp8_code_bytes of parallel/layout.hpp)
+};
+
 // Why a search found no layout to print: every candidate was refused (the reason the plainest
 // one, all data-parallel, gives), or none fit in memory.
 std::string no_layout_reason(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8,
                              const SearchResult& r);
 
+// fp8: search FP8 layouts only (true) or BF16 only (false): precision is the experiment's choice.
+// max_cp: the most context-parallel ranks a layout may use (powers of two; 1, the default, keeps
+// to layouts `moetrain train` runs).
 SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluster& c, int gpus, bool fp8,
-                            int max_cp = 1);
+                            int max_cp = 1, const FixedSettings& fixed = {});
 
 }  // namespace mt::plan

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "comm/thread_check.hpp"
 #include "model/step_statistics.hpp"
 
 namespace mt {
@@ -37,7 +38,12 @@ StepExecutor::StepExecutor(Model& model, const pipeline::Schedule& schedule, con
     for (int s = pl_.microbatches_per_flow - 1; s >= 0; --s) free_slots_.back().push_back(s);
   }
   slot_of_.assign(pl_.chunks_per_rank, std::vector<int>(pl_.microbatches_per_flow, -1));
+  // The gradients a forward takes (the heads in chunks) are summed over the data-parallel ranks
+  // from this thread, which every pass's gradient sums use (compute_pair).
+  model_.defer_forward_close(true);
 }
+
+StepExecutor::~StepExecutor() { model_.defer_forward_close(false); }
 
 void StepExecutor::run(const std::vector<pipeline::Step>& program) {
   // The chunks' streams start after what the device's first stream did before the step (the
@@ -95,12 +101,13 @@ StepExecutor::Pending StepExecutor::prepare(const pipeline::Task& t) {
   return p;
 }
 
-void StepExecutor::execute(Pending& p) {
+void StepExecutor::execute(Pending& p, bool close_now) {
   const pipeline::Task& t = p.task;
   const float* input = p.input.data.count() ? p.input.data.f32() : nullptr;
   if (t.pass == Pass::forward) {
     const MicroBatch batch{p.tokens.data(), p.targets.data(), plan_.micro_batch};
     model_.forward(t.chunk, p.slot, batch, input, plan_.scales, &p.sums);
+    if (close_now) model_.close_forward_gradients(t.chunk);
   } else {
     if (t.pass != Pass::weight_grad) model_.backward_input(t.chunk, p.slot, input, t.pass == Pass::backward);
     if (t.pass != Pass::input_grad) model_.backward_weight(t.chunk, p.slot);
@@ -161,29 +168,16 @@ void StepExecutor::compute(const pipeline::ComputeOp& op) {
 // backward, so either's communication inside the layers (the expert all-to-alls, tensor-parallel
 // sums) proceeds while the other computes; when the communicators cannot take calls from two
 // threads, one after the other. Two chunks share no layer, so their passes touch disjoint saved
-// state and statistics. The pair's time counts once, as overlapped time: from the first stream's
-// mark before it to the mark after both chunks' streams are through.
+// state and statistics, and each talks over its chunk's own communicators; the data-parallel one,
+// which the backward's gradient sums use, takes the forward's (the heads' in chunks) from this
+// thread after both (the OverlapScope makes any communicator both threads call a failure). The
+// pair's time counts once, as overlapped time: from the first stream's mark before it to the mark
+// after both chunks' streams are through.
 void StepExecutor::compute_pair(Pending& f, Pending& b) {
   overlapped_time_.begin();
-  // A forward that takes the head's gradients may sum them over the data-parallel group, which the
-  // backward's own gradient sums use too: one communicator takes one thread's calls at a time.
-  if (concurrent_ && !(model_.forward_takes_gradients(f.task.chunk) && g_.dp->size() > 1)) {
-    std::exception_ptr failed;
-    std::thread forward([&] {
-      try {
-        execute(f);
-      } catch (...) {
-        failed = std::current_exception();
-      }
-    });
-    try {
-      execute(b);
-    } catch (...) {
-      forward.join();
-      throw;
-    }
-    forward.join();
-    if (failed) std::rethrow_exception(failed);
+  if (concurrent_) {
+    run_overlapped(f, b);
+    model_.close_forward_gradients(f.task.chunk);
   } else {
     execute(f);
     execute(b);
@@ -191,6 +185,26 @@ void StepExecutor::compute_pair(Pending& f, Pending& b) {
   order_after(main(), model_.backend(f.task.chunk));
   order_after(main(), model_.backend(b.task.chunk));
   overlapped_time_.end();
+}
+
+void StepExecutor::run_overlapped(Pending& f, Pending& b) {
+  const OverlapScope overlap;
+  std::exception_ptr failed;
+  std::thread forward([&] {
+    try {
+      execute(f, false);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  try {
+    execute(b);
+  } catch (...) {
+    forward.join();
+    throw;
+  }
+  forward.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 // A global-batch balance loss needs the routing of every micro-batch of the step through a

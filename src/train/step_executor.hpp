@@ -18,6 +18,9 @@ class StepExecutor {
   StepExecutor(Model& model, const pipeline::Schedule& schedule, const ParallelGroups& g, const StepPlan& plan,
                const FillMicroBatch& fill, const AfterForward& after_forward, TransferBuffers& buffers,
                StepScalars& scalars);
+  ~StepExecutor();
+  StepExecutor(const StepExecutor&) = delete;
+  StepExecutor& operator=(const StepExecutor&) = delete;
 
   // Queues the program's passes and then the sum of the forwards' losses; the host waits for none.
   void run(const std::vector<pipeline::Step>& program);
@@ -41,11 +44,14 @@ class StepExecutor {
   bool last_position(const Pending& p) const { return p.loc.position == pl_.stages - 1; }
   void order_embedding_gradient(const pipeline::Task& t);
   Pending prepare(const pipeline::Task& t);
-  void execute(Pending& p);
+  // Runs the pass; `close_now` false leaves a forward's gradients to the caller (compute_pair).
+  void execute(Pending& p, bool close_now = true);
   void execute_graphed(Pending& p);
   void finish(Pending& p);
   void compute(const pipeline::ComputeOp& op);
   void compute_pair(Pending& f, Pending& b);
+  // The pair's forward on a second thread, its gradients left open, beside the backward on this one.
+  void run_overlapped(Pending& f, Pending& b);
   void finish_global_balance_once();
 
   Model& model_;

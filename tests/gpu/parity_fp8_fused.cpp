@@ -1,5 +1,5 @@
 // GPU parity of the producers that write FP8 codes with their outputs (ops/fp8/row_codes.hpp):
-// RMSNorm's and SwiGLU's (forward and backward) codes and scales against the CUDA quantizer run on
+// RMSNorm's and SwiGLU's (forward and backward) and the attention op's codes and scales against the CUDA quantizer run on
 // the same output (the CPU quantizer for the stand-in), bit for bit (an error is the number of
 // codes and scales that differ, tolerance 0); their values against the same ops without codes,
 // bit for bit; and the FP8 GEMM reading the codes against the one quantizing its input.
@@ -69,20 +69,29 @@ std::string name_of(const char* op, const mt::Fp8Recipe& r, int rows, int cols) 
          std::to_string(cols);
 }
 
+// run(out, codes) writes a producer's output [rows, cols] (and its codes, when set) to out: once
+// without codes, once with room's; the two outputs the same bits, the codes the quantizer's.
+template <class Run>
+void check_written(const Context& c, const char* op, const mt::Fp8Recipe& r, int rows, int cols, const Room& room,
+                   Run run) {
+  const size_t n = size_t(rows) * cols;
+  const DeviceVec<float> out(c.gpu, poison<float>(n)), plain(c.gpu, poison<float>(n));
+  run(plain.get(), mt::Fp8RowCodes{});
+  run(out.get(), room.q);
+  const std::string values = std::string(op) + " values", codes = std::string(op) + " codes";
+  c.rep.check(name_of(values.c_str(), r, rows, cols), bits_differ(out.download(), plain.download()), 0);
+  c.rep.check(name_of(codes.c_str(), r, rows, cols), differing(c, out.get(), rows, cols, r, room), 0);
+}
+
 void check_shape(const Context& c, const mt::Fp8Recipe& r, int rows, int cols, uint64_t seed) {
   Lcg rng(seed);
   const size_t n = size_t(rows) * cols;
   const DeviceVec<float> x(c.gpu, random_values(n, rng, -4.0f, 4.0f)), w(c.gpu, random_values(cols, rng));
-  const DeviceVec<float> y(c.gpu, poison<float>(n)), y_plain(c.gpu, poison<float>(n)), rstd(c.gpu, poison<float>(rows));
-  Room norm(c.gpu, rows, cols, r);
-  mt::RmsNormForwardArgs a{.rows = rows, .dim = cols, .x = x.get(), .weight = w.get(), .y = y_plain.get(),
-                           .rstd = rstd.get()};
-  c.gpu.rmsnorm_forward(a);
-  a.y = y.get();
-  a.fp8 = norm.q;
-  c.gpu.rmsnorm_forward(a);
-  c.rep.check(name_of("rmsnorm values", r, rows, cols), bits_differ(y.download(), y_plain.download()), 0);
-  c.rep.check(name_of("rmsnorm codes", r, rows, cols), differing(c, y.get(), rows, cols, r, norm), 0);
+  const DeviceVec<float> rstd(c.gpu, poison<float>(rows));
+  check_written(c, "rmsnorm", r, rows, cols, Room(c.gpu, rows, cols, r), [&](float* y, const mt::Fp8RowCodes& q) {
+    c.gpu.rmsnorm_forward({.rows = rows, .dim = cols, .x = x.get(), .weight = w.get(), .y = y, .rstd = rstd.get(),
+                           .fp8 = q});
+  });
 
   const DeviceVec<float> up(c.gpu, random_values(n, rng, -3.0f, 3.0f));
   const DeviceVec<float> h(c.gpu, poison<float>(n)), h_plain(c.gpu, poison<float>(n));
@@ -114,6 +123,33 @@ void check_shape(const Context& c, const mt::Fp8Recipe& r, int rows, int cols, u
               1e-5);
 }
 
+// RMSNorm's input gradient (the residual stream's gradient, in the gradient format) and the
+// attention op's output (the output projection's input), each written with its codes.
+void check_more_producers(const Context& c, const mt::Fp8Recipe& r, int rows, int cols, uint64_t seed) {
+  Lcg rng(seed);
+  const size_t n = size_t(rows) * cols;
+  const DeviceVec<float> dy(c.gpu, random_values(n, rng, -4.0f, 4.0f)), x(c.gpu, random_values(n, rng));
+  const DeviceVec<float> w(c.gpu, random_values(cols, rng)), rstd(c.gpu, random_values(rows, rng, 0.5f, 2.0f));
+  const DeviceVec<float> res(c.gpu, random_values(n, rng, -2.0f, 2.0f));
+  const Room grad(c.gpu, rows, cols, r, mt::Fp8Operand::gradient);
+  check_written(c, "rmsnorm backward", r, rows, cols, grad, [&](float* dx, const mt::Fp8RowCodes& q) {
+    c.gpu.rmsnorm_backward_input({.rows = rows, .dim = cols, .dy = dy.get(), .x = x.get(), .weight = w.get(),
+                                  .rstd = rstd.get(), .dx = dx, .residual_grad = res.get(), .fp8 = q});
+  });
+
+  // Attention over rows of `cols` values: heads of 64 values, else of a third of the row (333: 111), else one.
+  const int v_dim = cols % 64 == 0 ? 64 : cols % 3 == 0 ? cols / 3 : cols;
+  const int batch = 2, seq = (rows + 1) / 2, heads = cols / v_dim, t = batch * seq;
+  const size_t qn = size_t(t) * heads * 64, on = size_t(t) * cols;
+  const DeviceVec<float> q(c.gpu, random_values(qn, rng)), k(c.gpu, random_values(qn, rng));
+  const DeviceVec<float> v(c.gpu, random_values(on, rng, -4.0f, 4.0f)), lse(c.gpu, poison<float>(size_t(t) * heads));
+  check_written(c, "attention", r, t, cols, Room(c.gpu, t, cols, r), [&](float* out, const mt::Fp8RowCodes& codes) {
+    c.gpu.attention_forward({.batch = batch, .seq = seq, .heads = heads, .qk_dim = 64, .v_dim = v_dim,
+                             .scale = 0.125f, .q = q.get(), .k = k.get(), .v = v.get(), .out = out, .lse = lse.get(),
+                             .inputs = mt::GemmPrecision::fp8, .out_fp8 = codes});
+  });
+}
+
 }  // namespace
 
 void group_fp8_fused(const Context& c, uint64_t seed) {
@@ -124,7 +160,10 @@ void group_fp8_fused(const Context& c, uint64_t seed) {
     r.gradient = variant & 1 ? mt::Fp8Format::e4m3 : mt::Fp8Format::e5m2;  // the other one
     r.pow2_scales = (variant & 2) == 0;
     r.tile = variant & 4 ? 64 : 128;
-    for (const auto& s : shapes) check_shape(c, r, s[0], s[1], seed++);
+    for (const auto& s : shapes) {
+      check_shape(c, r, s[0], s[1], seed++);
+      check_more_producers(c, r, s[0], s[1], seed++);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Arguments of the attention ops: causal training attention and one decoding step.
 #include "ops/bf16.hpp"
+#include "ops/fp8/row_codes.hpp"
 #include "ops/gemm/args.hpp"
 
 namespace mt {
@@ -33,6 +34,9 @@ struct AttentionForwardArgs {
   const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;
   int kv_heads = 0;
   HeadStrides q_at = {}, k_at = {}, v_at = {}, out_at = {};
+  // out's FP8 codes and scales as well (codes set; out packed), for the output projection's GEMM:
+  // rows of heads * v_dim values (ops/fp8/row_codes.hpp).
+  Fp8RowCodes out_fp8 = {};
 };
 // Takes the forward's out and lse; dq, dk, dv are overwritten. dout is laid out as out_at says.
 struct AttentionBackwardArgs {

@@ -96,6 +96,10 @@ void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, a.v_dim, T, 1.0f, P.data(), T, V.get() + vv.head(b, h),
                   vv.at.row, 0.0f, a.out + vo.head(b, h), vo.at.row);
     }
+  if (a.out_fp8.codes) {
+    MT_CHECK(vo.at.row == H * a.v_dim);
+    fp8_code_rows(a.out, int(rows), H * a.v_dim, a.out_fp8);
+  }
 }
 
 namespace {

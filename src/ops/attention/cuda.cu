@@ -16,6 +16,7 @@
 
 #include "ops/attention/cuda.cuh"
 #include "ops/attention/cudnn_attention.cuh"
+#include "ops/fp8/row_codes.cuh"
 #include "ops/backend/cuda_ops.hpp"
 #include "ops/attention/online_softmax.hpp"
 
@@ -305,10 +306,10 @@ size_t query_grads_bytes(const Shape& s) {
 
 }  // namespace
 
-void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
-  if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
-  activate(st);
-  MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
+namespace {
+
+// The forward through cuDNN, the tensor-core kernel or the CUDA-core one, the first that takes it.
+void run_forward(DeviceState* st, const AttentionForwardArgs& a) {
   if (cudnn_attention_forward(st, a)) return;
   if (a.inputs != GemmPrecision::fp32 && attention_tc_forward(st, a)) return;
   const Shape s = attention_shape(a, kTile);
@@ -317,6 +318,20 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   forward_kernel<<<tile_blocks(s), kThreads, bytes, st->stream>>>(
       s, head_input(a.q, a.q_bf16), head_input(a.k, a.k_bf16), head_input(a.v, a.v_bf16), a.out, a.lse);
   MT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+// out's FP8 codes (out_fp8) in one pass after the kernel: a row's 128-wide piece spans several
+// heads, which different blocks of every kernel here (and cuDNN) write.
+void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
+  if (a.batch == 0 || a.seq == 0 || a.heads == 0) return;
+  activate(st);
+  MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
+  run_forward(st, a);
+  if (!a.out_fp8.codes) return;
+  MT_CHECK(packed_or(a.out_at, a.heads, a.v_dim).row == a.heads * a.v_dim);
+  fp8_code_rows(st, a.out, a.batch * a.seq, a.heads * a.v_dim, a.out_fp8);
 }
 
 // Grouped-query attention writes each query head's dk and dv into scratch (after delta), then

@@ -7,29 +7,20 @@
 
 namespace mt::cpu {
 
-namespace {
-// The FP8 codes of x, n values as rows of `cols` (ops/fp8/row_codes.hpp).
-void code_rows(const float* x, size_t n, int cols, const Fp8RowCodes& q) {
-  const int rows = int(n / size_t(cols));
-  for (int r = 0; r < rows; ++r) fp8_code_row(x + size_t(r) * cols, r, cols, q);
-  fp8_zero_padding_rows(rows, q);
-}
-}  // namespace
-
 void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
   for (size_t i = 0; i < a.n; ++i) {
     const float h = swiglu(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i));
     if (a.h_bf16) a.h_bf16[i].bits = float_to_bf16_bits(h);
     else a.h[i] = h;
   }
-  if (a.fp8.codes) code_rows(a.h, a.n, a.cols, a.fp8);
+  if (a.fp8.codes) fp8_code_rows(a.h, int(a.n / size_t(a.cols)), a.cols, a.fp8);
 }
 
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
   for (size_t i = 0; i < a.n; ++i)
     swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), a.dh[i], &a.dgate[i], &a.dup[i]);
-  if (a.dgate_fp8.codes) code_rows(a.dgate, a.n, a.cols, a.dgate_fp8);
-  if (a.dup_fp8.codes) code_rows(a.dup, a.n, a.cols, a.dup_fp8);
+  if (a.dgate_fp8.codes) fp8_code_rows(a.dgate, int(a.n / size_t(a.cols)), a.cols, a.dgate_fp8);
+  if (a.dup_fp8.codes) fp8_code_rows(a.dup, int(a.n / size_t(a.cols)), a.cols, a.dup_fp8);
 }
 
 void add(DeviceState*, const AddArgs& a) {

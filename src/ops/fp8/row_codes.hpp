@@ -46,4 +46,11 @@ inline void fp8_zero_padding_rows(int rows, const Fp8RowCodes& q) {
   for (size_t i = size_t(rows) * q.ld; i < size_t(q.rows_pad) * q.ld; ++i) q.codes[i] = 0;
 }
 
+// Rows [0, rows) of x (cols values each, packed) coded after the fact, then the padding rows: the
+// CPU form of a producer that writes its codes with its values.
+inline void fp8_code_rows(const float* x, int rows, int cols, const Fp8RowCodes& q) {
+  for (int r = 0; r < rows; ++r) fp8_code_row(x + size_t(r) * cols, r, cols, q);
+  fp8_zero_padding_rows(rows, q);
+}
+
 }  // namespace mt

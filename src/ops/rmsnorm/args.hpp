@@ -20,11 +20,14 @@ struct RmsNormForwardArgs {
 };
 // dx = d(RMSNorm)/dx applied to dy (overwrites dx); plus residual_grad when set (the gradient
 // that reaches the norm's input around it, added as it is written).
+// fp8 (codes set): dx's FP8 codes and scales as well (the gradient format), for the Dgrad GEMMs
+// that read dx: the residual stream's gradient entering the projections that write to it.
 struct RmsNormBackwardInputArgs {
   int rows = 0, dim = 0;
   const float* dy = nullptr; const float* x = nullptr; const float* weight = nullptr;
   const float* rstd = nullptr; float* dx = nullptr;
   const float* residual_grad = nullptr;
+  Fp8RowCodes fp8 = {};
 };
 // dweight += sum over rows of dy * x * rstd.
 struct RmsNormBackwardWeightArgs {

@@ -41,6 +41,7 @@ void rmsnorm_backward_input(DeviceState*, const RmsNormBackwardInputArgs& a) {
     if (a.residual_grad)
       for (int i = 0; i < a.dim; ++i) dx[i] += a.residual_grad[size_t(r) * a.dim + i];
   }
+  if (a.fp8.codes) fp8_code_rows(a.dx, a.rows, a.dim, a.fp8);
 }
 
 void rmsnorm_backward_weight(DeviceState*, const RmsNormBackwardWeightArgs& a) {

@@ -1,5 +1,5 @@
-// RMSNorm forward and backward on the GPU, the same formulas as cpu.cpp; the forward optionally
-// writes its output's FP8 codes too (ops/fp8/row_codes.hpp).
+// RMSNorm forward and backward on the GPU, the same formulas as cpu.cpp; the forward and the input
+// gradient optionally write their output's FP8 codes too (ops/fp8/row_codes.hpp).
 // Row reductions use one block per row with fp32 partial sums (the CPU sums in double; the
 // difference is far below the parity tolerance). The weight gradient is reduced over rows in a
 // fixed order without atomics, so it is bitwise reproducible run to run.
@@ -91,6 +91,31 @@ __global__ void backward_input_kernel(const float* __restrict__ dy, const float*
   }
 }
 
+// backward_input_kernel with dx's FP8 codes (q): the dot of the row as there, then each warp
+// writes whole pieces of dx, values first (backward_input_kernel's bits), then their codes. Blocks
+// past the rows write the zero codes of the padding rows.
+__global__ void backward_input_fp8_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                          const float* __restrict__ weight, const float* __restrict__ rstd,
+                                          const float* __restrict__ residual_grad, float* __restrict__ dx, int rows,
+                                          int dim, Fp8RowCodes q) {
+  const int row = blockIdx.x;
+  if (row >= rows) return fp8_zero_codes(q, row, 0, q.ld, threadIdx.x, blockDim.x);
+  const size_t base = size_t(row) * dim;
+  float dot = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += weight[i] * dy[base + i] * x[base + i];
+  dot = block_reduce(dot, SumOp{}, 0.0f);
+  const float r = rstd[row];
+  const float c = dot / float(dim) * r * r;
+  const auto grad = [&](int i) {
+    float g = r * (weight[i] * dy[base + i] - x[base + i] * c);
+    if (residual_grad) g += residual_grad[base + i];
+    return g;
+  };
+  const int warps = blockDim.x >> 5, pieces = fp8_row_pieces(dim, q.tile);
+  for (int p = threadIdx.x >> 5; p < pieces; p += warps) fp8_code_piece_warp(grad, dx + base, row, p, dim, q);
+  fp8_zero_codes(q, row, dim, q.ld, threadIdx.x, blockDim.x);
+}
+
 // One thread per column sums its column over one chunk of rows (coalesced across the warp); blockIdx.x is
 // the chunk, so any row count fits the grid, and columns beyond grid.y blocks loop.
 // With a single chunk it accumulates straight into dweight; otherwise it writes its partial sum.
@@ -139,6 +164,13 @@ void rmsnorm_forward(DeviceState* s, const RmsNormForwardArgs& a) {
 void rmsnorm_backward_input(DeviceState* s, const RmsNormBackwardInputArgs& a) {
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
+  if (a.fp8.codes) {
+    MT_CHECK(a.fp8.rows_pad >= a.rows);
+    backward_input_fp8_kernel<<<a.fp8.rows_pad, kThreads, 0, s->stream>>>(a.dy, a.x, a.weight, a.rstd,
+                                                                           a.residual_grad, a.dx, a.rows, a.dim, a.fp8);
+    MT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   backward_input_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.dy, a.x, a.weight, a.rstd, a.residual_grad, a.dx,
                                                             a.dim);
   MT_CUDA_CHECK_LAUNCH();
