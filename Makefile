@@ -122,7 +122,8 @@ install: moetrain
 # GPU parity test and GPU benchmarks: separate binaries that say "skipped: no GPU" without one.
 PARITY_OBJS := $(BUILD)/tests/gpu/gpu_parity.o $(BUILD)/tests/gpu/parity_moe.o $(BUILD)/tests/gpu/parity_fp8.o \
   $(BUILD)/tests/gpu/parity_strided.o $(BUILD)/tests/gpu/parity_grouped.o $(BUILD)/tests/gpu/parity_cudnn.o \
-  $(BUILD)/tests/gpu/parity_fp8_fused.o $(BUILD)/tests/gpu/parity_muon.o
+  $(BUILD)/tests/gpu/parity_fp8_fused.o $(BUILD)/tests/gpu/parity_muon.o \
+  $(BUILD)/tests/gpu/parity_bf16_outputs.o
 $(BUILD)/tests/gpu_parity: $(PARITY_OBJS) $(LIB_OBJS)
 	$(CXX) -o $@ $^ $(LDLIBS)
 # NcclComm's every call on one rank (scripts/gpu_check.sh section (e)).

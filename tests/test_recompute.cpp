@@ -147,3 +147,19 @@ TEST_CASE("bf16 activations: bitwise the same step as fp32 ones under bf16 GEMMs
     }
   }
 }
+
+// precision.bf16_outputs: the FFNs' gate and up outputs are kept in bfloat16, and selective and
+// full recomputation make SwiGLU's product again from them: the same step bit for bit.
+TEST_CASE("bf16 outputs: recomputation gives the same step bit for bit") {
+  mt::MatmulSetup matmul(mt::GemmPrecision::bf16);
+  matmul.bf16_activations = matmul.bf16_outputs = true;
+  for (auto [name, cfg] : testing::attention_variants()) {
+    cfg.n_dense_layers = 1;
+    CAPTURE(name);
+    const Result plain = one_step(cfg, matmul, Mode::none);
+    for (Mode mode : {Mode::selective, Mode::full}) {
+      CAPTURE(int(mode));
+      check_bitwise(one_step(cfg, matmul, mode), plain);
+    }
+  }
+}

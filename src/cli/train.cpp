@@ -7,6 +7,7 @@
 #include "config/precision.hpp"
 #include "model/flops.hpp"
 #include "plan/plan_report.hpp"
+#include "parallel/storage_model.hpp"
 #include "plan/search.hpp"
 #include "train/progress.hpp"
 #include "train/trainer.hpp"
@@ -32,8 +33,8 @@ void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   using namespace mt::plan;
   const Cluster c = load_cluster(cluster_path);
   Layout l = mt::layout_of_config(cfg);
-  // What moetrain stores: fp32, and under bf16 GEMMs what only GEMMs read in bfloat16.
-  l.storage = mt::bf16_activations(cfg.precision) ? Storage::mixed : Storage::fp32;
+  // What moetrain stores: fp32, and under bf16 GEMMs what only GEMMs (and SwiGLU) read in bfloat16.
+  l.storage = mt::storage_of(cfg.precision);
   if (std::string why = layout_problem(cfg.model, cfg.training.global_batch, c, l); !why.empty())
     throw mt::UserError("train --cluster " + cluster_path + ": the planner cannot model this layout: " + why);
   std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());

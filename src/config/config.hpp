@@ -277,6 +277,7 @@ struct PrecisionConfig {
   MatmulPrecision matmul = MatmulPrecision::fp32;  // bf16: bf16 inputs, fp32 accumulation
   double peak_tflops = 0.0;     // device peak for MFU; 0 = look up the device, else unknown
   bool bf16_activations = true;  // with matmul = bf16: activations only GEMMs read kept in bfloat16
+  bool bf16_outputs = true;      // with bf16_activations: GEMM outputs only SwiGLU reads written in bfloat16
   AttentionChoice attention = AttentionChoice::automatic;  // on a GPU: cuDNN's fused attention or the own kernels
 };
 

@@ -9,4 +9,8 @@ inline bool bf16_activations(const PrecisionConfig& p) {
   return p.bf16_activations && p.matmul == MatmulPrecision::bf16;
 }
 
+// Whether GEMMs whose output only SwiGLU reads write it in bfloat16: precision.bf16_outputs, with
+// bf16_activations (it rounds one more place, so it goes with the storage that keeps bfloat16).
+inline bool bf16_outputs(const PrecisionConfig& p) { return p.bf16_outputs && bf16_activations(p); }
+
 }  // namespace mt

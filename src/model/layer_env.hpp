@@ -34,6 +34,7 @@ struct MatmulSetup {
   Fp8Recipe fp8;
   bool fp8_head = false, fp8_router = false;
   bool bf16_activations = false;  // LayerEnv::bf16_activations; only with bf16 inputs
+  bool bf16_outputs = false;      // LayerEnv::bf16_outputs; only with bf16_activations
   bool fp8_fused_codes = true;    // LayerEnv::fp8_fused_codes
   MatmulSetup(GemmPrecision i = GemmPrecision::fp32) : inputs(i) {}  // NOLINT: a plain precision converts
 };
@@ -63,6 +64,9 @@ struct LayerEnv {
   bool fp8_router = false;
   // Activations that only GEMMs read are kept in bfloat16 (bf16 GEMM inputs only): see GemmOperand.
   bool bf16_activations = false;
+  // GEMM outputs that only SwiGLU reads (gate, up) are written in bfloat16 (GemmArgs::c_bf16) and
+  // kept so for the backward: one rounding more than fp32 outputs (precision.bf16_outputs).
+  bool bf16_outputs = false;
   // Under fp8 inputs, RMSNorm and SwiGLU write the FP8 codes of what only GEMMs read (fp8_row_codes);
   // false: the GEMMs quantize it themselves (the same codes).
   bool fp8_fused_codes = true;
@@ -153,9 +157,12 @@ struct LayerEnv {
 
   // SwiGLU's product [rows, cols] into `arena`, which only the down projection's GEMMs read (with
   // its FP8 codes under fp8 inputs).
-  GemmOperand swiglu_for_gemms(Arena& arena, int rows, int cols, const float* gate, const float* up) const {
+  // gate_bf16, up_bf16: the inputs in bfloat16 in place of gate, up (SwigluForwardArgs).
+  GemmOperand swiglu_for_gemms(Arena& arena, int rows, int cols, const float* gate, const float* up,
+                               const Bf16* gate_bf16 = nullptr, const Bf16* up_bf16 = nullptr) const {
     const size_t n = size_t(rows) * cols;
-    SwigluForwardArgs a{.n = n, .gate = gate, .up = up, .cols = cols, .fp8 = fp8_row_codes(arena, rows, cols)};
+    SwigluForwardArgs a{.n = n, .gate = gate, .up = up, .cols = cols, .fp8 = fp8_row_codes(arena, rows, cols),
+                        .gate_bf16 = gate_bf16, .up_bf16 = up_bf16};
     GemmOperand h;
     if (bf16_activations) h = a.h_bf16 = arena.bf16s(n);
     else h = a.h = arena.floats(n);
@@ -173,6 +180,12 @@ struct LayerEnv {
                    .fp8 = fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16,
                    .b_bf16 = p.bf16, .fp8_b = p.fp8,
                    .fp8_a = gemm_inputs == GemmPrecision::fp8 ? x.fp8 : Fp8Codes{}});
+  }
+  // y[rows,out] = x[rows,in] W^T in bfloat16 (bf16 inputs): the fp32 sums rounded once as they are stored.
+  void linear_forward(GemmOperand x, WeightOperand w, int rows, int in, int out, Bf16* y) const {
+    const PreparedOperand p = prepared(w, false);
+    backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w.f32, .trans_b = true, .inputs = gemm_inputs,
+                   .a_bf16 = x.bf16, .b_bf16 = p.bf16, .c_bf16 = y});
   }
   // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...); dy_codes: dy's FP8 codes written by its
   // producer (fp8_row_codes with kind gradient), read under fp8 inputs.

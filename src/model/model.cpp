@@ -12,10 +12,11 @@ Model::Model(const ModelConfig& cfg, uint64_t seed, const Backend& backend, cons
     : cfg_(cfg), matmul_(matmul),
       env_{.backend = &backend, .gemm_inputs = matmul.inputs, .params = &params, .shard = shard, .fp8 = &matmul_.fp8,
            .fp8_router = matmul.fp8_router, .bf16_activations = matmul.bf16_activations,
-           .fp8_fused_codes = matmul.fp8_fused_codes},
+           .bf16_outputs = matmul.bf16_outputs, .fp8_fused_codes = matmul.fp8_fused_codes},
       chunks_(std::move(chunks)) {
   using I = ParamStore::Init;
   MT_CHECK(!matmul.bf16_activations || matmul.inputs == GemmPrecision::bf16);  // bfloat16 storage needs bf16 GEMMs
+  MT_CHECK(!matmul.bf16_outputs || matmul.bf16_activations);
   if (chunks_.empty()) chunks_.push_back({0, cfg.n_layers, true, true});
   const int64_t V = cfg.vocab_size, D = cfg.d_model;
   arenas_.resize(chunks_.size());

@@ -6,17 +6,24 @@ void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const Swiglu
                     float* y, bool accumulate, SwigluSaved& s) {
   const size_t n = size_t(rows) * w.hidden;
   s.rows = rows;
-  s.a = arena.floats(n);
-  s.b = arena.floats(n);
-  env.linear_forward(x, w.gate, rows, w.dim, w.hidden, s.a);
-  env.linear_forward(x, w.up, rows, w.dim, w.hidden, s.b);
+  if (env.bf16_outputs) {
+    s.a_bf16 = arena.bf16s(n);
+    s.b_bf16 = arena.bf16s(n);
+    env.linear_forward(x, w.gate, rows, w.dim, w.hidden, s.a_bf16);
+    env.linear_forward(x, w.up, rows, w.dim, w.hidden, s.b_bf16);
+  } else {
+    s.a = arena.floats(n);
+    s.b = arena.floats(n);
+    env.linear_forward(x, w.gate, rows, w.dim, w.hidden, s.a);
+    env.linear_forward(x, w.up, rows, w.dim, w.hidden, s.b);
+  }
   swiglu_redo(env, redo, w, x, s);
   env.linear_forward(s.h, w.down, rows, w.hidden, w.dim, y, accumulate);
 }
 
 void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s) {
   s.x = x;
-  s.h = env.swiglu_for_gemms(redo, s.rows, w.hidden, s.a, s.b);
+  s.h = env.swiglu_for_gemms(redo, s.rows, w.hidden, s.a, s.b, s.a_bf16, s.b_bf16);
 }
 
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
@@ -31,7 +38,7 @@ void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeight
   const Fp8RowCodes qa = env.fp8_row_codes(arena, s.rows, w.hidden, Fp8Operand::gradient);
   const Fp8RowCodes qb = env.fp8_row_codes(arena, s.rows, w.hidden, Fp8Operand::gradient);
   env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db, .cols = w.hidden,
-                            .dgate_fp8 = qa, .dup_fp8 = qb});
+                            .dgate_fp8 = qa, .dup_fp8 = qb, .gate_bf16 = s.a_bf16, .up_bf16 = s.b_bf16});
   env.linear_backward_input(s.da, w.gate, s.rows, w.dim, w.hidden, dx, accumulate, {qa.codes, qa.scales, qa.ld});
   env.linear_backward_input(s.db, w.up, s.rows, w.dim, w.hidden, dx, true, {qb.codes, qb.scales, qb.ld});
 }

@@ -18,6 +18,9 @@ struct SwigluSaved {
   int rows = 0;
   GemmOperand x;
   float *a = nullptr, *b = nullptr;  // gate and up pre-activations
+  // The same in bfloat16 in place of a, b under LayerEnv::bf16_outputs: the gate and up GEMMs
+  // write them so, and SwiGLU reads them in both passes (half their memory, kept to the backward).
+  Bf16 *a_bf16 = nullptr, *b_bf16 = nullptr;
   GemmOperand h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
   const float* dy = nullptr;
   float *da = nullptr, *db = nullptr;                  // for the weight gradients

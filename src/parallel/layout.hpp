@@ -20,12 +20,14 @@ namespace mt {
 // trainer as it allocates today: everything FP32 (the weights are their own master copy), each
 // block's tensors as src/model keeps them, one block's backward work per chunk, logits and their
 // gradient. `mixed` is the same trainer under bf16 GEMMs, keeping what only GEMMs read (normed
-// block inputs, SwiGLU products) in bfloat16 (precision.bf16_activations). Time does not depend on it.
-enum class Storage { bf16_recipe, fp32, mixed };
+// block inputs, SwiGLU products) in bfloat16 (precision.bf16_activations); `mixed_bf16_outputs` also
+// the GEMM outputs only SwiGLU reads (precision.bf16_outputs). Time does not depend on it.
+enum class Storage { bf16_recipe, fp32, mixed, mixed_bf16_outputs };
 template <>
 struct Names<Storage> {
-  static constexpr std::array<std::pair<const char*, Storage>, 3> list{
-      {{"bf16", Storage::bf16_recipe}, {"fp32", Storage::fp32}, {"mixed", Storage::mixed}}};
+  static constexpr std::array<std::pair<const char*, Storage>, 4> list{
+      {{"bf16", Storage::bf16_recipe}, {"fp32", Storage::fp32}, {"mixed", Storage::mixed},
+       {"mixed_bf16_outputs", Storage::mixed_bf16_outputs}}};
 };
 
 struct Layout {

@@ -11,6 +11,7 @@
 
 #include "config/precision.hpp"
 #include "parallel/layout.hpp"
+#include "parallel/storage_model.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 
@@ -88,7 +89,7 @@ std::string HostMemoryEstimate::table() const {
 
 RankMemory run_storage(const Config& cfg) {
   Layout l = layout_of_config(cfg);
-  l.storage = bf16_activations(cfg.precision) ? Storage::mixed : Storage::fp32;
+  l.storage = storage_of(cfg.precision);
   // bf16 GEMM inputs keep a bfloat16 copy of each weight; fp8 its codes in two orientations (the
   // forward's and Dgrad's) and bfloat16 copies of what stays in BF16 (head, router): 2 bytes either way.
   const double prepared = cfg.precision.matmul == MatmulPrecision::fp32 ? 0 : 2;

@@ -30,7 +30,8 @@ namespace {
 struct BlockValues {
   double kept = 0, work = 0, temp = 0;
 };
-// `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1.
+// `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1; `out_half`
+// the same for the GEMM outputs only SwiGLU reads (Storage::mixed_bf16_outputs).
 // `sp`: sequence parallelism, the block's own rows 1/tp of them (model/block.hpp).
 // `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
 // one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
@@ -38,7 +39,7 @@ struct BlockValues {
 // they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes), and SwiGLU's backward beside
 // its two gradients: not for rows gathered first (sequence parallelism) nor the MoE's input.
 BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double rows,
-                           double half, bool sp, double codes) {
+                           double half, double out_half, bool sp, double codes) {
   const auto& a = m.attention;
   const double d = m.d_model, H = double(m.n_heads) / tp, own = sp ? 1.0 / tp : 1.0;
   const double norms = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move)
@@ -83,7 +84,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double share = 1.0 / tp, split = tp > 1 ? 1 : 0, gathered = tp > 1 && !sp ? 1 : 0;
     // The rows to the experts (bfloat16 under mixed storage) and back.
     // The experts' hidden values take room for R rows per token.
-    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * shared + gathered * d);
+    // The shared experts' gate and up outputs may be bfloat16 (out_half); the routed ones' are fp32.
+    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * out_half * shared + gathered * d);
     dropped += share * (half * (R * hid + shared) + codes * shared);  // SwiGLU products
     back += E + K + share * (2 * K * d + 3 * R * hid + (3 + 2 * codes) * shared + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
@@ -92,7 +94,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     if (ep > 1) kept += share * ((2 + 2 * half) * R * d + 2 * R), back += share * 4 * R * d;
   } else {
     const double hid = double(m.ffn_hidden) / tp;
-    kept += 2 * hid;
+    kept += 2 * out_half * hid;  // the gate and up outputs
     dropped += (half + codes) * hid;
     back += (3 + 2 * codes) * hid;
   }
@@ -245,7 +247,9 @@ RankMemory moetrain_memory(const ModelConfig& m, const Layout& l, const pipeline
 // compute order), each grown to the most one micro-batch needs, and one scratch arena.
 double moetrain_activation_values(const ModelConfig& m, const Layout& l, const pipeline::Placement& placement,
                                   int microbatches, double expert_rows) {
-  const double d = m.d_model, half = l.storage == Storage::mixed ? 0.5 : 1.0;
+  const bool outputs = l.storage == Storage::mixed_bf16_outputs;
+  const double d = m.d_model, half = l.storage == Storage::mixed || outputs ? 0.5 : 1.0;
+  const double out_half = outputs ? 0.5 : 1.0;
   const double codes = l.fp8 ? l.fp8_code_bytes / 4 : 0;
   const std::vector<int> cut = pipeline_cut(m, placement.stages);
   const bool mtp_moe = m.n_layers > m.n_dense_layers;
@@ -270,8 +274,8 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       // tokens, block inputs; input gradients
       double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0), work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
-        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, expert_rows, half, sp,
-                                               codes);
+        const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, expert_rows, half,
+                                             out_half, sp, codes);
         slot += b.kept;
         later += b.work;
         work = std::max(work, b.work);
@@ -282,7 +286,8 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
         const HeadLogits logits = head_logits_values(m, tokens);
         temp = std::max(temp, logits.once / tokens);
         slot += 2 * d + 2 + 2 * whole + logits.per_microbatch / tokens;  // final norm, the heads' logits
-        const BlockValues b = moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, expert_rows, half, sp, codes);
+        const BlockValues b =
+            moetrain_block(m, mtp_moe, Recompute::none, l.tp, l.ep, expert_rows, half, out_half, sp, codes);
         // MTP modules keep everything (their blocks' own rows beside the gathered ones)
         slot += m.mtp.depth * (17 * d + 6 + b.kept + b.work + (sp ? 2 * own : 0));
         if (m.mtp.depth > 0) temp = std::max(temp, b.temp);

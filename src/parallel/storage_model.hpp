@@ -3,10 +3,17 @@
 // optimizer state, activation arenas), counted from the model's shapes without allocating it:
 // the host memory pre-check, the GPU fit check and the planner's estimate all read it.
 #include "config/config.hpp"
+#include "config/precision.hpp"
 #include "parallel/layout.hpp"
 #include "pipeline/schedule.hpp"
 
 namespace mt {
+
+// What a run's [precision] keeps in bfloat16, as the storage model counts it.
+inline Storage storage_of(const PrecisionConfig& p) {
+  if (bf16_outputs(p)) return Storage::mixed_bf16_outputs;
+  return bf16_activations(p) ? Storage::mixed : Storage::fp32;
+}
 
 // Bytes per rank.
 struct RankMemory {

@@ -21,6 +21,7 @@ MatmulSetup matmul_setup(const Config& cfg) {
   m.fp8_router = cfg.fp8.router;
   m.fp8_fused_codes = cfg.fp8.fused_codes;
   m.bf16_activations = bf16_activations(cfg.precision);
+  m.bf16_outputs = bf16_outputs(cfg.precision);
   return m;
 }
 

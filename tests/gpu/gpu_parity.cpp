@@ -663,6 +663,7 @@ constexpr Group kGroups[] = {
     {"gemm", group_gemm},
     {"gemm_fallback", group_gemm_fallback},
     {"bf16_activations", group_bf16_activations},
+    {"bf16_outputs", parity::group_bf16_outputs},
     {"rmsnorm", group_rmsnorm},
     {"rope", group_rope},
     {"elementwise", group_elementwise},

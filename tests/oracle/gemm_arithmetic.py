@@ -5,9 +5,12 @@ inputs moetrain gives them, in the reference's own dtype (float64 in the oracle)
 stay about those of fp32 instead of the rounding's:
   bf16: each GEMM operand rounded to bfloat16 (round to nearest even from its float32 value), sums
     exact; activations stored in bfloat16 (precision.bf16_activations) are rounded GEMM inputs, so
-    storing them so changes no value. Attention rounds queries, keys, values, the probabilities
-    before P V and, in backward, the output gradient and the score gradient where they enter
-    products (D = rowsum(dO * O) and dS from unrounded values).
+    storing them so changes no value; with precision.bf16_outputs too, the dense FFN's and the
+    shared experts' gate and up outputs are written by their GEMMs in bfloat16 (rounded once from
+    the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged.
+    Attention rounds queries, keys, values, the probabilities before P V and, in backward, the
+    output gradient and the score gradient where they enter products (D = rowsum(dO * O) and dS
+    from unrounded values).
   fp8: each operand quantized in scaled pieces along the product's inner dimension K: activations
     and gradients 1 x tile per row in forward and Dgrad, per column and tile rows (tokens, counted
     from the micro-batch's first, or the expert's first of it) in Wgrad; weights in block x block
@@ -15,7 +18,7 @@ stay about those of fp32 instead of the rounding's:
     largest magnitude (power of two or amax / max), codes through torch.float8_e4m3fn /
     float8_e5m2 of the clamped value (moetrain saturates). The head and the router stay bf16
     unless fp8.head / fp8.router; attention takes the bf16 products.
-Plain() is fp32 arithmetic: the plain products of the dtype given.
+Plain() is fp32 arithmetic: the plain products of the dtype given, nothing stored rounded.
 """
 import torch
 
@@ -61,6 +64,8 @@ class Arithmetic:
         self.tile, self.block = f["tile"], f["block"]
         self.per_tensor, self.pow2 = f["scaling"] == "tensor", f["scale"] == "pow2"
         self.fp8_layers = {"head": f["head"], "router": f["router"]}
+        kept = prec.get("bf16_activations", True) and prec.get("bf16_outputs", True)
+        self.bf16_outputs = self.matmul == BF16 and kept
 
     def mode(self, layer):
         """The input precision of `layer`'s GEMMs ('head' and 'router' are kept in bf16 under fp8)."""
@@ -91,6 +96,10 @@ class Arithmetic:
             rows = torch.arange(x.shape[0])
         return _Linear.apply(x, w, self, mode, torch.div(rows, self.micro_rows, rounding_mode="floor"))
 
+    def stored_output(self, y):
+        """A GEMM output SwiGLU reads, as stored: bfloat16 under bf16_activations (a straight-through rounding)."""
+        return _Bf16Store.apply(y) if self.bf16_outputs else y
+
     def attention(self, q, k, v, batch, seq, scale):
         if self.matmul not in (BF16, FP8):
             return causal_attention(q, k, v, batch, seq, scale)
@@ -103,8 +112,23 @@ class Plain:
     def linear(self, x, w, layer="", rows=None):
         return x @ w.T
 
+    def stored_output(self, y):
+        return y
+
     def attention(self, q, k, v, batch, seq, scale):
         return causal_attention(q, k, v, batch, seq, scale)
+
+
+class _Bf16Store(torch.autograd.Function):
+    """y rounded to bfloat16 as moetrain stores it; the backward reads the rounded values, the gradient passes."""
+
+    @staticmethod
+    def forward(ctx, y):
+        return to_bf16(y)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy
 
 
 class _Linear(torch.autograd.Function):

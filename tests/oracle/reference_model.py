@@ -54,9 +54,12 @@ def rope(x, offset, rot, seq, theta, scaling=None):
     return torch.cat([x[..., :offset], rotated, x[..., offset + rot:]], dim=-1)
 
 
-def swiglu(lin, x, w_gate, w_up, w_down, rows=None):
-    """lin(x, w, layer, rows): the model's linear map (Arithmetic.linear)."""
-    return lin(torch.nn.functional.silu(lin(x, w_gate, "", rows)) * lin(x, w_up, "", rows), w_down, "", rows)
+def swiglu(lin, x, w_gate, w_up, w_down, rows=None, stored=None):
+    """lin(x, w, layer, rows): the model's linear map (Arithmetic.linear); stored(y): the gate and up
+    outputs as SwiGLU reads them (Arithmetic.stored_output; the routed experts' are not rounded)."""
+    stored = stored or (lambda y: y)
+    gate, up = stored(lin(x, w_gate, "", rows)), stored(lin(x, w_up, "", rows))
+    return lin(torch.nn.functional.silu(gate) * up, w_down, "", rows)
 
 
 class Reference:
@@ -115,7 +118,7 @@ class Reference:
         y = torch.zeros_like(x)
         if e["n_shared_experts"] > 0:
             y = y + swiglu(self.ar.linear, x, p[pre + ".shared.w_gate"], p[pre + ".shared.w_up"],
-                           p[pre + ".shared.w_down"])
+                           p[pre + ".shared.w_down"], stored=self.ar.stored_output)
         for i in range(E):
             token, slot = (chosen == i).nonzero(as_tuple=True)
             if len(token):
@@ -142,7 +145,7 @@ class Reference:
             f, aux = self.moe(pre + ".moe", n, balance)
         else:
             f, aux = swiglu(self.ar.linear, n, p[pre + ".ffn.w_gate"], p[pre + ".ffn.w_up"],
-                            p[pre + ".ffn.w_down"]), 0.0
+                            p[pre + ".ffn.w_down"], stored=self.ar.stored_output), 0.0
         return h + f, aux
 
     def balance_groups(self, batch):

@@ -96,8 +96,9 @@ checked_steps() {
 
 # check NAME --set ... : one configuration in each of ORACLE_PRECISIONS (default: fp32, bf16 and fp8
 # with E4M3, and for the configurations in MORE also fp8_e5m2, E4M3 forward and E5M2 gradients, and
-# bf16_fp32_activations, bf16 GEMMs with precision.bf16_activations off: the same reference, as the
-# activations kept in bfloat16 are values the GEMMs round anyway). The recomputation re-runs are
+# bf16_fp32_activations, bf16 GEMMs with precision.bf16_activations off: the same reference but for the
+# gate and up outputs precision.bf16_outputs rounds, as the other activations kept in bfloat16 are values
+# the GEMMs round anyway). The recomputation re-runs are
 # fp32's only, on the CPU backends: they test the schedule, which the GEMMs' precision does not change.
 MORE="mha_sequence_aux mla_q_lora_grouped"
 check() {

@@ -49,8 +49,14 @@ double bytes_of(const RopeArgs& a) {
   if (a.out_bf16) return (kF + 2.0) * a.rows * a.heads * a.head_dim;  // every feature read, written in bfloat16
   return kF * 2.0 * a.rows * a.heads * a.rot_dim;
 }
-double bytes_of(const SwigluForwardArgs& a) { return kF * 3.0 * double(a.n); }
-double bytes_of(const SwigluBackwardArgs& a) { return kF * 5.0 * double(a.n); }
+// A value's bytes as stored: a bfloat16 one is 2.
+double width(const void* bf16) { return bf16 ? 2.0 : kF; }
+double bytes_of(const SwigluForwardArgs& a) {
+  return double(a.n) * (width(a.gate_bf16) + width(a.up_bf16) + width(a.h_bf16));
+}
+double bytes_of(const SwigluBackwardArgs& a) {
+  return double(a.n) * (width(a.gate_bf16) + width(a.up_bf16) + 3.0 * kF);
+}
 double bytes_of(const CrossEntropyArgs& a) { return kF * 2.0 * a.rows * a.vocab; }
 double bytes_of(const EmbeddingForwardArgs& a) { return kF * 2.0 * a.rows * a.dim; }
 double bytes_of(const EmbeddingBackwardArgs& a) { return kF * 3.0 * a.rows * a.dim; }

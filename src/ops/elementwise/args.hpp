@@ -9,12 +9,17 @@ namespace mt {
 
 // h = silu(gate) * up, elementwise over n values; h_bf16 in place of h: rounded to bfloat16.
 // fp8 (codes set, with h): h as rows of `cols` values, their FP8 codes and scales as well.
+// gate_bf16, up_bf16 in place of gate, up: the inputs stored in bfloat16 (bf16 GEMM outputs), widened
+// exactly to fp32, so the arithmetic is the fp32 one of their values.
 struct SwigluForwardArgs {
   size_t n = 0; const float* gate = nullptr; const float* up = nullptr; float* h = nullptr;
   Bf16* h_bf16 = nullptr;
   int cols = 0;
   Fp8RowCodes fp8 = {};
+  const Bf16* gate_bf16 = nullptr;
+  const Bf16* up_bf16 = nullptr;
 };
+// The gradients are fp32 (dgate, dup), also from bfloat16 inputs.
 // dgate_fp8, dup_fp8 (codes set): the gradients as rows of `cols` values, their FP8 codes and scales
 // as well (the input gradients' GEMMs read them; ops/fp8/row_codes.hpp).
 struct SwigluBackwardArgs {
@@ -22,6 +27,8 @@ struct SwigluBackwardArgs {
   float* dgate = nullptr; float* dup = nullptr;
   int cols = 0;
   Fp8RowCodes dgate_fp8 = {}, dup_fp8 = {};
+  const Bf16* gate_bf16 = nullptr;  // as SwigluForwardArgs: the kept inputs in bfloat16
+  const Bf16* up_bf16 = nullptr;
 };
 
 // dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major

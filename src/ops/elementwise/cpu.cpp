@@ -8,15 +8,17 @@
 namespace mt::cpu {
 
 void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
-  if (a.h_bf16)
-    for (size_t i = 0; i < a.n; ++i) a.h_bf16[i].bits = float_to_bf16_bits(swiglu(a.gate[i], a.up[i]));
-  else
-    for (size_t i = 0; i < a.n; ++i) a.h[i] = swiglu(a.gate[i], a.up[i]);
+  for (size_t i = 0; i < a.n; ++i) {
+    const float h = swiglu(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i));
+    if (a.h_bf16) a.h_bf16[i].bits = float_to_bf16_bits(h);
+    else a.h[i] = h;
+  }
   if (a.fp8.codes) fp8_code_rows(a.h, int(a.n / size_t(a.cols)), a.cols, a.fp8);
 }
 
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
-  for (size_t i = 0; i < a.n; ++i) swiglu_grad(a.gate[i], a.up[i], a.dh[i], &a.dgate[i], &a.dup[i]);
+  for (size_t i = 0; i < a.n; ++i)
+    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), a.dh[i], &a.dgate[i], &a.dup[i]);
   if (a.dgate_fp8.codes) fp8_code_rows(a.dgate, int(a.n / size_t(a.cols)), a.cols, a.dgate_fp8);
   if (a.dup_fp8.codes) fp8_code_rows(a.dup, int(a.n / size_t(a.cols)), a.cols, a.dup_fp8);
 }

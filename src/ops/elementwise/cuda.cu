@@ -1,6 +1,6 @@
 // Elementwise ops on the GPU, the same semantics as cpu.cpp: SwiGLU forward (optionally with its
-// product's FP8 codes, ops/fp8/row_codes.hpp) and backward (per-element math from math.hpp, shared
-// with the CPU), add and copy_columns.
+// product's FP8 codes, ops/fp8/row_codes.hpp, or from bfloat16 inputs) and backward (per-element
+// math from math.hpp, shared with the CPU), add and copy_columns.
 // Grid-stride loops over size_t indices, so any size fits the grid. No __restrict__: in-place calls
 // (an output that is also an input) are as valid here as on the CPU.
 #include <cuda_bf16.h>
@@ -22,10 +22,13 @@ constexpr int kThreads = 256;
 __device__ size_t first_index() { return size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ size_t grid_stride() { return size_t(gridDim.x) * blockDim.x; }
 
-// h_bf16 (when set, in place of h): the product rounded to bfloat16 as it is written.
-__global__ void swiglu_forward_kernel(size_t n, const float* gate, const float* up, float* h, __nv_bfloat16* h_bf16) {
+// h_bf16 (when set, in place of h): the product rounded to bfloat16 as it is written; gate and up
+// read from a.gate_bf16, a.up_bf16 where those are set.
+__global__ void swiglu_forward_kernel(SwigluForwardArgs a, __nv_bfloat16* h_bf16) {
+  const size_t n = a.n;
+  float* h = a.h;
   for (size_t i = first_index(); i < n; i += grid_stride()) {
-    const float v = swiglu(gate[i], up[i]);
+    const float v = swiglu(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i));
     if (h_bf16) h_bf16[i] = __float2bfloat16_rn(v);
     else h[i] = v;
   }
@@ -79,13 +82,12 @@ __global__ void swiglu_backward_fp8_kernel(const float* gate, const float* up, c
   }
 }
 
-__global__ void swiglu_backward_kernel(size_t n, const float* gate, const float* up, const float* dh, float* dgate,
-                                       float* dup) {
-  for (size_t i = first_index(); i < n; i += grid_stride()) {
+__global__ void swiglu_backward_kernel(SwigluBackwardArgs a) {
+  for (size_t i = first_index(); i < a.n; i += grid_stride()) {
     float dg, du;
-    swiglu_grad(gate[i], up[i], dh[i], &dg, &du);
-    dgate[i] = dg;
-    dup[i] = du;
+    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), a.dh[i], &dg, &du);
+    a.dgate[i] = dg;
+    a.dup[i] = du;
   }
 }
 
@@ -120,7 +122,7 @@ void swiglu_forward(DeviceState* s, const SwigluForwardArgs& a) {
   if (a.n == 0) return;
   activate(s);
   if (a.fp8.codes) {
-    MT_CHECK(a.h && !a.h_bf16 && a.cols > 0 && a.n % size_t(a.cols) == 0);
+    MT_CHECK(a.h && !a.h_bf16 && !a.gate_bf16 && !a.up_bf16 && a.cols > 0 && a.n % size_t(a.cols) == 0);
     const int rows = int(a.n / size_t(a.cols));
     const size_t threads = size_t(a.fp8.rows_pad) * fp8_row_pieces(a.cols, a.fp8.tile) * 32;
     swiglu_forward_fp8_kernel<<<stride_grid(s, threads, kThreads), kThreads, 0, s->stream>>>(
@@ -129,7 +131,7 @@ void swiglu_forward(DeviceState* s, const SwigluForwardArgs& a) {
     return;
   }
   swiglu_forward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(
-      a.n, a.gate, a.up, a.h, reinterpret_cast<__nv_bfloat16*>(a.h_bf16));
+      a, reinterpret_cast<__nv_bfloat16*>(a.h_bf16));
   MT_CUDA_CHECK_LAUNCH();
 }
 
@@ -137,15 +139,15 @@ void swiglu_backward(DeviceState* s, const SwigluBackwardArgs& a) {
   if (a.n == 0) return;
   activate(s);
   if (a.dgate_fp8.codes) {
-    MT_CHECK(a.dup_fp8.codes && a.cols > 0 && a.n % size_t(a.cols) == 0 && a.dup_fp8.tile == a.dgate_fp8.tile);
+    MT_CHECK(a.dup_fp8.codes && !a.gate_bf16 && !a.up_bf16 && a.cols > 0 && a.n % size_t(a.cols) == 0 &&
+             a.dup_fp8.tile == a.dgate_fp8.tile);
     const size_t threads = size_t(a.dgate_fp8.rows_pad) * fp8_row_pieces(a.cols, a.dgate_fp8.tile) * 32;
     swiglu_backward_fp8_kernel<<<stride_grid(s, threads, kThreads), kThreads, 0, s->stream>>>(
         a.gate, a.up, a.dh, a.dgate, a.dup, int(a.n / size_t(a.cols)), a.cols, a.dgate_fp8, a.dup_fp8);
     MT_CUDA_CHECK_LAUNCH();
     return;
   }
-  swiglu_backward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a.n, a.gate, a.up, a.dh, a.dgate,
-                                                                                     a.dup);
+  swiglu_backward_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a);
   MT_CUDA_CHECK_LAUNCH();
 }
 

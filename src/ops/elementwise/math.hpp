@@ -3,9 +3,23 @@
 // expf is glibc's on the host and CUDA's on the device (within the parity tolerance).
 #include <math.h>
 
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/bf16.hpp"
 #include "ops/host_device.hpp"
 
 namespace mt {
+
+// Element i of an input stored in fp32 (f) or, where bf16 is set, in bfloat16, widened exactly.
+MT_HD inline float input_at(const float* f, const Bf16* bf16, size_t i) {
+  if (!bf16) return f[i];
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(uint32_t(bf16[i].bits) << 16);
+#else
+  return bf16_bits_to_float(bf16[i].bits);
+#endif
+}
 
 // SwiGLU's h = silu(g) * u = g sigmoid(g) u.
 MT_HD inline float swiglu(float g, float u) { return g / (1.0f + expf(-g)) * u; }

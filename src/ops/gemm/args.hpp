@@ -57,6 +57,9 @@ struct GemmArgs {
   // A (an activation or gradient stored [m, k], not trans_a) as the FP8 codes its producer wrote with it
   // (ops/fp8/row_codes.hpp): the same values as quantizing a.
   Fp8Codes fp8_a = {};
+  // C written in bfloat16 in place of c (bf16 inputs, beta 0): the fp32 sums rounded once, to
+  // nearest even, as they are stored; for an output whose readers read bfloat16 (SwiGLU's gate and up).
+  Bf16* c_bf16 = nullptr;
 };
 
 // The leading dimensions g means, 0s filled in with the packed ones.

@@ -1,6 +1,7 @@
 // Reference GEMM: OpenBLAS sgemm. The bf16 variant rounds copies of A and B to bfloat16 first (or
 // widens operands stored in bfloat16), so it computes exactly the products the GPU's BF16-input,
-// FP32-accumulate GEMM computes. FP8 inputs go to cpu_fp8.cpp, which quantizes them by the call's recipe.
+// FP32-accumulate GEMM computes; a bfloat16 C is that fp32 result rounded at the store, as the
+// GPU's epilogue rounds it. FP8 inputs go to cpu_fp8.cpp, which quantizes them by the call's recipe.
 // Strided and batched calls are a loop of single products; fp32 ones hand their leading
 // dimensions to BLAS, the others pack their operands first (the same values, so the same sums).
 #include <cblas.h>
@@ -28,8 +29,23 @@ std::vector<float> packed(const T* x, int rows, int cols, int ld, F value) {
 float same(float x) { return x; }
 float widen(Bf16 x) { return bf16_bits_to_float(x.bits); }
 
+void one_product(const GemmArgs& g);
+
+// g with C in bfloat16: the fp32 product into a packed scratch C, then each sum rounded once.
+void product_to_bf16(const GemmArgs& g) {
+  MT_CHECK(g.inputs == GemmPrecision::bf16 && g.beta == 0.0f && !g.c);
+  std::vector<float> c(size_t(g.m) * g.n);
+  GemmArgs p = g;
+  p.c = c.data(), p.ldc = 0, p.c_bf16 = nullptr;
+  if (g.k > 0) one_product(p);  // an empty sum is the zeros c starts as
+  const int ldc = gemm_ldc(g);
+  for (int r = 0; r < g.m; ++r)
+    for (int j = 0; j < g.n; ++j) g.c_bf16[size_t(r) * ldc + j].bits = float_to_bf16_bits(c[size_t(r) * g.n + j]);
+}
+
 // One product of g (batch 1) whose operands are read at their strides.
 void one_product(const GemmArgs& g) {
+  if (g.c_bf16) return product_to_bf16(g);
   const int a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
   const int b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
   const int lda = gemm_lda(g), ldb = gemm_ldb(g), ldc = gemm_ldc(g);
@@ -71,7 +87,8 @@ void gemm(DeviceState*, const GemmArgs& g) {
     one.b = g.b ? g.b + i * g.batch_b : nullptr;
     one.a_bf16 = g.a_bf16 ? g.a_bf16 + i * g.batch_a : nullptr;
     one.b_bf16 = g.b_bf16 ? g.b_bf16 + i * g.batch_b : nullptr;
-    one.c = g.c + i * g.batch_c;
+    one.c = g.c ? g.c + i * g.batch_c : nullptr;
+    one.c_bf16 = g.c_bf16 ? g.c_bf16 + i * g.batch_c : nullptr;
     if (g.k == 0 && g.inputs == GemmPrecision::fp8) one.inputs = GemmPrecision::fp32;  // an empty sum: BLAS's beta C
     one_product(one);
   }

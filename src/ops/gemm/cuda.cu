@@ -2,7 +2,8 @@
 // C = alpha*op(A)*op(B) + beta*C). bf16 inputs are rounded to bfloat16 copies first, exactly as
 // src/ops/bf16.hpp does on the CPU, then multiplied with fp32 accumulation; fp32 inputs use
 // plain fp32 compute (no TF32), so both paths differ from the CPU only in summation order. fp8
-// inputs go to cuda_fp8.cu. A product cuBLASLt's heuristic finds no algorithm for (odd shapes
+// inputs go to cuda_fp8.cu. A bfloat16 C (c_bf16) is cuBLASLt's bf16 D of the same fp32 sums,
+// rounded to nearest even in the epilogue. A product cuBLASLt's heuristic finds no algorithm for (odd shapes
 // whose output is only 4-byte aligned, say) runs through cublasGemmEx, the same math, and is
 // counted in the backend's fallback counts. Leading dimensions and batches go into cuBLASLt's
 // matrix layouts; each distinct plan is built once and kept in the device state (LtPlans).
@@ -42,6 +43,16 @@ __global__ void scale_kernel(float* __restrict__ c, int m, int n, int ldc, long 
   }
 }
 
+// k == 0 with a bfloat16 C (beta 0): every [m, n] matrix of the batch zeroed at its strides.
+__global__ void zero_bf16_kernel(__nv_bfloat16* __restrict__ c, int m, int n, int ldc, long long batch_c,
+                                 size_t count) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const size_t mn = size_t(m) * n, b = i / mn, r = (i % mn) / n, j = i % n;
+    c[b * batch_c + r * ldc + j] = __float2bfloat16_rn(0.0f);
+  }
+}
+
 // Elements from an operand's first to one past its last: `rows` stored rows of `cols` at row
 // stride ld, `batch` times batch_stride apart.
 size_t operand_span(int rows, int cols, int ld, int batch, long long batch_stride) {
@@ -56,8 +67,8 @@ unsigned grid_for(const DeviceState* s, size_t n) {
 }
 
 // gemm_lt's product through cuBLAS proper, which has a kernel for every shape and alignment:
-// the same column-major C^T = op(B)^T op(A)^T with fp32 accumulation and output. beta == 0
-// does not read C (BLAS semantics), as cuBLASLt does not.
+// the same column-major C^T = op(B)^T op(A)^T with fp32 accumulation and output (bfloat16 for
+// c_bf16, rounded from the fp32 sums). beta == 0 does not read C (BLAS semantics), as cuBLASLt does not.
 void gemm_ex(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cudaDataType_t in_type) {
   if (!s->force_gemm_fallback && s->fallbacks.calls(FallbackKind::gemm) == 0)
     std::fprintf(stderr, "moetrain: note: no cuBLASLt algorithm for gemm m=%d n=%d k=%d trans_a=%d trans_b=%d "
@@ -66,15 +77,17 @@ void gemm_ex(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cu
   s->fallbacks.add(FallbackKind::gemm, g.m, g.n, g.k);
   const cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  void* c = g.c_bf16 ? static_cast<void*>(g.c_bf16) : static_cast<void*>(g.c);
+  const cudaDataType_t out_type = g.c_bf16 ? CUDA_R_16BF : CUDA_R_32F;
   if (g.batch == 1) {
     MT_CUBLAS_CHECK(cublasGemmEx(s->blas, op_first, op_second, g.n, g.m, g.k, &g.alpha, b, in_type, gemm_ldb(g), a,
-                                 in_type, gemm_lda(g), &g.beta, g.c, CUDA_R_32F, gemm_ldc(g), CUBLAS_COMPUTE_32F,
+                                 in_type, gemm_lda(g), &g.beta, c, out_type, gemm_ldc(g), CUBLAS_COMPUTE_32F,
                                  CUBLAS_GEMM_DEFAULT));
     return;
   }
   MT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(s->blas, op_first, op_second, g.n, g.m, g.k, &g.alpha, b, in_type,
-                                             gemm_ldb(g), g.batch_b, a, in_type, gemm_lda(g), g.batch_a, &g.beta, g.c,
-                                             CUDA_R_32F, gemm_ldc(g), g.batch_c, g.batch, CUBLAS_COMPUTE_32F,
+                                             gemm_ldb(g), g.batch_b, a, in_type, gemm_lda(g), g.batch_a, &g.beta, c,
+                                             out_type, gemm_ldc(g), g.batch_c, g.batch, CUBLAS_COMPUTE_32F,
                                              CUBLAS_GEMM_DEFAULT));
 }
 
@@ -90,6 +103,15 @@ const __nv_bfloat16* bf16_copy(DeviceState* s, ScratchSlot slot, const float* sr
 void gemm(DeviceState* s, const GemmArgs& g) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   activate(s);
+  // A bfloat16 C: bf16 inputs and beta 0 only (the CPU reference checks the same).
+  MT_CHECK(!g.c_bf16 || (g.inputs == GemmPrecision::bf16 && g.beta == 0.0f && !g.c));
+  if (g.k == 0 && g.c_bf16) {
+    const size_t count = size_t(g.m) * g.n * g.batch;
+    zero_bf16_kernel<<<grid_for(s, count), kThreads, 0, s->stream>>>(reinterpret_cast<__nv_bfloat16*>(g.c_bf16), g.m,
+                                                                    g.n, gemm_ldc(g), g.batch_c, count);
+    MT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (g.k == 0) {
     const size_t count = size_t(g.m) * g.n * g.batch;
     scale_kernel<<<grid_for(s, count), kThreads, 0, s->stream>>>(g.c, g.m, g.n, gemm_ldc(g), g.batch_c, count, g.beta);
@@ -118,6 +140,9 @@ void gemm(DeviceState* s, const GemmArgs& g) {
 }
 
 namespace {
+
+// Where g writes C: c, or c_bf16.
+void* out_of(const GemmArgs& g) { return g.c_bf16 ? static_cast<void*>(g.c_bf16) : static_cast<void*>(g.c); }
 
 // A layout of `rows` x `cols` (column-major, as cuBLASLt sees our row-major storage) at leading
 // dimension ld, with the batch when there is one.
@@ -148,7 +173,7 @@ void build_plan(DeviceState* s, const GemmArgs& g, const LtKey& key, cudaDataTyp
   // A stored row-major [m,k] is column-major [k rows, m cols]; stored [k,m] (trans_a) is [m, k].
   if (g.trans_a) make_layout(&call.second, in_type, g.m, g.k, key.lda, g.batch, g.batch_a);
   else make_layout(&call.second, in_type, g.k, g.m, key.lda, g.batch, g.batch_a);
-  make_layout(&call.out, CUDA_R_32F, g.n, g.m, key.ldc, g.batch, g.batch_c);
+  make_layout(&call.out, cudaDataType_t(key.out_type), g.n, g.m, key.ldc, g.batch, g.batch_c);
 
   MT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
   const uint64_t ws = s->workspace_bytes;
@@ -169,7 +194,8 @@ const LtPlan& plan_of(DeviceState* s, const GemmArgs& g, const void* a, const vo
   const LtKey key{.type = int(in_type), .m = g.m, .n = g.n, .k = g.k, .lda = gemm_lda(g), .ldb = gemm_ldb(g),
                   .ldc = gemm_ldc(g), .batch = g.batch, .trans_a = g.trans_a, .trans_b = g.trans_b,
                   .batch_a = g.batch_a, .batch_b = g.batch_b, .batch_c = g.batch_c, .align_a = alignment_of(a),
-                  .align_b = alignment_of(b), .align_c = alignment_of(g.c), .workspace = s->workspace_bytes};
+                  .align_b = alignment_of(b), .align_c = alignment_of(out_of(g)), .workspace = s->workspace_bytes,
+                  .out_type = int(g.c_bf16 ? CUDA_R_16BF : CUDA_R_32F)};
   std::unique_ptr<LtPlan>& plan = lt_plans(s).plans[key];
   if (!plan) {
     auto made = std::make_unique<LtPlan>();
@@ -186,8 +212,9 @@ void gemm_lt(DeviceState* s, const GemmArgs& g, const void* a, const void* b, cu
   const LtPlan& plan = plan_of(s, g, a, b, in_type);
   if (!plan.found) return gemm_ex(s, g, a, b, in_type);
   // alpha and beta are read from host memory at call time (the default pointer mode).
-  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, plan.call.op, &g.alpha, b, plan.call.first, a, plan.call.second, &g.beta, g.c,
-                                 plan.call.out, g.c, plan.call.out, &plan.heur.algo, s->workspace, s->workspace_bytes,
+  void* c = out_of(g);
+  MT_CUBLAS_CHECK(cublasLtMatmul(s->lt, plan.call.op, &g.alpha, b, plan.call.first, a, plan.call.second, &g.beta, c,
+                                 plan.call.out, c, plan.call.out, &plan.heur.algo, s->workspace, s->workspace_bytes,
                                  s->stream));
 }
 

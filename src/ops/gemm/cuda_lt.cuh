@@ -59,7 +59,7 @@ struct FieldsHash {
 };
 
 // Everything that decides an fp32/bf16 GEMM's cuBLASLt plan (descriptors, heuristic, algorithm):
-// the input type (compute, scale and output types are always fp32), the shape, the transposes,
+// the input and output types (compute and scale types are always fp32), the shape, the transposes,
 // the leading dimensions, the batch count and strides, the alignment of each operand's address
 // (the heuristic's minimum-alignment preferences) and the workspace it may use. alpha and beta
 // are read from host memory at each call and the pointers themselves are arguments of the
@@ -70,10 +70,11 @@ struct LtKey {
   long long batch_a = 0, batch_b = 0, batch_c = 0;
   uint32_t align_a = 0, align_b = 0, align_c = 0;
   size_t workspace = 0;
+  int out_type = CUDA_R_32F;  // C's type: fp32, or bfloat16 (GemmArgs::c_bf16)
   bool operator==(const LtKey&) const = default;
   auto fields() const {
     return std::tuple(type, m, n, k, lda, ldb, ldc, batch, trans_a, trans_b, batch_a, batch_b, batch_c, align_a,
-                      align_b, align_c, workspace);
+                      align_b, align_c, workspace, out_type);
   }
 };
 

@@ -1,0 +1,84 @@
+// Parity of the bfloat16 data path (precision.bf16_outputs): GEMMs writing bfloat16 (cuBLASLt's bf16
+// D, and cublasGemmEx's where no algorithm is found) against the CPU's fp32 product rounded once, and
+// SwiGLU reading bfloat16 gate and up in both passes.
+#include <cstdio>
+#include <vector>
+
+#include "ops/bf16.hpp"
+#include "parity.hpp"
+
+namespace parity {
+
+namespace {
+
+// The values of x's rows of n at row stride ld, widened.
+std::vector<float> widened(const std::vector<mt::Bf16>& x, int n, int ld) {
+  std::vector<float> out;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (int(i % size_t(ld)) < n) out.push_back(mt::bf16_bits_to_float(x[i].bits));
+  return out;
+}
+
+std::vector<mt::Bf16> rounded(const std::vector<float>& x) {
+  std::vector<mt::Bf16> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i].bits = mt::float_to_bf16_bits(x[i]);
+  return out;
+}
+
+// C [m, n] at row stride n + 3 in bfloat16; the 3 values past each row must stay as they were. The
+// GPU's sums differ from the CPU's in order, so a value near a rounding boundary may land one
+// bfloat16 ulp away: within 2^-7 of the largest value.
+void check_gemm_bf16_out(const Context& c, int m, int n, int k, bool tb, uint64_t seed) {
+  Lcg rng(seed);
+  const int ldc = n + 3;
+  const std::vector<float> a = random_values(size_t(m) * k, rng), b = random_values(size_t(k) * n, rng);
+  const std::vector<mt::Bf16> c0(size_t(m) * ldc, mt::Bf16{0x7fc1});
+  mt::GemmArgs g{.m = m, .n = n, .k = k, .trans_b = tb, .inputs = mt::GemmPrecision::bf16, .ldc = ldc};
+  std::vector<mt::Bf16> want = c0;
+  g.a = a.data(), g.b = b.data(), g.c_bf16 = want.data();
+  c.cpu.gemm(g);
+  DeviceVec<float> ga(c.gpu, a), gb(c.gpu, b);
+  DeviceVec<mt::Bf16> gc(c.gpu, c0);
+  g.a = ga.get(), g.b = gb.get(), g.c_bf16 = gc.get();
+  c.gpu.gemm(g);
+  const std::vector<mt::Bf16> got = gc.download();
+  size_t gap_written = 0;
+  for (size_t i = 0; i < got.size(); ++i) gap_written += int(i % size_t(ldc)) >= n && got[i].bits != 0x7fc1;
+  char name[160];
+  std::snprintf(name, sizeof name, "gemm bf16 output m=%d n=%d k=%d trans_b=%d", m, n, k, int(tb));
+  c.rep.check(name, relative_error(widened(got, n, ldc), widened(want, n, ldc)), 1.0 / 128);
+  c.rep.check(std::string(name) + ": values written past a row's n columns", double(gap_written), 0);
+}
+
+void check_swiglu_bf16_inputs(const Context& c, size_t n, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<mt::Bf16> gate = rounded(random_values(n, rng, -6.0f, 6.0f)), up = rounded(random_values(n, rng));
+  const std::vector<float> dh = random_values(n, rng);
+  std::vector<float> h(n), dg(n), du(n);
+  c.cpu.swiglu_forward({.n = n, .h = h.data(), .gate_bf16 = gate.data(), .up_bf16 = up.data()});
+  c.cpu.swiglu_backward(
+      {.n = n, .dh = dh.data(), .dgate = dg.data(), .dup = du.data(), .gate_bf16 = gate.data(), .up_bf16 = up.data()});
+  DeviceVec<mt::Bf16> ggate(c.gpu, gate), gup(c.gpu, up);
+  DeviceVec<float> gdh(c.gpu, dh), gh(c.gpu, poison<float>(n)), gdg(c.gpu, poison<float>(n)),
+      gdu(c.gpu, poison<float>(n));
+  c.gpu.swiglu_forward({.n = n, .h = gh.get(), .gate_bf16 = ggate.get(), .up_bf16 = gup.get()});
+  c.gpu.swiglu_backward({.n = n, .dh = gdh.get(), .dgate = gdg.get(), .dup = gdu.get(), .gate_bf16 = ggate.get(),
+                         .up_bf16 = gup.get()});
+  const std::string shape = " n=" + std::to_string(n);
+  c.rep.check("swiglu_forward bfloat16 inputs" + shape, relative_error(gh.download(), h), 1e-5);
+  c.rep.check("swiglu_backward bfloat16 inputs, dgate" + shape, relative_error(gdg.download(), dg), 1e-5);
+  c.rep.check("swiglu_backward bfloat16 inputs, dup" + shape, relative_error(gdu.download(), du), 1e-5);
+}
+
+}  // namespace
+
+void group_bf16_outputs(const Context& c, uint64_t seed) {
+  // The dense FFN's gate and up shapes (x W^T), a ragged one, and one with an odd n (2-byte aligned rows).
+  const int shapes[][3] = {{256, 512, 128}, {100, 384, 768}, {7, 33, 65}, {64, 129, 64}};
+  for (const auto& s : shapes) check_gemm_bf16_out(c, s[0], s[1], s[2], true, seed++);
+  check_gemm_bf16_out(c, 50, 70, 90, false, seed++);
+  check_swiglu_bf16_inputs(c, 1000, seed++);
+  check_swiglu_bf16_inputs(c, 300001, seed++);
+}
+
+}  // namespace parity
