@@ -58,7 +58,8 @@ int run_plan(const PlanArgs& o) {
     rows.push_back(estimate_step(cfg.model, batch, c, l));
   } else {
     found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp,
-                           {cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8)});
+                           {cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8),
+                            cfg.optimizer.kind == mt::OptimizerKind::muon});
     if (found.ranked.empty()) throw mt::UserError("plan: " + no_layout_reason(cfg.model, batch, c, gpus, fp8, found));
     for (const Estimate& e : found.ranked) {
       if (!best) best = &e;

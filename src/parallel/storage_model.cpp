@@ -36,8 +36,9 @@ struct BlockValues {
 // `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
 // one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
 // `codes`: values (4 bytes) of FP8 codes and scales that RMSNorm and SwiGLU write beside each value
-// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes), and SwiGLU's backward beside
-// its two gradients: not for rows gathered first (sequence parallelism) nor the MoE's input.
+// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes), SwiGLU's backward beside
+// its two gradients and RMSNorm's beside the residual gradient (not for rows gathered first under
+// sequence parallelism, nor the MoE's input), attention beside its output (in the scratch arena).
 BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double rows,
                            double half, double out_half, bool sp, double codes) {
   const auto& a = m.attention;
@@ -45,7 +46,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   const double norms = half * d + (moe ? d : half * d);  // n1, n2 (the MoE's own rows move)
   double kept = own * (d + 2);  // x1, rstd1, rstd2
   double dropped = norms + (sp ? 0 : codes * (moe ? d : 2 * d));  // selective recomputation redoes them
-  double back = own * 3 * d;    // dn2, dx1, dn1
+  double back = own * 3 * d + (sp ? 0 : codes * d);  // dn2, dx1 (and its codes), dn1
   double temp = 0, redone = 0;  // the forward's temporaries; those selective recomputation makes again
   if (sp) {
     // The norms of the own rows before they are gathered (again under selective recomputation);
@@ -62,7 +63,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
     kept += (ql > 0 ? (1 + half + codes) * ql + 1 : 0) + (kl + rope) + (1 + half + codes) * kl + 1 + H * v + H;
     dropped += half * (2 * H * qk + H * v);  // q, k, v per head: attention's inputs only
-    temp += H * (nope + v) + (half < 1 ? H * qk : 0);  // [k_nope; v], and q before RoPE rounds it
+    // [k_nope; v], q before RoPE rounds it, o's FP8 codes
+    temp += H * (nope + v) + (half < 1 ? H * qk : 0) + codes * H * v;
     redone += H * (nope + v) + (half < 1 ? H * qk : 0);  // selective recomputation makes them again
     // dout, dq, dk (dv goes straight into the [k_nope; v] gradient), that gradient, dckv, dc_normed, dc
     back += H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
@@ -70,7 +72,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // Grouped key/value heads are read in place by their query heads: k and v per key/value head.
     const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;
     kept += (1 + half) * H * hd + H + 2 * half * kv * hd;  // q, o, lse, k and v
-    temp += half < 1 ? H * hd + 2 * kv * hd : 0;            // projections read through a bfloat16 copy
+    temp += (half < 1 ? H * hd + 2 * kv * hd : 0) + codes * H * hd;  // a bfloat16 copy of the projections; o's codes
     back += 2 * H * hd + 2 * kv * hd;                       // dout, dq, dk, dv
 
   }
@@ -271,8 +273,11 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       // that output's gradient is whole).
       const bool sp = l.sp && l.tp > 1;
       const double own = sp ? d / l.tp : d, whole = sp ? d : 0;
-      // tokens, block inputs; input gradients
-      double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0), work = 0, temp = 0;
+      // tokens, block inputs; input gradients, and in backward the two rooms the input gradients' FP8 codes
+      // take in turn (not under sequence parallelism).
+      const double code_rooms = sp ? 0 : 2 * codes * d;
+      double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0) + code_rooms;
+      double work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
         const BlockValues b = moetrain_block(m, i >= m.n_dense_layers, l.recompute, l.tp, l.ep, expert_rows, half,
                                              out_half, sp, codes);
@@ -310,7 +315,8 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
             free_arenas.pop_back();
           } else if (t.pass != pipeline::Pass::weight_grad) {
             const bool deferred = t.pass == pipeline::Pass::input_grad && l.recompute == Recompute::none;
-            arena[size_t(a)] = std::max(arena[size_t(a)], slot + (deferred ? later : 2 * own + (pos == 0 ? whole : 0)));
+            const double held = deferred ? later : 2 * own + (pos == 0 ? whole : 0) + code_rooms;
+            arena[size_t(a)] = std::max(arena[size_t(a)], slot + held);
             scratch = scratch || !deferred;
           }
           if (t.pass == pipeline::Pass::backward || t.pass == pipeline::Pass::weight_grad) free_arenas.push_back(a);

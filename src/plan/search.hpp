@@ -17,6 +17,7 @@ struct SearchResult {
 struct FixedSettings {
   double ep_receive_bound = 0;  // parallel.ep_receive_bound (0: the worst case)
   double fp8_code_bytes = 0;    // fp8.fused_codes (fp8_code_bytes of parallel/layout.hpp)
+  bool whole_matrices = false;  // optimizer.kind = "muon": no tensor parallelism, no ZeRO (train refuses both)
 };
 
 // Why a search found no layout to print: every candidate was refused (the reason the plainest
