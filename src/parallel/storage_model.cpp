@@ -271,11 +271,10 @@ double moetrain_activation_values(const ModelConfig& m, const Layout& l, const p
       // Under sequence parallelism what passes between blocks is the rank's own rows; a first
       // stage gathers its input gradient for the embedding, a last its output for the head (and
       // that output's gradient is whole).
+      // In backward the input gradients' FP8 codes take two rooms in turn (not under sequence parallelism).
       const bool sp = l.sp && l.tp > 1;
-      const double own = sp ? d / l.tp : d, whole = sp ? d : 0;
-      // tokens, block inputs; input gradients, and in backward the two rooms the input gradients' FP8 codes
-      // take in turn (not under sequence parallelism).
-      const double code_rooms = sp ? 0 : 2 * codes * d;
+      const double own = sp ? d / l.tp : d, whole = sp ? d : 0, code_rooms = sp ? 0 : 2 * codes * d;
+      // tokens, block inputs; input gradients
       double slot = 2 + (nb + 1) * own, later = (nb + 1) * own + (pos == 0 ? whole : 0) + code_rooms;
       double work = 0, temp = 0;
       for (int i = cut[size_t(pos)]; i < cut[size_t(pos) + 1]; ++i) {
