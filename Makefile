@@ -109,7 +109,7 @@ bench: moetrain data/fortunes/train_000000.bin
 	bash bench/cpu_tokens_per_sec.sh
 
 clean:
-	rm -rf $(BUILD) moetrain gpu-bundle
+	rm -rf $(BUILD) moetrain gpu-bundle gpu-bundle.tgz
 
 # `moetrain` on PATH: the binary alone (it finds no files beside it; CUDA libraries by rpath).
 PREFIX ?= /usr/local
@@ -197,6 +197,7 @@ gpu-bundle: $(BUNDLE_BINS)
 	CXX="$(CXX)" bash scripts/bundle_libs.sh $(BUNDLE) "$(NVCC)" "$(NVCCFLAGS)" "$(CUTLASS_INCLUDE)" \
 	  "$(if $(CUDNN_INCLUDE),$(CUDNN_FRONTEND_INCLUDE))"
 	bash scripts/bundle_mpi.sh $(BUNDLE)
+	tar -czf $(BUNDLE).tgz $(BUNDLE)
 
 $(BUILD)/bundle/libmoetrain.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -787,8 +787,12 @@ section_fit() {
 
 # ---- the run -----------------------------------------------------------------------------------------------
 note "moetrain GPU check$( ((stand_in)) && echo " (stand-in: cpu-strict)"), $(date -u '+%Y-%m-%d %H:%M:%S UTC'); report in $OUT"
+# The bundle travels as gpu-bundle.tgz (a third of its size: a device call carries at most 64 MiB with the tree).
+if ((!stand_in)) && [[ ! -x $bundle/moetrain && -f $bundle.tgz ]]; then
+  tar -xzf "$bundle.tgz" -C "$(dirname "$bundle")" || { note "FAIL: $bundle.tgz does not unpack"; exit 1; }
+fi
 if ((!stand_in)) && [[ ! -x $bundle/moetrain || ! -f $bundle/BUILD_INFO ]]; then
-  note "FAIL: $bundle/ is missing or incomplete: run make gpu-bundle on the build machine and bring gpu-bundle/ along"
+  note "FAIL: $bundle/ is missing or incomplete: run make gpu-bundle on the build machine and bring gpu-bundle.tgz along"
   exit 1
 fi
 # The libraries the loader would not find, and a host glibc or libstdc++ older than the bundle's (then the

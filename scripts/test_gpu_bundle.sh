@@ -156,9 +156,17 @@ fi
 
 if readelf -d "$bundle/moetrain" | grep -q 'RPATH.*\$ORIGIN/lib'; then pass "rpath is DT_RPATH \$ORIGIN/lib"
 else fail "$bundle/moetrain has no DT_RPATH \$ORIGIN/lib (libraries of lib/ would not be found)"; fi
+# A device call carries the working tree (about 4 MiB) and gpu-bundle.tgz within 64 MiB; the bundle itself (the
+# binaries, each with cudnn-frontend's attention graphs and CUTLASS's kernels, lib/, runtime/, mpi/) is 61 MiB,
+# a third of that compressed. 48 MiB leaves the tree room to grow.
 mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))
-# 61 MiB: the binaries (each with cudnn-frontend's attention graphs, 1.7 MiB), lib/, runtime/ and OpenMPI's
-# launcher (mpi/, 6 MiB) are 59 MiB; a device call carries the bundle and the working tree (about 3 MiB) within
-# its 64 MiB.
-if [[ $mib -lt 61 ]]; then pass "bundle size $mib MiB (under 61)"; else fail "bundle size $mib MiB, over 61"; fi
+tgz_mib=$(( $(stat -c %s "$bundle.tgz" 2>/dev/null || echo 0) / 1048576 ))
+if [[ ! -s $bundle.tgz ]]; then fail "$bundle.tgz is missing (make gpu-bundle writes it)"
+elif [[ $tgz_mib -lt 48 ]]; then pass "$bundle.tgz is $tgz_mib MiB (under 48; the folder $mib MiB)"
+else fail "$bundle.tgz is $tgz_mib MiB, over 48 (the folder $mib MiB)"; fi
+unpacked=$(mktemp -d)
+if tar -xzf "$bundle.tgz" -C "$unpacked" && diff -r "$bundle" "$unpacked/$bundle" > /dev/null; then
+  pass "$bundle.tgz unpacks to $bundle/, file for file"
+else fail "$bundle.tgz does not unpack to $bundle/ as it is (run make gpu-bundle again)"; fi
+rm -rf "$unpacked"
 exit $failed

@@ -104,7 +104,7 @@ expect "inspect on a sweep's folder: a row per run, with the key they differ in"
   bash -c "$bin inspect '$tmp/runs/grid' | tr '\n' ' '"
 expect "inspect on a sweep's folder compares what naming its runs compares" 0 "^same$" -- bash -c \
   "folder=\$($bin inspect '$tmp/runs/grid' --csv); named=\$($bin inspect '$tmp/runs/grid/lr=0.001' \
-     '$tmp/runs/grid/lr=0.003' --csv); [[ -n \$folder && \$folder == \$named ]] && echo same"
+     '$tmp/runs/grid/lr=0.003' --csv); [[ -n \$folder && \$folder == \"\$named\" ]] && echo same"
 expect "plot on a sweep's folder draws each of its runs, named as when named one by one" 0 "^same$" -- bash -c \
   "$bin plot '$tmp/runs/grid' --out '$tmp/plot_folder' > /dev/null && \
    $bin plot '$tmp/runs/grid/lr=0.001' '$tmp/runs/grid/lr=0.003' --out '$tmp/plot_named' > /dev/null && \
