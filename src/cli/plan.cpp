@@ -49,17 +49,16 @@ int run_plan(const PlanArgs& o) {
   const Estimate* best = nullptr;
   const Estimate* flat = nullptr;
   SearchResult found;
+  const FixedSettings fixed{cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8),
+                            cfg.optimizer.kind == mt::OptimizerKind::muon};
   if (!o.layout.empty()) {
     Layout l = parse_layout(o.layout, gpus);
-    l.ep_receive_bound = cfg.parallel.ep_receive_bound;
-    l.fp8_code_bytes = l.fp8 ? mt::fp8_code_bytes(cfg.fp8) : 0;
+    fixed.apply_to(l);
     if (std::string why = layout_problem(cfg.model, batch, c, l); !why.empty())
       throw mt::UserError("plan: --layout " + o.layout + ": " + why);
     rows.push_back(estimate_step(cfg.model, batch, c, l));
   } else {
-    found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp,
-                           {cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8),
-                            cfg.optimizer.kind == mt::OptimizerKind::muon});
+    found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp, fixed);
     if (found.ranked.empty()) throw mt::UserError("plan: " + no_layout_reason(cfg.model, batch, c, gpus, fp8, found));
     for (const Estimate& e : found.ranked) {
       if (!best) best = &e;

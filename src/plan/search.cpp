@@ -38,8 +38,7 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
                   // The cost model splits activations by sequence parallelism under tp.
                   Layout l{dp, tp, pp, ep, vpp, zero, kind, mbs, recompute, fp8, tp > 1};
                   l.cp = cp;
-                  l.ep_receive_bound = fixed.ep_receive_bound;
-                  l.fp8_code_bytes = fp8 ? fixed.fp8_code_bytes : 0;
+                  fixed.apply_to(l);
                   if (!layout_problem(m, global_batch, c, l).empty()) continue;
                   Estimate e = estimate_step(m, global_batch, c, l, timings, true);
                   ++out.considered;
