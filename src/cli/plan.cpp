@@ -8,6 +8,7 @@
 #include "model/flops.hpp"
 #include "plan/plan_report.hpp"
 #include "plan/search.hpp"
+#include "plan/software.hpp"
 #include "util/cli_checks.hpp"
 #include "util/error.hpp"
 
@@ -16,7 +17,7 @@ namespace mt::cli {
 namespace {
 
 struct PlanArgs {
-  std::string experiment, cluster, layout;
+  std::string experiment, cluster, layout, software = "moetrain";
   std::vector<std::string> sets;
   int gpus = 0, top = 10, max_cp = 1;
   bool fp8 = false, explain = false, json = false;
@@ -38,6 +39,8 @@ int run_plan(const PlanArgs& o) {
   using namespace mt::plan;
   mt::Config cfg = mt::load_config(o.experiment, o.sets);
   Cluster c = load_cluster(o.cluster);
+  const SoftwareProfile software = load_software(software_dir_for(o.cluster), o.software);
+  software.apply_to(c);
   const int gpus = o.gpus > 0 ? o.gpus : c.accelerators;
   if (gpus > c.accelerators)
     throw mt::UserError("plan: --gpus " + std::to_string(gpus) + " is more than the " +
@@ -50,13 +53,13 @@ int run_plan(const PlanArgs& o) {
   const Estimate* flat = nullptr;
   SearchResult found;
   const FixedSettings fixed{cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8),
-                            cfg.optimizer.kind == mt::OptimizerKind::muon};
+                            cfg.optimizer.kind == mt::OptimizerKind::muon, optimizer_plan(cfg.optimizer)};
   if (!o.layout.empty()) {
     Layout l = parse_layout(o.layout, gpus);
     fixed.apply_to(l);
     if (std::string why = layout_problem(cfg.model, batch, c, l); !why.empty())
       throw mt::UserError("plan: --layout " + o.layout + ": " + why);
-    rows.push_back(estimate_step(cfg.model, batch, c, l));
+    rows.push_back(estimate_step(cfg.model, batch, c, l, fixed.optimizer));
   } else {
     found = search_layouts(cfg.model, batch, c, gpus, fp8, o.max_cp, fixed);
     if (found.ranked.empty()) throw mt::UserError("plan: " + no_layout_reason(cfg.model, batch, c, gpus, fp8, found));
@@ -73,7 +76,7 @@ int run_plan(const PlanArgs& o) {
   print_header(o, cfg, c, gpus, fp8, found);
   std::printf("%s", estimates_table(rows).c_str());
   std::printf("%s", train_lines(rows).c_str());
-  if (o.explain) std::printf("\n%s", explain(best, flat).c_str());
+  if (o.explain) std::printf("\n%s%s", software_explained(c, software).c_str(), explain(best, flat).c_str());
   return 0;
 }
 
@@ -99,6 +102,9 @@ Command add_plan(CLI::App& app) {
                   "planned only: train does not run cp > 1)")
       ->check(mt::whole_in(1, 1 << 16));
   cmd->add_flag("--explain", plan->explain, "compare the best layout with the best one without pipeline parallelism");
+  cmd->add_option("--software", plan->software,
+                  "the trainer whose software profile (configs/software/NAME.toml) the plan models: moetrain "
+                  "(default), megatron, torchtitan, maxtext, deepseek or other");
   cmd->add_flag("--json", plan->json, "print the layouts as JSON");
   cmd->add_option("--set", plan->sets, "override an experiment key (repeatable)")->allow_extra_args(false);
   return {cmd, [plan] { return run_plan(*plan); }};

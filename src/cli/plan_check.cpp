@@ -5,6 +5,7 @@
 #include "cli/command.hpp"
 #include "plan/plan_report.hpp"
 #include "plan/published.hpp"
+#include "plan/source_holdout.hpp"
 
 namespace mt::cli {
 
@@ -20,7 +21,11 @@ int run_plan_check(const std::string& runs_file, bool breakdown) {
   const std::vector<PublishedRun> runs = load_published_runs(runs_file);
   std::printf("plan-check: %zu published runs of %s\n", runs.size(), runs_file.c_str());
   const std::vector<CheckedRun> checked = check_published_runs(runs);
-  std::printf("%s", published_report(checked).c_str());
+  const SourceHoldout held = leave_one_source_out(runs);
+  std::vector<double> left_out;
+  for (const HeldOutRun& h : held.runs) left_out.push_back(h.error);
+  std::printf("%s", published_report(checked, left_out).c_str());
+  std::printf("%s", holdout_report(checked, held).c_str());
   if (breakdown) {
     std::vector<Estimate> rows;
     for (const CheckedRun& c : checked) rows.push_back(c.estimate);

@@ -9,6 +9,7 @@
 #include "plan/plan_report.hpp"
 #include "parallel/storage_model.hpp"
 #include "plan/search.hpp"
+#include "plan/software.hpp"
 #include "train/progress.hpp"
 #include "train/trainer.hpp"
 #include "util/cli_checks.hpp"
@@ -31,13 +32,15 @@ struct TrainArgs {
 // The planner's prediction for the layout a training config describes, on `cluster_path`.
 void print_prediction(const mt::Config& cfg, const std::string& cluster_path) {
   using namespace mt::plan;
-  const Cluster c = load_cluster(cluster_path);
+  Cluster c = load_cluster(cluster_path);
+  load_software(software_dir_for(cluster_path), "moetrain").apply_to(c);
   Layout l = mt::layout_of_config(cfg);
   // What moetrain stores: fp32, and under bf16 GEMMs what only GEMMs (and SwiGLU) read in bfloat16.
   l.storage = mt::storage_of(cfg.precision);
   if (std::string why = layout_problem(cfg.model, cfg.training.global_batch, c, l); !why.empty())
     throw mt::UserError("train --cluster " + cluster_path + ": the planner cannot model this layout: " + why);
-  std::printf("%s", prediction_text(estimate_step(cfg.model, cfg.training.global_batch, c, l), c).c_str());
+  const Estimate e = estimate_step(cfg.model, cfg.training.global_batch, c, l, optimizer_plan(cfg.optimizer));
+  std::printf("%s", prediction_text(e, c).c_str());
 }
 
 // The experiment checked for `needed` ranks: the command that runs it, its size, and the resolved config.

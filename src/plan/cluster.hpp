@@ -44,6 +44,7 @@ struct Cluster {
   bool fp8_dispatch = false;          // under FP8, tokens travel to their experts in FP8
   double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
   double memory_usable = 0;            // fraction of HBM a training process can use
+  std::string software;                // the software profile applied (plan/software.hpp), if any
 
   // Bandwidth per accelerator, one direction, for a collective among `group` accelerators that
   // stays inside one scale-up domain.

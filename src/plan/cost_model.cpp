@@ -67,13 +67,14 @@ std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster
   return "";
 }
 
-Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l) {
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
+                       const OptimizerPlan& o) {
   ScheduleTimings timings;
-  return estimate_step(m, global_batch, c, l, timings, false);
+  return estimate_step(m, global_batch, c, l, timings, false, o);
 }
 
 Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
-                       ScheduleTimings& timings, bool only_if_fits) {
+                       ScheduleTimings& timings, bool only_if_fits, const OptimizerPlan& o) {
   Estimate e;
   e.layout = l;
   const StepShape s = step_shape(m, global_batch, l);
@@ -89,14 +90,16 @@ Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c,
   e.chunk_costs.latency = pipeline_latency(m, c, l, s);
   e.stage_imbalance = k;
   const MicroBatchWork work = microbatch_work(l, s, t, comm, e.chunk_costs, k);
+  const MuonStepCost muon = muon_step_cost(m, c, l, s, held, o);
   e.memory = state_memory(l, held);
+  e.memory.optimizer += muon.optimizer_bytes;
   e.memory_limit = c.accel.hbm_bytes * c.memory_usable;
   if (only_if_fits && e.memory.total() > e.memory_limit) return e;  // fits stays false
 
   const PipelineTime pipe = pipeline_time(l, s, work, e.chunk_costs, timings);
   e.peak_live_chunks = pipe.peak_chunks;
   const double dp_time = data_parallel_time(c, l, s, t, dp);
-  const double opt_time = optimizer_time(c, l, held);
+  const double opt_time = optimizer_time(c, l, held) + muon.seconds();
   e.step_s = pipe.makespan + dp_time + opt_time;
   e.time = step_breakdown(s, comm, dp, work, pipe.makespan, dp_time, k);
   e.time.optimizer = opt_time;

@@ -10,6 +10,7 @@
 #include "pipeline/schedule.hpp"
 #include "pipeline/simulate.hpp"
 #include "plan/cluster.hpp"
+#include "plan/muon_cost.hpp"
 #include "plan/schedule_timings.hpp"
 
 namespace mt::plan {
@@ -58,10 +59,12 @@ double activation_bytes_per_token(const ModelConfig& m, const Layout& l);
 // Empty when the layout can run this model on this cluster, else what is wrong and what fits.
 std::string layout_problem(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
 // Requires layout_problem() to be empty.
-Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l);
+// o: the experiment's optimizer (AdamW unless it names Muon).
+Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
+                       const OptimizerPlan& o = {});
 // The same, reusing `timings` across calls (the search). With only_if_fits, a layout whose
 // weights and optimizer state alone overflow memory returns at once, untimed, with fits = false.
 Estimate estimate_step(const ModelConfig& m, int global_batch, const Cluster& c, const Layout& l,
-                       ScheduleTimings& timings, bool only_if_fits);
+                       ScheduleTimings& timings, bool only_if_fits, const OptimizerPlan& o = {});
 
 }  // namespace mt::plan

@@ -12,6 +12,7 @@
 
 #include "config/config.hpp"
 #include "model/flops.hpp"
+#include "plan/software.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 #include "util/toml_file.hpp"
@@ -81,8 +82,8 @@ class RunEntry {
     for (const auto& [k, v] : t_)
       if (!read_.count(std::string(k.str())))
         throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) +
-                        "' in a run; valid: name, source, model, cluster, gpus, seq_len, global_batch, layout, "
-                        "software, calibration, published, note");
+                        "' in a run; valid: name, source, origin, trainer, trainer_release, model, cluster, gpus, "
+                        "seq_len, global_batch, layout, software, calibration, published, note");
   }
 
   const std::string& path;
@@ -163,12 +164,36 @@ void read_model(RunEntry& e, const toml::table& models, const std::string& where
   r.group = r.model.moe.n_routed_experts > 0 && r.model.n_layers > r.model.n_dense_layers ? "moe" : "dense";
 }
 
-// clusters: the profiles read so far, by file name (beside the runs file).
-PublishedRun read_run(RunEntry& e, const toml::table& models, std::map<std::string, Cluster>& clusters) {
+// The run's trainer, its software profile applied to the run's cluster.
+void read_trainer(RunEntry& e, const std::string& where, std::map<std::string, SoftwareProfile>& software,
+                  PublishedRun& r) {
+  r.trainer = e.text("trainer");
+  if (!software.count(r.trainer)) {
+    try {
+      software[r.trainer] = load_software(software_dir_for(e.path), r.trainer);
+    } catch (const UserError& err) {
+      throw UserError(where + ": trainer: " + err.what());
+    }
+  }
+  software[r.trainer].apply_to(r.cluster);
+  if (e.table().get("trainer_release")) r.trainer_release = e.text("trainer_release");
+}
+
+// Profiles read so far, by file name (clusters beside the runs file) and by trainer.
+struct Profiles {
+  std::map<std::string, Cluster> clusters;
+  std::map<std::string, SoftwareProfile> software;
+};
+
+PublishedRun read_run(RunEntry& e, const toml::table& models, Profiles& profiles) {
+  std::map<std::string, Cluster>& clusters = profiles.clusters;
   PublishedRun r;
   r.name = e.text("name");
   const std::string where = e.position() + " (" + r.name + ")";
   r.source = e.text("source");
+  r.origin = e.text("origin");
+  if (r.origin.empty())
+    throw UserError(where + ": origin must name the run's source group, e.g. \"narayanan2021-table1\"");
   read_model(e, models, where, r);
   const std::string profile = e.text("cluster");
   const std::string dir = std::filesystem::path(e.path).parent_path().string();
@@ -177,6 +202,7 @@ PublishedRun read_run(RunEntry& e, const toml::table& models, std::map<std::stri
   const int gpus = e.integer("gpus");
   // A run's cluster is as large as the run.
   r.cluster.accelerators = std::max(gpus, r.cluster.domain);
+  read_trainer(e, where, profiles.software, r);
   if (const toml::node* s = e.optional("software")) read_software(e.path, *s, r.cluster);
   r.global_batch = e.integer("global_batch");
   try {
@@ -212,12 +238,12 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
     if (k.str() != "models" && k.str() != "runs")
       throw UserError(toml_position(path, v) + ": unknown key '" + std::string(k.str()) +
                       "'; a runs file holds models and runs");
-  std::map<std::string, Cluster> clusters;
+  Profiles profiles;
   std::vector<PublishedRun> runs;
   for (const auto& entry : *list) {
     if (!entry.as_table()) throw UserError(toml_position(path, entry) + ": every [[runs]] entry is a table");
     RunEntry e(path, entry);
-    runs.push_back(read_run(e, *models, clusters));
+    runs.push_back(read_run(e, *models, profiles));
   }
   return runs;
 }
@@ -237,6 +263,8 @@ std::vector<CheckedRun> check_published_runs(const std::vector<PublishedRun>& ru
   return out;
 }
 
+std::string family_of(const PublishedRun& r) { return r.trainer + " " + r.cluster.accel.name; }
+
 double share_within(const std::vector<CheckedRun>& checked, double bound) {
   if (checked.empty()) return 0;
   const auto n =
@@ -244,14 +272,15 @@ double share_within(const std::vector<CheckedRun>& checked, double bound) {
   return double(n) / checked.size();
 }
 
-std::string published_report(const std::vector<CheckedRun>& checked) {
+std::string published_report(const std::vector<CheckedRun>& checked, const std::vector<double>& left_out) {
   std::ostringstream out;
-  out << " #  published s  predicted s   error  fits | run\n";
+  out << " #  published s  predicted s   error  fits" << (left_out.empty() ? "" : "  left out") << " | run\n";
   for (size_t i = 0; i < checked.size(); ++i) {
     const CheckedRun& c = checked[i];
     out << format_number("%2.0f", double(i + 1)) << format_number("  %11.3f", c.run->step_s)
         << format_number("  %11.3f", c.estimate.step_s) << format_number("  %+5.1f%%", 100 * c.error)
-        << (c.estimate.fits ? "   yes" : "    no") << " | " << c.run->name
+        << (c.estimate.fits ? "   yes" : "    no")
+        << (left_out.empty() ? std::string() : format_number("    %+5.1f%%", 100 * left_out[i])) << " | " << c.run->name
         << (c.run->calibration ? " (calibration)" : "") << "\n";
   }
   // The distribution, overall and by group.

@@ -40,7 +40,7 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
                   l.cp = cp;
                   fixed.apply_to(l);
                   if (!layout_problem(m, global_batch, c, l).empty()) continue;
-                  Estimate e = estimate_step(m, global_batch, c, l, timings, true);
+                  Estimate e = estimate_step(m, global_batch, c, l, timings, true, fixed.optimizer);
                   ++out.considered;
                   if (!e.fits) {
                     ++out.too_big;

@@ -1,0 +1,171 @@
+// Leave-one-source-out: refit each fitted efficiency without the source left out, predict that
+// source's runs with the refitted numbers.
+#include "plan/source_holdout.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "util/format.hpp"
+
+namespace mt::plan {
+
+namespace {
+
+double& efficiency(Cluster& c, bool fp8) { return fp8 ? c.matmul_efficiency_fp8 : c.matmul_efficiency_bf16; }
+
+// The run's error with its profile's efficiencies replaced where `values` names them (by
+// profile path and precision).
+using Values = std::map<std::pair<std::string, bool>, double>;
+double error_with(const PublishedRun& r, const Values& values) {
+  Cluster c = r.cluster;
+  for (bool fp8 : {false, true})
+    if (auto it = values.find({c.path, fp8}); it != values.end()) efficiency(c, fp8) = it->second;
+  return estimate_step(r.model, r.global_batch, c, r.layout).step_s / r.step_s - 1;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+}  // namespace
+
+double fit_efficiency(const std::vector<const PublishedRun*>& runs, bool fp8) {
+  // A faster matmul never slows a step: the median log error falls as the efficiency rises, so
+  // bisect it (in log space, to a relative 1e-4) between 1% and 100% of peak.
+  auto median_log_error = [&](double x) {
+    std::vector<double> e;
+    for (const PublishedRun* r : runs) e.push_back(std::log1p(error_with(*r, {{{r->cluster.path, fp8}, x}})));
+    return median(e);
+  };
+  double lo = std::log(0.01), hi = 0;
+  if (median_log_error(1) > 0) return 1;
+  while (hi - lo > 1e-4) {
+    const double mid = (lo + hi) / 2;
+    (median_log_error(std::exp(mid)) > 0 ? lo : hi) = mid;
+  }
+  return std::exp((lo + hi) / 2);
+}
+
+namespace {
+
+std::vector<FittedNumber> fitted_numbers(const std::vector<PublishedRun>& runs) {
+  std::vector<FittedNumber> out;
+  for (const PublishedRun& r : runs) {
+    if (!r.calibration) continue;
+    auto same = [&](const FittedNumber& f) { return f.profile == r.cluster.path && f.fp8 == r.layout.fp8; };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) {
+      Cluster c = r.cluster;
+      out.push_back({r.cluster.path, r.layout.fp8, efficiency(c, r.layout.fp8), 0, {}});
+      it = out.end() - 1;
+    }
+    it->runs.push_back(&r);
+  }
+  for (FittedNumber& f : out) f.refit = fit_efficiency(f.runs, f.fp8);
+  return out;
+}
+
+// f fitted without `origin`: to its other calibration runs, else to the profile's other runs in
+// that precision, else (no run of another source on the profile) the median of the other profiles'
+// fitted values. `how` says which.
+double refit_without(const FittedNumber& f, const std::string& origin, const std::vector<PublishedRun>& runs,
+                     const std::vector<FittedNumber>& all, std::string& how) {
+  std::vector<const PublishedRun*> kept;
+  for (const PublishedRun* r : f.runs)
+    if (r->origin != origin) kept.push_back(r);
+  if (!kept.empty()) {
+    how = "its " + std::to_string(kept.size()) + " calibration runs of other sources";
+    return fit_efficiency(kept, f.fp8);
+  }
+  for (const PublishedRun& r : runs)
+    if (r.origin != origin && r.cluster.path == f.profile && r.layout.fp8 == f.fp8) kept.push_back(&r);
+  if (!kept.empty()) {
+    how = "the profile's " + std::to_string(kept.size()) + " other runs in this precision";
+    return fit_efficiency(kept, f.fp8);
+  }
+  std::vector<double> others;
+  for (const FittedNumber& g : all)
+    if (g.fp8 == f.fp8 && g.profile != f.profile) others.push_back(g.shipped);
+  how = "no run of another source on the profile: the median of the " + std::to_string(others.size()) +
+        " other profiles' fitted " + f.key();
+  return others.empty() ? f.shipped : median(others);
+}
+
+}  // namespace
+
+SourceHoldout leave_one_source_out(const std::vector<PublishedRun>& runs) {
+  SourceHoldout h;
+  h.fitted = fitted_numbers(runs);
+  h.runs.resize(runs.size());
+  std::vector<std::string> origins;
+  for (const PublishedRun& r : runs)
+    if (std::find(origins.begin(), origins.end(), r.origin) == origins.end()) origins.push_back(r.origin);
+  for (const std::string& origin : origins) {
+    Values values;
+    for (const FittedNumber& f : h.fitted) {
+      if (std::none_of(f.runs.begin(), f.runs.end(), [&](const PublishedRun* r) { return r->origin == origin; }))
+        continue;
+      std::string how;
+      const double v = refit_without(f, origin, runs, h.fitted, how);
+      values[{f.profile, f.fp8}] = v;
+      h.refits.push_back(origin + " left out: " + file_name(f.profile) + " " + f.key() + format_number(" %.3f", v) +
+                         format_number(" (shipped %.3f), from ", f.shipped) + how);
+    }
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].origin == origin) h.runs[i].error = error_with(runs[i], values);
+  }
+  return h;
+}
+
+namespace {
+
+// "megatron H100 SXM    16 runs  within 20%:  14 of 16  median error  -3.1%"
+std::string family_line(const std::string& label, const std::vector<double>& errors) {
+  const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return std::abs(e) <= 0.2; });
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%-26s %3zu runs  within 20%%: %3ld of %3zu  median error %+6.1f%%", label.c_str(),
+                errors.size(), long(within), errors.size(), 100 * median(errors));
+  return buf;
+}
+
+}  // namespace
+
+std::string holdout_report(const std::vector<CheckedRun>& in_sample, const SourceHoldout& h) {
+  std::string out = "\nleave-one-source-out: each run predicted with every number fitted to its own source "
+                    "(origin) fitted again without it\nfitted numbers (the median calibration run predicted "
+                    "exactly; refit: the same fit done here):\n";
+  for (const FittedNumber& f : h.fitted) {
+    std::string origins;
+    for (const PublishedRun* r : f.runs)
+      if (origins.find(r->origin) == std::string::npos) origins += (origins.empty() ? "" : ", ") + r->origin;
+    out += "  " + file_name(f.profile) + " " + f.key() + format_number(" %.3f", f.shipped) +
+           format_number(" (refit %.3f) to ", f.refit) + std::to_string(f.runs.size()) + " runs of " + origins + "\n";
+  }
+  out += "not fitted again: activation_passes (fitted once with a100-selene.toml's matmul_bf16) and the BF16\n"
+         "efficiencies other profiles derive from A100's fit; they keep their values, and so that source's part.\n";
+  for (const std::string& r : h.refits) out += "  " + r + "\n";
+  // Per family: in sample, then held out.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> families;
+  std::vector<double> all_in, all_out;
+  for (size_t i = 0; i < in_sample.size(); ++i) {
+    auto& [in, held] = families[family_of(*in_sample[i].run)];
+    in.push_back(in_sample[i].error);
+    held.push_back(h.runs[i].error);
+    all_in.push_back(in_sample[i].error);
+    all_out.push_back(h.runs[i].error);
+  }
+  out += "\nby family (trainer and accelerator): in sample | left out\n";
+  out += family_line("all", all_in) + " | " + family_line("", all_out).substr(27) + "\n";
+  for (const auto& [name, v] : families)
+    out += family_line(name, v.first) + " | " + family_line("", v.second).substr(27) + "\n";
+  return out;
+}
+
+}  // namespace mt::plan
