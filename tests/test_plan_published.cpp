@@ -242,7 +242,8 @@ TEST_CASE("runs file errors name the file, the position, the key and what is val
   };
   const std::string model = "[models.m]\nsource = \"a paper\"\nvocab_size = 1000\nd_model = 256\nn_layers = 2\nn_dense_layers = 2\n"
                             "n_heads = 4\nhead_dim = 64\nffn_hidden = 512\nseq_len = 256\n";
-  const std::string run = "[[runs]]\nname = \"r\"\nsource = \"a paper, table 1\"\nmodel = \"m\"\ncluster = \"" +
+  const std::string run = "[[runs]]\nname = \"r\"\nsource = \"a paper, table 1\"\norigin = \"paper-table1\"\n"
+                          "trainer = \"megatron\"\nmodel = \"m\"\ncluster = \"" +
                           std::filesystem::absolute("configs/clusters/h100-superpod.toml").string() +
                           "\"\ngpus = 8\nglobal_batch = 8\nlayout = \"dp=8 tp=1 pp=1\"\n";
   CHECK(write(model + run + "published = { step_s = 1.0 }\n").empty());
