@@ -62,8 +62,8 @@ std::vector<FittedNumber> fitted_numbers(const std::vector<PublishedRun>& runs) 
     auto same = [&](const FittedNumber& f) { return f.profile == r.cluster.path && f.fp8 == r.layout.fp8; };
     auto it = std::find_if(out.begin(), out.end(), same);
     if (it == out.end()) {
-      Cluster c = r.cluster;
-      out.push_back({r.cluster.path, r.layout.fp8, efficiency(c, r.layout.fp8), 0, {}});
+      const double shipped = r.layout.fp8 ? r.cluster.matmul_efficiency_fp8 : r.cluster.matmul_efficiency_bf16;
+      out.push_back({r.cluster.path, r.layout.fp8, shipped, 0, {}});
       it = out.end() - 1;
     }
     it->runs.push_back(&r);
@@ -126,12 +126,12 @@ SourceHoldout leave_one_source_out(const std::vector<PublishedRun>& runs) {
 
 namespace {
 
-// "megatron H100 SXM    16 runs  within 20%:  14 of 16  median error  -3.1%"
-std::string family_line(const std::string& label, const std::vector<double>& errors) {
+// "16 runs  within 20%:  14 of  16  median error  -3.1%"
+std::string figures_text(const std::vector<double>& errors) {
   const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return std::abs(e) <= 0.2; });
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%-26s %3zu runs  within 20%%: %3ld of %3zu  median error %+6.1f%%", label.c_str(),
-                errors.size(), long(within), errors.size(), 100 * median(errors));
+  char buf[120];
+  std::snprintf(buf, sizeof buf, "%3zu runs  within 20%%: %3ld of %3zu  median error %+6.1f%%", errors.size(),
+                long(within), errors.size(), 100 * median(errors));
   return buf;
 }
 
@@ -162,9 +162,13 @@ std::string holdout_report(const std::vector<CheckedRun>& in_sample, const Sourc
     all_out.push_back(h.runs[i].error);
   }
   out += "\nby family (trainer and accelerator): in sample | left out\n";
-  out += family_line("all", all_in) + " | " + family_line("", all_out).substr(27) + "\n";
-  for (const auto& [name, v] : families)
-    out += family_line(name, v.first) + " | " + family_line("", v.second).substr(27) + "\n";
+  auto line = [](const std::string& label, const std::vector<double>& in, const std::vector<double>& held) {
+    char name[40];
+    std::snprintf(name, sizeof name, "%-26s ", label.c_str());
+    return name + figures_text(in) + " | " + figures_text(held) + "\n";
+  };
+  out += line("all", all_in, all_out);
+  for (const auto& [name, v] : families) out += line(name, v.first, v.second);
   return out;
 }
 
