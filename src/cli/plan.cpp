@@ -39,7 +39,12 @@ int run_plan(const PlanArgs& o) {
   using namespace mt::plan;
   mt::Config cfg = mt::load_config(o.experiment, o.sets);
   Cluster c = load_cluster(o.cluster);
-  const SoftwareProfile software = load_software(software_dir_for(o.cluster), o.software);
+  SoftwareProfile software;
+  try {
+    software = load_software(software_dir_for(o.cluster), o.software);
+  } catch (const mt::UserError& e) {
+    throw mt::UserError(std::string("plan: --software: ") + e.what());
+  }
   software.apply_to(c);
   const int gpus = o.gpus > 0 ? o.gpus : c.accelerators;
   if (gpus > c.accelerators)
