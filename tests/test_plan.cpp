@@ -240,17 +240,6 @@ TEST_CASE("layout rules and memory accounting") {
   CHECK(full.time.compute > none.time.compute);
 }
 
-TEST_CASE("for Muon the search proposes only layouts that keep every matrix whole: tp = 1, zero = 0") {
-  mt::Config cfg = mt::load_config("configs/deepseek-v3-small.toml", {});
-  const Cluster c = load_cluster("configs/clusters/h100-superpod.toml");
-  SearchResult adamw = search_layouts(cfg.model, cfg.training.global_batch, c, 64, true);
-  SearchResult muon = search_layouts(cfg.model, cfg.training.global_batch, c, 64, true, 1, {.whole_matrices = true});
-  const auto whole = [](const Estimate& e) { return e.layout.tp == 1 && e.layout.zero == 0; };
-  CHECK(std::none_of(adamw.ranked.begin(), adamw.ranked.end(), whole));
-  REQUIRE(!muon.ranked.empty());
-  CHECK(std::all_of(muon.ranked.begin(), muon.ranked.end(), whole));
-}
-
 TEST_CASE("a layout as printed parses back to itself, for every layout a search proposes") {
   mt::Config cfg = mt::load_config("configs/deepseek-v3-small.toml", {});
   SearchResult found = search_layouts(cfg.model, cfg.training.global_batch, load_cluster("configs/clusters/h100-superpod.toml"), 64, true);

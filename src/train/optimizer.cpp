@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "ops/backend/mark.hpp"
-#include "ops/optimizer/newton_schulz.hpp"
 #include "train/adamw.hpp"
 #include "util/error.hpp"
 
@@ -90,23 +89,6 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
   allocate_muon();
 }
 
-void Optimizer::allocate_muon() {
-  muon_.assign(params_.infos.size(), {});
-  size_t update = 0, work = 0;
-  for (size_t i = 0; i < params_.infos.size(); ++i) {
-    const MuonMatrix m = muon_matrix(params_.infos[i], cfg_);
-    if (!m.muon) continue;
-    MT_CHECK(zero_ == 0 && g_.tp->size() == 1);  // validate_optimizer refuses the layouts that cut matrices
-    muon_[i] = m;
-    update = std::max(update, params_.infos[i].numel);
-    work = std::max(work, size_t(m.count) * newton_schulz_work(m.rows, m.cols));
-  }
-  if (!update) return;
-  muon_values_ = Buffer(be(), DType::u8, sizeof(MuonStepValues));
-  muon_update_ = Buffer(be(), DType::f32, update);
-  muon_work_ = Buffer(be(), DType::f32, work);
-}
-
 void Optimizer::allocate_step_buffers() {
   auto total = [&](const std::vector<int>& ids) {
     size_t n = 0;
@@ -186,8 +168,8 @@ size_t Optimizer::gradient_floats() const {
 }
 
 size_t Optimizer::state_floats() const {
-  return m_.count() + v_.count() + muon_update_.count() + muon_work_.count() +
-         (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
+  return m_.count() + v_.count() + muon_update_.count() + muon_work_.count() + muon_full_.count() +
+         muon_whole_.count() + muon_slices_.count() + (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
 }
 
 size_t Optimizer::weight_floats() const {
@@ -336,24 +318,15 @@ void Optimizer::load_step(double lr, long t) {
   }
 }
 
-void Optimizer::muon_step(const Run& r, const double* guard) {
-  const ParamInfo& p = params_.infos[r.param];
-  const MuonMatrix& mx = muon_[size_t(r.param)];
-  const MuonConfig& mc = cfg_.muon;
-  float* update = muon_update_.f32();
-  be().muon_momentum({.n = r.len, .momentum = float(mc.momentum), .nesterov = mc.nesterov,
-                      .grad = params_.grads_data() + p.grad_offset, .buf = m_.f32() + r.moment, .update = update,
-                      .guard = guard});
-  be().newton_schulz({.count = mx.count, .rows = mx.rows, .cols = mx.cols, .x = update, .work = muon_work_.f32(),
-                      .steps = mc.ns_steps, .a = float(mc.ns_a), .b = float(mc.ns_b), .c = float(mc.ns_c),
-                      .eps = mc.eps});
-  be().muon_apply({.n = r.len, .step = static_cast<const MuonStepValues*>(muon_values_.raw()), .scale = mx.scale,
-                   .update = update, .value = value_of(r), .guard = guard});
-}
-
 void Optimizer::step(const double* guard) {
   const auto* values = static_cast<const AdamwStepValues*>(step_values_.raw());
   for (const Run& r : runs_) {
+    if (muon_[size_t(r.param)].muon && r.sharded) {
+      float* piece = shard_grad_.f32() + r.grad_offset;  // the momentum update replaces the gradient
+      be().muon_momentum({.n = r.len, .momentum = float(cfg_.muon.momentum), .nesterov = cfg_.muon.nesterov,
+                          .grad = piece, .buf = m_.f32() + r.moment, .update = piece, .guard = guard});
+      continue;
+    }
     if (muon_[size_t(r.param)].muon) {
       muon_step(r, guard);
       continue;
@@ -364,6 +337,7 @@ void Optimizer::step(const double* guard) {
                 .beta2 = float(cfg_.beta2), .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
                 .v = v_.f32() + r.moment, .guard = guard});
   }
+  if (!muon_pieces_.empty()) muon_pieces_step(guard);
   if (zero_ == 1 || zero_ == 2) gather_weights();
   params_.values_updated();  // the GEMMs' bf16 copies and FP8 codes follow the new weights
 }
@@ -387,6 +361,9 @@ void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float*
     }
   }
 }
+
+template void Optimizer::pack_pieces(const std::vector<int>&, IdPointer, float*) const;
+template void Optimizer::all_gather_pieces(const std::vector<int>&, IdPointer, float*, IdPointer) const;
 
 void Optimizer::gather_weights() {
   const size_t me = size_t(g_.dp->rank());
