@@ -31,3 +31,12 @@ resumed() {
 resumed "muon: ZeRO-1 on dp=2, resumed on one rank" 2 "dp=2 zero=1" 1 ""
 resumed "muon: tp=2, resumed as ZeRO-3 on dp=2" 2 "tp=2" 2 "dp=2 zero=3"
 resumed "muon: ZeRO-2 on dp=2 x ep=2, resumed as tp=2" 2 "dp=2 ep=2 zero=2" 2 "tp=2"
+
+# Muon's matrices keep one buffer on the device: the optimizer's state (the moments, Muon's update and
+# the iteration's scratch) is below AdamW's two moments per weight, though the tiny model is mostly
+# embedding and head, which AdamW updates.
+optimizer_mb() { sed -n 's/^memory: per rank.* optimizer \([0-9.]*\) MB.*/\1/p' "$1"; }
+$bin train "$tmp/exp.toml" --set run.name=adamw --set optimizer.kind='"adamw"' > "$tmp/adamw.out" 2>&1
+muon_mb=$(optimizer_mb "$tmp/straight.out") adamw_mb=$(optimizer_mb "$tmp/adamw.out")
+expect "muon: one buffer per matrix, below AdamW's two moments ($muon_mb MB, AdamW $adamw_mb MB)" 0 "^fewer$" -- \
+  awk -v m="$muon_mb" -v a="$adamw_mb" 'BEGIN { if (m > 0 && m < a) print "fewer" }'

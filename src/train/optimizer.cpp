@@ -82,11 +82,10 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
       runs_.push_back({int(i), 0, params.infos[i].numel, params.infos[i].offset, false, 0});
     moments = params.total();
   }
+  allocate_muon();
   m_ = Buffer(be(), DType::f32, moments);
-  v_ = Buffer(be(), DType::f32, moments);
   step_values_ = Buffer(be(), DType::u8, sizeof(AdamwStepValues));
   allocate_step_buffers();
-  allocate_muon();
 }
 
 void Optimizer::allocate_step_buffers() {
@@ -335,7 +334,7 @@ void Optimizer::step(const double* guard) {
     const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin;
     be().adamw({.n = r.len, .step = values, .decay = p.decay, .eps = cfg_.eps, .beta1 = float(cfg_.beta1),
                 .beta2 = float(cfg_.beta2), .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
-                .v = v_.f32() + r.moment, .guard = guard});
+                .v = v_.f32() + r.second, .guard = guard});
   }
   if (!muon_pieces_.empty()) muon_pieces_step(guard);
   if (zero_ == 1 || zero_ == 2) gather_weights();
@@ -399,11 +398,13 @@ void Optimizer::assemble(const std::vector<float>& stored, At at, const std::vec
 }
 
 void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
-  for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
-    const std::vector<float> here = mine->to_host_f32();
-    assemble(here, [](const Run& r) { return r.moment; }, std::vector<float>(here.begin(), here.begin() + shard_),
+  const std::vector<float> first = m_.to_host_f32(), seconds = v_.to_host_f32();
+  std::vector<float> second(first.size(), 0.0f);  // in m_'s layout, zero for Muon's matrices
+  for (const Run& r : runs_)
+    if (!muon_[size_t(r.param)].muon) std::copy_n(seconds.begin() + r.second, r.len, second.begin() + r.moment);
+  for (auto [here, full] : {std::pair{&first, &m}, {&second, &v}})
+    assemble(*here, [](const Run& r) { return r.moment; }, std::vector<float>(here->begin(), here->begin() + shard_),
              *full);
-  }
 }
 
 std::vector<float> Optimizer::export_values() {
@@ -427,12 +428,14 @@ void Optimizer::import_values(const std::vector<float>& values) {
 }
 
 void Optimizer::import_moments(const std::vector<float>& m, const std::vector<float>& v) {
-  for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
-    std::vector<float> here(mine->count(), 0.0f);
-    for (const Run& r : runs_)  // a sharded run is this rank's piece
-      std::copy_n(full->begin() + params_.infos[r.param].offset + r.begin, r.len, here.begin() + r.moment);
-    mine->from_host(here);
+  std::vector<float> first(m_.count(), 0.0f), second(v_.count(), 0.0f);
+  for (const Run& r : runs_) {  // a sharded run is this rank's piece
+    const size_t at = params_.infos[r.param].offset + r.begin;
+    std::copy_n(m.begin() + at, r.len, first.begin() + r.moment);
+    if (!muon_[size_t(r.param)].muon) std::copy_n(v.begin() + at, r.len, second.begin() + r.second);
   }
+  m_.from_host(first);
+  v_.from_host(second);
 }
 
 }  // namespace mt

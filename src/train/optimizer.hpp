@@ -22,8 +22,8 @@
 //      are the master copy AdamW updates, and each group a pass reads (Model::value_groups) is
 //      all-gathered into a window just before and given back after, in forward and backward.
 // optimizer.kind = "muon" (train/muon.hpp): Muon updates the hidden matrices, its momentum buffer in
-// the place of AdamW's first moment (so checkpoints keep it as exp_avg; exp_avg_sq stays zero there),
-// AdamW the rest. The momentum is elementwise, so it lives where AdamW's moment would: whole, in ZeRO's
+// the place of AdamW's first moment and no second (checkpoints keep it as exp_avg, exp_avg_sq zero
+// there), AdamW the rest. The momentum is elementwise, so it lives where AdamW's moment would: whole, in ZeRO's
 // pieces, in tensor-parallel slices. The iteration needs the whole matrix (train/optimizer_muon.cpp):
 //   whole on the rank (tp = 1 without ZeRO, routed experts): that rank orthogonalises it;
 //   ZeRO pieces: every piece's momentum update is all-gathered, one owner per matrix (balanced by
@@ -95,9 +95,10 @@ class Optimizer : public ParamShards {
   struct Run {
     int param = 0;
     size_t begin = 0, len = 0;  // elements of the parameter
-    size_t moment = 0;          // offset in m_ and v_
+    size_t moment = 0;          // offset in m_
     bool sharded = false;
     size_t grad_offset = 0;
+    size_t second = 0;  // offset in v_, AdamW's second moment (Muon's matrices have none)
   };
   // Piece r of a sharded parameter: elements [r * piece, min(numel, (r + 1) * piece)).
   struct Piece {
@@ -130,7 +131,8 @@ class Optimizer : public ParamShards {
   void gather_weights();
   // The buffers reduce_gradients needs, and the device arrays of the runs the norm counts.
   void allocate_step_buffers();
-  // Muon's matrices (muon_), their owners, its update buffer and the Newton-Schulz iteration's scratch.
+  // Muon's matrices (muon_), their owners, its update buffer and the Newton-Schulz iteration's scratch;
+  // AdamW's second moments (v_), which only the parameters AdamW updates have.
   void allocate_muon();
   // Muon's step on a parameter this rank holds unsharded (run r), joining tensor-parallel slices.
   void muon_step(const Run& r, const double* guard);

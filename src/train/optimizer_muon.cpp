@@ -37,6 +37,11 @@ void Optimizer::allocate_muon() {
     *least += params.infos[size_t(id)].numel;
     muon_pieces_.push_back(id);
   }
+  // AdamW's second moments, for the runs AdamW updates only.
+  size_t seconds = 0;
+  for (Run& r : runs_)
+    if (!muon_[size_t(r.param)].muon) r.second = seconds, seconds += r.len;
+  v_ = Buffer(be(), DType::f32, seconds);
   if (!work) return;
   muon_values_ = Buffer(be(), DType::u8, sizeof(MuonStepValues));
   if (update) muon_update_ = Buffer(be(), DType::f32, update);
