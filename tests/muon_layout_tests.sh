@@ -40,3 +40,16 @@ $bin train "$tmp/exp.toml" --set run.name=adamw --set optimizer.kind='"adamw"' >
 muon_mb=$(optimizer_mb "$tmp/straight.out") adamw_mb=$(optimizer_mb "$tmp/adamw.out")
 expect "muon: one buffer per matrix, below AdamW's two moments ($muon_mb MB, AdamW $adamw_mb MB)" 0 "^fewer$" -- \
   awk -v m="$muon_mb" -v a="$adamw_mb" 'BEGIN { if (m > 0 && m < a) print "fewer" }'
+
+# --profile names Muon's parts as rows: the iteration (newton_schulz), and under ZeRO-1 the gather and
+# the scatter of the matrices' pieces, one batch per step (two calls); on one rank nothing is cut.
+profile_row() { awk -v op="$1" '$1 == op && $2 > 0 && $3 > 0 && $4 + 0 <= 100 { print $1, $2 }' "$2"; }
+mpi 2 $bin train "$tmp/exp.toml" --set run.name=profiled --set parallel.dp=2 --set parallel.zero=1 --profile \
+  > "$tmp/profiled.out" 2>&1
+$bin train "$tmp/exp.toml" --set run.name=profiled-1 --profile > "$tmp/profiled-1.out" 2>&1
+expect "muon --profile: the Newton-Schulz iteration's row" 0 "^newton_schulz " -- profile_row newton_schulz \
+  "$tmp/profiled.out"
+expect "muon --profile: ZeRO-1's gather and scatter, two calls a step" 0 "^muon_gather_scatter 2.0$" -- \
+  profile_row muon_gather_scatter "$tmp/profiled.out"
+expect "muon --profile: no gather or scatter on one rank" 0 "^none$" -- \
+  bash -c "grep -q muon_gather_scatter $tmp/profiled-1.out || echo none"

@@ -231,7 +231,7 @@ void Optimizer::gather(int chunk, const std::vector<int>& ids) {
   // This rank's pieces go out, every rank's come back (on the parameters' stream, which the
   // last release ordered after the chunk's use of the window).
   all_gather_pieces(here, [&](int id) { return shard_values_.f32() + pieces_[id].at; }, received_.f32(),
-                    [&](int id) { return params_.value(id); });
+                    [&](int id) { return params_.value(id); }, *g_.dev.dp);
   order_after(model_.backend(chunk), be());
 }
 
@@ -342,7 +342,7 @@ void Optimizer::step(const double* guard) {
 }
 
 template <class Mine, class To>
-void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to) const {
+void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to, DeviceComm& dp) const {
   const int ranks = g_.dp->size(), me = g_.dp->rank();
   const size_t section = pieces_size(ids);
   size_t off = 0;
@@ -350,7 +350,7 @@ void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float*
     if (const size_t len = piece_len(id, me)) be().copy(stage + off, mine(id), len * sizeof(float));
     off += pieces_[id].size;
   }
-  g_.dev.dp->all_gather(device_span(stage, section), device_span(packed_.f32(), section * size_t(ranks)));
+  dp.all_gather(device_span(stage, section), device_span(packed_.f32(), section * size_t(ranks)));
   for (int q = 0; q < ranks; ++q) {
     const float* in = packed_.f32() + size_t(q) * section;
     for (int id : ids) {
@@ -362,7 +362,7 @@ void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float*
 }
 
 template void Optimizer::pack_pieces(const std::vector<int>&, IdPointer, float*) const;
-template void Optimizer::all_gather_pieces(const std::vector<int>&, IdPointer, float*, IdPointer) const;
+template void Optimizer::all_gather_pieces(const std::vector<int>&, IdPointer, float*, IdPointer, DeviceComm&) const;
 
 void Optimizer::gather_weights() {
   const size_t me = size_t(g_.dp->rank());
@@ -378,7 +378,8 @@ void Optimizer::gather_weights() {
     }
     MT_CHECK(!ids.empty());
     // This rank's updated pieces go out, every rank's come back.
-    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, gather_stage_.f32(), whole);
+    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, gather_stage_.f32(), whole,
+                      *g_.dev.dp);
   }
 }
 

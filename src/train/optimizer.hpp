@@ -35,11 +35,15 @@
 // the clipping and AdamW are ops, and the groups' DeviceComms move the packed device buffers.
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "config/config.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "ops/backend/device_timer.hpp"
+#include "ops/backend/op_profile.hpp"
 #include "parallel/groups.hpp"
 #include "tensor/buffer.hpp"
 #include "train/muon.hpp"
@@ -82,6 +86,11 @@ class Optimizer : public ParamShards {
   // What holds weights: the parameters' own, and under ZeRO-3 this rank's pieces and the windows.
   size_t weight_floats() const;
   const ParallelGroups& groups() const { return g_; }
+  // --profile: Muon's gathers and scatters of matrices cut by ZeRO or tp are timed from here on, and
+  // take_muon_communication() returns their time since the last call as a row of the op profile
+  // (none where no matrix is cut).
+  void time_muon_communication();
+  std::optional<OpKindTime> take_muon_communication();
 
   // ParamShards (ZeRO-2, 3).
   void open(int chunk, const std::vector<int>& ids) override;
@@ -115,7 +124,7 @@ class Optimizer : public ParamShards {
   // The reverse, over the data-parallel group: this rank's piece of each of `ids` (sharded, at
   // mine(id)) goes out through `stage`, and every rank's piece lands in the whole parameter at to(id).
   template <class Mine, class To>
-  void all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to) const;
+  void all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to, DeviceComm& dp) const;
   size_t pieces_size(const std::vector<int>& ids) const;
   // Sums the listed parameters' gradients over `group`: their pieces where sharded.
   void sum_over(const std::vector<int>& ids, DeviceComm& group);
@@ -170,6 +179,13 @@ class Optimizer : public ParamShards {
   std::vector<int> muon_pieces_;  // the Muon matrices in ZeRO's pieces, in sharded_'s order
   // ZeRO-2/3: the gathered matrices of a batch; tp: a whole matrix and the gather's landing place.
   Buffer muon_full_, muon_whole_, muon_slices_;
+  // The groups Muon's gathers and scatters use: the groups' own, or timed under --profile.
+  DeviceComm* muon_dp_ = nullptr;
+  DeviceComm* muon_tp_ = nullptr;
+  std::unique_ptr<DeviceTimer> muon_timer_;
+  std::unique_ptr<DeviceComm> timed_dp_, timed_tp_;
+  double muon_host_seconds_ = 0;
+  long long muon_calls_ = 0;
   // ZeRO-2/3: a window per chunk for the open group's gradients, and which group is open; ZeRO-3:
   // the same for the gathered values.
   std::vector<Buffer> windows_, value_windows_;

@@ -2,6 +2,7 @@
 // whole matrix is put together for the Newton-Schulz iteration and handed back (train/optimizer.hpp).
 #include <algorithm>
 
+#include "comm/timed_device_comm.hpp"
 #include "ops/optimizer/newton_schulz.hpp"
 #include "train/optimizer.hpp"
 #include "util/error.hpp"
@@ -42,6 +43,7 @@ void Optimizer::allocate_muon() {
   for (Run& r : runs_)
     if (!muon_[size_t(r.param)].muon) r.second = seconds, seconds += r.len;
   v_ = Buffer(be(), DType::f32, seconds);
+  muon_dp_ = g_.dev.dp.get(), muon_tp_ = g_.dev.tp.get();
   if (!work) return;
   muon_values_ = Buffer(be(), DType::u8, sizeof(MuonStepValues));
   if (update) muon_update_ = Buffer(be(), DType::f32, update);
@@ -57,14 +59,15 @@ void Optimizer::orthogonalise(int id, float* x) {
   const MuonConfig& mc = cfg_.muon;
   const ParamInfo& p = params_.infos[size_t(id)];
   const bool sliced = tp_sliced(id);
+  muon_calls_ += sliced;
   float* whole = sliced ? muon_whole_.f32() : x;
   const int tp = g_.tp->size(), me = g_.tp->rank(), cols = mx.cols / tp;
   if (sliced && p.split_dim == 0) {
-    g_.dev.tp->all_gather(device_span(x, p.numel), device_span(whole, p.numel * size_t(tp)));
+    muon_tp_->all_gather(device_span(x, p.numel), device_span(whole, p.numel * size_t(tp)));
   } else if (sliced) {
     // Rank q's [rows, cols / tp] columns land at column q * cols / tp of the whole matrix.
     float* slices = muon_slices_.f32();
-    g_.dev.tp->all_gather(device_span(x, p.numel), device_span(slices, p.numel * size_t(tp)));
+    muon_tp_->all_gather(device_span(x, p.numel), device_span(slices, p.numel * size_t(tp)));
     be().copy_columns({.rows = mx.rows, .cols = cols, .src = slices, .src_stride = cols, .dst = whole,
                        .dst_stride = mx.cols, .groups = tp, .src_group = mx.rows * cols, .dst_group = cols});
   }
@@ -108,15 +111,16 @@ void Optimizer::muon_pieces_step(const double* guard) {
       at += params_.infos[size_t(id)].numel;
     }
     MT_CHECK(!ids.empty());
-    all_gather_pieces(ids, piece, stage, whole);
+    all_gather_pieces(ids, piece, stage, whole, *muon_dp_);
     for (int id : ids) {
       if (muon_owner_[size_t(id)] == me) orthogonalise(id, full[size_t(id)]);
       else be().zero(full[size_t(id)], params_.infos[size_t(id)].numel * sizeof(float));
     }
     // Each rank's piece: the owner's, plus zeros from the others.
     pack_pieces(ids, whole, packed_.f32());
-    g_.dev.dp->reduce_scatter_sum(device_span(packed_.f32(), section * size_t(g_.dp->size())),
-                                  device_span(stage, section));
+    muon_dp_->reduce_scatter_sum(device_span(packed_.f32(), section * size_t(g_.dp->size())),
+                                 device_span(stage, section));
+    muon_calls_ += 2;
     size_t off = 0;
     for (int id : ids) {
       be().copy(piece(id), stage + off, pieces_[size_t(id)].size * sizeof(float));
@@ -128,6 +132,25 @@ void Optimizer::muon_pieces_step(const double* guard) {
     if (r.sharded && muon_[size_t(r.param)].muon)
       be().muon_apply({.n = r.len, .step = values, .scale = muon_[size_t(r.param)].scale,
                        .update = shard_grad_.f32() + r.grad_offset, .value = value_of(r), .guard = guard});
+}
+
+void Optimizer::time_muon_communication() {
+  const bool cut = !muon_pieces_.empty() || std::any_of(runs_.begin(), runs_.end(), [&](const Run& r) {
+    return muon_[size_t(r.param)].muon && tp_sliced(r.param);
+  });
+  if (!cut) return;
+  muon_timer_ = std::make_unique<DeviceTimer>(be());
+  timed_dp_ = make_timed_device_comm(*g_.dev.dp, &muon_host_seconds_, muon_timer_.get());
+  timed_tp_ = make_timed_device_comm(*g_.dev.tp, &muon_host_seconds_, muon_timer_.get());
+  muon_dp_ = timed_dp_.get(), muon_tp_ = timed_tp_.get();
+}
+
+std::optional<OpKindTime> Optimizer::take_muon_communication() {
+  if (!muon_timer_) return std::nullopt;
+  OpKindTime t{.name = "muon_gather_scatter", .calls = muon_calls_,
+               .seconds = muon_timer_->take_seconds() + muon_host_seconds_};
+  muon_calls_ = 0, muon_host_seconds_ = 0;
+  return t;
 }
 
 }  // namespace mt
