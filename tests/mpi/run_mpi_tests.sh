@@ -197,6 +197,8 @@ same "muon: tp=2, MLA with query compression" tp=2 -- optimizer.kind=\"muon\" mo
   model.attention.q_lora_rank=16
 same "muon: tp=2 x ep=2 x dp=2, ZeRO-2, GQA" dp=2,tp=2,ep=2,zero=2 -- optimizer.kind=\"muon\" model.n_heads=4 \
   model.head_dim=8 model.attention.n_kv_heads=2
+same "muon: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1 (Kimi K2's kind of layout)" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' \
+  -- optimizer.kind=\"muon\" training.micro_batch=1
 [[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO stops after
