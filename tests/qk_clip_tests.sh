@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.." && source tests/expect.sh
 bin=./moetrain tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for i in $(seq 1 30); do printf 'clip document %d\n%%\n' "$i"; done > "$tmp/text"
+printf 'clip document %d\n%%\n' $(seq 1 30) > "$tmp/text"  # the format repeats for each number
 $bin prepare --input "$tmp/text" --out "$tmp/data" > /dev/null
 python3 tests/tiny_experiment.py "$tmp" optimizer.kind='"muon"' optimizer.qk_clip.enabled=true \
   optimizer.qk_clip.tau=0.5 model.init_std=0.3 model.mtp.depth=1 training.steps=4 training.eval_every=0 \
