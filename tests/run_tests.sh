@@ -74,6 +74,7 @@ suite lines "GPU rounding and the GPU check's calls, without a GPU" "bash tests/
 suite lines "planned gradients against CPU ranks" "bash tests/plan_memory_tests.sh"
 suite lines "Muon: resume" "bash tests/muon_tests.sh"
 suite lines "Muon: checkpoints across layouts" "bash tests/muon_layout_tests.sh"
+suite lines "QK-Clip: log, resume, ZeRO-3 refused" "bash tests/qk_clip_tests.sh"
 
 # run_suite I: suite I's output, exit status and seconds into $results/I.*; a line when it ends (progress).
 run_suite() {

@@ -244,6 +244,14 @@ struct MuonConfig {
   RouterOptimizer router = RouterOptimizer::muon;
 };
 
+// QK-Clip (Kimi K2 report, arXiv 2507.20534, §2.1): after each step, every attention head whose largest
+// pre-softmax logit S_max of the step exceeds tau has its query and key weights rescaled by tau / S_max
+// (train/qk_clip.hpp says which rows).
+struct QkClipConfig {
+  bool enabled = false;
+  double tau = 100;  // K2's threshold
+};
+
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::adamw;
   double lr = 3e-3;
@@ -252,6 +260,7 @@ struct OptimizerConfig {
   double eps = 1e-8;
   double weight_decay = 0.1;
   MuonConfig muon;
+  QkClipConfig qk_clip;
 };
 
 struct LrScheduleConfig {

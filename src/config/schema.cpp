@@ -313,6 +313,12 @@ std::vector<Field> schema_fields(Config& c) {
            "the update's scale for an [A, B] matrix (torch.optim.Muon's adjust_lr_fn): match_rms_adamw = 0.2 "
            "sqrt(max(A, B)) (Moonlight, Kimi K2), original = sqrt(max(1, A / B)) (Keller Jordan)");
   b.choice("optimizer.muon.router", mu.router, "who updates the MoE router's gate matrix");
+  auto& qk = o.qk_clip;
+  b.flag("optimizer.qk_clip.enabled", qk.enabled,
+         "QK-Clip (Kimi K2): after each step rescale the query and key weights of every head whose largest "
+         "attention logit of the step exceeds tau (with either optimizer.kind; docs/optimizer.md)");
+  b.real("optimizer.qk_clip.tau", qk.tau, 0, kInf, true, false,
+         "QK-Clip's threshold on a head's largest pre-softmax logit (after the softmax scale)");
 
   auto& l = c.lr_schedule;
   b.choice("lr_schedule.kind", l.kind, "decay after warmup");

@@ -63,6 +63,16 @@ void validate_pipeline(const Config& c) {
           "\"global_batch\" needs the whole step's routing first: use schedule \"gpipe\" or aux_loss \"micro_batch\"");
 }
 
+// QK-Clip rescales rows of the query and key weights where they are held whole: ZeRO-3 keeps only pieces.
+void validate_qk_clip(const Config& c) {
+  const auto& p = c.parallel;
+  if (!c.optimizer.qk_clip.enabled) return;
+  require(p.zero < 3 || p.dp == 1, c, "parallel.zero",
+          "= 3 keeps only pieces of each dense weight on the " + s(p.dp) +
+              " data-parallel ranks, but optimizer.qk_clip rescales whole query and key rows after the step: set "
+              "parallel.zero to 0, 1 or 2, or optimizer.qk_clip.enabled = false (docs/optimizer.md)");
+}
+
 // The [parallel] table against the model and the batch: what each kind of rank splits must
 // split evenly.
 void validate_layout(const Config& c) {
@@ -194,6 +204,7 @@ void validate_config(const Config& c) {
           "precision.attention", "= \"cudnn\" needs bf16 products, but precision.matmul = \"fp32\"; set "
           "precision.matmul = \"bf16\" or \"fp8\", or precision.attention = \"auto\"");
   validate_layout(c);
+  validate_qk_clip(c);
   validate_cuda_graph(c);
 }
 

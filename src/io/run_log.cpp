@@ -33,6 +33,7 @@ struct OldRows {
   std::vector<long long> steps, eval_steps;
   std::map<std::string, std::vector<double>> scalars;
   std::vector<float> load, bias, phases;
+  std::vector<float> max_logit, clipped_heads;  // empty: a log without QK-Clip's series
   std::vector<long long> counters, op_launches;  // empty: a log written before the counters
   std::vector<double> eval_loss;
   size_t rows = 0, eval_rows = 0;  // complete rows: every dataset has them
@@ -67,6 +68,10 @@ OldRows read_old(const std::string& path, size_t moe_floats) {
     o.bias = h5::read_all<float>(f, "/moe/expert_bias", H5T_NATIVE_FLOAT);
     o.rows = std::min({o.rows, o.load.size() / moe_floats, o.bias.size() / moe_floats});
   }
+  if (h5::exists(f, "/attention/max_logit") && h5::exists(f, "/attention/clipped_heads")) {
+    o.max_logit = h5::read_all<float>(f, "/attention/max_logit", H5T_NATIVE_FLOAT);
+    o.clipped_heads = h5::read_all<float>(f, "/attention/clipped_heads", H5T_NATIVE_FLOAT);
+  }
   if (h5::exists(f, "/timing/rank_phases")) {
     o.phases = h5::read_all<float>(f, "/timing/rank_phases", H5T_NATIVE_FLOAT);
     h5::Handle d(h5::check(H5Dopen2(f, "/timing/rank_phases", H5P_DEFAULT), "opening /timing/rank_phases"), H5Dclose);
@@ -84,6 +89,17 @@ OldRows read_old(const std::string& path, size_t moe_floats) {
   if (H5Aexists(f, "config_changes") > 0) o.config_changes = h5::read_string_attr(f, "config_changes");
   return o;
 }
+// QK-Clip's rows of kept step i, unknown (NaN) where the old log has none (QK-Clip was off).
+void keep_attention_rows(const OldRows& old, size_t i, size_t n, StepRecord& r) {
+  if (old.max_logit.size() >= (i + 1) * n && old.clipped_heads.size() >= (i + 1) * n) {
+    r.max_logit.assign(old.max_logit.begin() + long(i * n), old.max_logit.begin() + long((i + 1) * n));
+    r.clipped_heads.assign(old.clipped_heads.begin() + long(i * n), old.clipped_heads.begin() + long((i + 1) * n));
+  } else {
+    r.max_logit.assign(n, NAN);
+    r.clipped_heads.assign(n, NAN);
+  }
+}
+
 }  // namespace
 
 std::string damaged_log_advice(const std::string& run_dir) {
@@ -106,6 +122,7 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
   h5::silence_errors();
   row_floats_ = facts.moe_layers * facts.experts;
   phase_floats_ = facts.ranks * kPhases;
+  attention_floats_ = facts.attention_layers;
   OldRows old;
   const bool keep = resume_step > 0 && std::filesystem::exists(path);
   if (keep) {
@@ -130,6 +147,7 @@ RunLog::RunLog(const std::string& path, const RunFacts& facts, long long resume_
       for (auto& [name, member] : kScalars) r.*member = old.scalars.at(name)[i];
       r.expert_load.assign(old.load.begin() + i * row_floats_, old.load.begin() + (i + 1) * row_floats_);
       r.expert_bias.assign(old.bias.begin() + i * row_floats_, old.bias.begin() + (i + 1) * row_floats_);
+      keep_attention_rows(old, i, size_t(attention_floats_), r);
       // Timings of a layout with another number of ranks do not fit the table: unknown.
       if (old.phase_floats == size_t(phase_floats_) && old.phases.size() >= (i + 1) * phase_floats_)
         r.rank_phases.assign(old.phases.begin() + i * phase_floats_, old.phases.begin() + (i + 1) * phase_floats_);
@@ -170,6 +188,11 @@ void RunLog::create(const std::string& path, const RunFacts& facts) {
     series_["expert_load"] = h5::create_series(file_, "/moe/expert_load", H5T_IEEE_F32LE, moe_shape);
     series_["expert_bias"] = h5::create_series(file_, "/moe/expert_bias", H5T_IEEE_F32LE, moe_shape);
   }
+  if (attention_floats_ > 0) {
+    const std::vector<hsize_t> layers{hsize_t(attention_floats_)};
+    series_["max_logit"] = h5::create_series(file_, "/attention/max_logit", H5T_IEEE_F32LE, layers);
+    series_["clipped_heads"] = h5::create_series(file_, "/attention/clipped_heads", H5T_IEEE_F32LE, layers);
+  }
   series_["rank_phases"] =
       h5::create_series(file_, "/timing/rank_phases", H5T_IEEE_F32LE, {hsize_t(facts.ranks), hsize_t(kPhases)});
   h5::write_string_attr(series_["rank_phases"], "phases", kPhaseNames);
@@ -201,6 +224,11 @@ void RunLog::write_row(const StepRecord& r) {
   if (row_floats_ > 0) {
     h5::append_rows(series_["expert_load"], H5T_NATIVE_FLOAT, r.expert_load.data(), 1);
     h5::append_rows(series_["expert_bias"], H5T_NATIVE_FLOAT, r.expert_bias.data(), 1);
+  }
+  if (attention_floats_ > 0) {
+    MT_CHECK(int(r.max_logit.size()) == attention_floats_ && int(r.clipped_heads.size()) == attention_floats_);
+    h5::append_rows(series_["max_logit"], H5T_NATIVE_FLOAT, r.max_logit.data(), 1);
+    h5::append_rows(series_["clipped_heads"], H5T_NATIVE_FLOAT, r.clipped_heads.data(), 1);
   }
   h5::append_rows(series_["rank_phases"], H5T_NATIVE_FLOAT, r.rank_phases.data(), 1);
   const std::vector<long long> unknown_counters(kCounters, -1), unknown_ops(size_t(op_kind_count()), -1);

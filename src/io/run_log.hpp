@@ -1,6 +1,7 @@
 #pragma once
 // runs/<name>/log.h5: the resolved config (TOML text) and run facts as attributes, one
-// extendible dataset per metric indexed by step, per-layer expert load and bias, the time each
+// extendible dataset per metric indexed by step, per-layer expert load and bias (with QK-Clip the
+// largest attention logit and the heads clipped per attention layer, /attention/...), the time each
 // rank spent in each phase of the step (/timing/rank_phases [step, rank, phase], the phase names
 // in its attribute "phases"), and eval loss.
 // The file is written in SWMR mode, so `h5py.File(p, "r", libver="latest", swmr=True)` can
@@ -19,6 +20,8 @@ struct StepRecord {
   double time_forward = 0, time_backward = 0, time_optimizer = 0, time_step = 0;  // seconds
   std::vector<float> expert_load;  // [n_moe_layers * n_experts] fraction of routed tokens
   std::vector<float> expert_bias;  // [n_moe_layers * n_experts] bias after this step's update
+  std::vector<float> max_logit;      // QK-Clip: [attention layers] the step's largest logit over each layer's heads
+  std::vector<float> clipped_heads;  // QK-Clip: [attention layers] heads rescaled after the step
   std::vector<float> rank_phases;  // [ranks * kPhases] seconds, kPhaseNames order
   std::vector<long long> counters;     // [kCounters] the first rank's device counters, kCounterNames order
   std::vector<long long> op_launches;  // [op kinds] its op launches per kind (ops/backend/counters.hpp)
@@ -49,6 +52,7 @@ struct RunFacts {
   std::map<std::string, double> numbers;  // e.g. total_params, flops_per_token
   std::map<std::string, std::string> texts;  // e.g. device
   int moe_layers = 0, experts = 0;
+  int attention_layers = 0;  // with QK-Clip (blocks, then MTP modules): /attention/max_logit, clipped_heads
   int ranks = 1;
   // A resume's allowed config changes ("step 40: optimizer.lr 0.003 -> 0.001"), added to the
   // attribute config_changes, one line per resume, after the kept lines of steps <= the resumed one.
@@ -71,7 +75,7 @@ class RunLog {
   void write_row(const StepRecord& r);
   void write_eval(long long step, double loss);
   std::string path_;
-  int row_floats_ = 0, phase_floats_ = 0;
+  int row_floats_ = 0, phase_floats_ = 0, attention_floats_ = 0;
   h5::Handle file_;
   std::map<std::string, h5::Handle> series_;
 };

@@ -23,6 +23,12 @@ class AttentionLayer {
   // dy_codes: dy's FP8 codes written by its producer (codes null: none), for the output projection's Dgrad.
   virtual void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) = 0;
   virtual void backward_weight(int slot) = 0;
+  // QK-Clip: each forward max-accumulates this rank's heads' largest logits into per_head (device
+  // memory, AttentionForwardArgs::max_logit); null (the default) computes nothing.
+  void set_max_logit(float* per_head) { max_logit_ = per_head; }
+
+ protected:
+  float* max_logit_ = nullptr;
 };
 
 std::unique_ptr<AttentionLayer> make_attention(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,

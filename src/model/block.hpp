@@ -43,6 +43,7 @@ class Block {
   void backward_weight(int slot);
 
   MoE* moe() { return moe_.get(); }
+  AttentionLayer& attention() { return *attn_; }
   int norm1, norm2, ffn_gate = -1, ffn_up = -1, ffn_down = -1;
 
  private:

@@ -67,7 +67,8 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, in
   be.attention_forward({.batch = batch, .seq = seq_, .heads = heads_, .qk_dim = head_dim_, .v_dim = head_dim_,
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
-                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_, .out_fp8 = oq});
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .kv_heads = kv_heads_, .out_fp8 = oq,
+                        .max_logit = max_logit_});
   env_.linear_forward(o, env_.weight(wo), rows, hd, d_, y);
 }
 

@@ -77,7 +77,8 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand 
   be.attention_forward({.batch = batch, .seq = seq_, .heads = H, .qk_dim = qk_, .v_dim = vdim_,
                         .scale = scale_, .q = s.q.f32, .k = s.k.f32, .v = s.v.f32,
                         .out = s.o, .lse = s.lse, .inputs = env_.gemm_inputs, .q_bf16 = s.q.bf16,
-                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .out_fp8 = oq});
+                        .k_bf16 = s.k.bf16, .v_bf16 = s.v.bf16, .out_fp8 = oq,
+                        .max_logit = max_logit_});
   env_.linear_forward(o, env_.weight(wo), rows, H * vdim_, d_, y);
 }
 

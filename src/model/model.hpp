@@ -167,6 +167,8 @@ class Model {
   // first, then MTP modules).
   std::vector<MoE*> moe_layers();
   std::vector<int> moe_layer_indices() const;
+  // Block i (0 <= i < n_layers), or null where another rank holds it.
+  Block* block(int i) { return blocks_[size_t(i)].get(); }
   const ModelConfig& config() const { return cfg_; }
   size_t arena_bytes() const;
   // The most activation memory the slots have held at once, summed over them (bytes).

@@ -27,6 +27,7 @@
   X(attention_forward, AttentionForwardArgs, void)                   \
   X(attention_backward, AttentionBackwardArgs, void)                 \
   X(attention_decode, AttentionDecodeArgs, void)                     \
+  X(qk_clip_rows, QkClipRowsArgs, void)                              \
   X(swiglu_forward, SwigluForwardArgs, void)                         \
   X(swiglu_backward, SwigluBackwardArgs, void)                       \
   X(cross_entropy, CrossEntropyArgs, void)                           \

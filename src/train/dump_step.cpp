@@ -14,11 +14,22 @@
 #include "train/accumulate.hpp"
 #include "train/step_plan.hpp"
 #include "train/batches.hpp"
+#include "train/qk_clip.hpp"
 #include "train/update.hpp"
 
 namespace mt {
 
 namespace {
+
+// QK-Clip's statistics of the step: each head's largest logit [layers, heads], and per layer the
+// largest over its heads and the heads clipped.
+void write_qk_clip(hid_t f, const QkClip& qk, const UpdateStats& u) {
+  const std::vector<float> heads = qk.head_maxima();
+  const hsize_t layers = hsize_t(qk.layers());
+  h5::write_floats(f, "/qk_clip/head_max_logit", heads.data(), {layers, hsize_t(heads.size()) / layers});
+  h5::write_floats(f, "/qk_clip/max_logit", u.max_logit.data(), {layers});
+  h5::write_floats(f, "/qk_clip/clipped_heads", u.clipped_heads.data(), {layers});
+}
 
 void dump_on(const Config& cfg, const std::string& path, const Backend& be, int slots, bool start_only,
              const std::string& from) {
@@ -29,6 +40,9 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   Model model(m, uint64_t(cfg.run.seed), be, matmul_setup(cfg), slots);
   model.set_keep_logits(true);
   model.set_recompute(cfg.training.recompute);
+  const OneRank one(be);
+  std::unique_ptr<QkClip> qk;
+  if (cfg.optimizer.qk_clip.enabled) qk = std::make_unique<QkClip>(model, cfg.optimizer.qk_clip, one.groups);
   std::vector<float> exp_avg, exp_avg_sq;  // --from: the checkpoint's optimizer state, which the step continues
   if (!from.empty()) {
     std::vector<float> values;
@@ -73,14 +87,14 @@ void dump_on(const Config& cfg, const std::string& path, const Backend& be, int 
   h5::write_double_attr(f, "aux_loss", totals.aux);
   h5::write_double_attr(f, "mtp_loss", totals.mtp);
 
-  const OneRank one(be);
   Optimizer optimizer(model, cfg.optimizer, one.groups, 0);
   if (!from.empty()) {
     optimizer.import_moments(exp_avg, exp_avg_sq);
     write_param_set(f, "/before/exp_avg", model.params, exp_avg);
     write_param_set(f, "/before/exp_avg_sq", model.params, exp_avg_sq);
   }
-  const UpdateStats u = apply_update(model, optimizer, cfg, {0, cfg.training.steps}, 0);
+  const UpdateStats u = apply_update(model, optimizer, cfg, {0, cfg.training.steps}, 0, qk.get());
+  if (qk) write_qk_clip(f, *qk, u);
   h5::write_double_attr(f, "grad_norm", u.grad_norm);
   h5::write_double_attr(f, "lr", u.lr);
   const hsize_t moe_layers = moe_layer_count(m);

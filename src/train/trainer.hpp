@@ -16,6 +16,7 @@
 #include "runtime/runtime.hpp"
 #include "train/batches.hpp"
 #include "train/optimizer.hpp"
+#include "train/qk_clip.hpp"
 #include "train/step.hpp"
 
 namespace mt {
@@ -122,6 +123,7 @@ class Trainer {
   std::unique_ptr<TransferBuffers> transfers_;  // the pipeline's device transfer buffers
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<QkClip> qk_clip_;  // optimizer.qk_clip; null without it
   std::unique_ptr<StepScalars> scalars_;  // the step's losses, norm and statistics on the device
   std::unique_ptr<StepCounters> counters_;  // the device counters of each step
   std::vector<OpKindTime> first_step_ops_, profiled_ops_;  // the first step's op times; the sum of the others'

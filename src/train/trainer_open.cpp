@@ -126,6 +126,7 @@ void Trainer::open_log(Running& r, const Resumption& res, const TrainSummary& su
   facts.moe_layers = moe_layer_count(m);
   facts.ranks = opt_.world->size();
   facts.experts = m.moe.n_routed_experts;
+  if (qk_clip_) facts.attention_layers = qk_clip_->layers();
   facts.config_change = res.changes;
   if (lead_) r.log.emplace(run_dir_ + "/log.h5", facts, r.state.step);
 }

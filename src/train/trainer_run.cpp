@@ -91,7 +91,7 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
         model_->settle_arenas();
         update_time.time([&] {
           lr = queue_update(*model_, *optimizer_, cfg_, {r.state.lr_start, r.state.lr_end}, r.state.step, *scalars_,
-                            sync_time, update_graph());
+                            sync_time, update_graph(), qk_clip_.get());
         });
         counters_->end_region();
       });
@@ -104,7 +104,7 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   rec.loss = totals.ce_sum / double(tokens_per_step);
   rec.aux_loss = totals.aux;
   rec.mtp_loss = totals.mtp;
-  UpdateStats update = update_record(*model_, *optimizer_, cfg_, *scalars_, lr);
+  UpdateStats update = update_record(*model_, *optimizer_, cfg_, *scalars_, lr, qk_clip_.get());
   update.time_grad_sync = sync_time.take_seconds();
   if (!std::isfinite(rec.loss) || !update.applied)
     throw UserError(non_finite_message(run_dir_, r.state.step + 1, rec.loss, update.grad_norm, summary.first_step,
@@ -113,6 +113,8 @@ StepRecord Trainer::train_step(Running& r, const TrainSummary& summary) {
   rec.lr = update.lr;
   rec.expert_load = std::move(update.expert_load);
   rec.expert_bias = std::move(update.expert_bias);
+  rec.max_logit = std::move(update.max_logit);
+  rec.clipped_heads = std::move(update.clipped_heads);
   r.state.step++;
   r.state.samples_seen += cfg_.training.global_batch;
   rec.step = r.state.step;

@@ -9,7 +9,7 @@
 namespace mt {
 
 double queue_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle, long long step,
-                    const StepScalars& scalars, DeviceTimer& sync_time, GraphCapture* graph) {
+                    const StepScalars& scalars, DeviceTimer& sync_time, GraphCapture* graph, QkClip* qk_clip) {
   const double lr = learning_rate(cfg, lr_cycle, step);
   optimizer.load_step(lr, step + 1);  // the step's one host value, uploaded before the graph
   double* guard = scalars.at(StepScalars::norm_sq);
@@ -23,13 +23,14 @@ double queue_update(Model& model, Optimizer& optimizer, const Config& cfg, const
   }
   if (cfg.training.grad_clip > 0) optimizer.clip_gradients(guard, cfg.training.grad_clip);
   optimizer.step(guard);
+  if (qk_clip) qk_clip->queue();
   update_biases(model, guard);
   if (graph) graph->end();
   return lr;
 }
 
 UpdateStats update_record(Model& model, const Optimizer& optimizer, const Config& cfg, const StepScalars& scalars,
-                          double lr) {
+                          double lr, const QkClip* qk_clip) {
   const auto& t = cfg.training;
   UpdateStats u;
   u.grad_norm = std::sqrt(scalars.value(StepScalars::norm_sq));
@@ -57,18 +58,19 @@ UpdateStats update_record(Model& model, const Optimizer& optimizer, const Config
   g.pp->all_reduce_sum(rows);
   u.expert_load.assign(rows.begin(), rows.begin() + all);
   u.expert_bias.assign(rows.begin() + all, rows.end());
+  if (qk_clip) qk_clip->record(u.max_logit, u.clipped_heads);
   u.applied = true;
   return u;
 }
 
 UpdateStats apply_update(Model& model, Optimizer& optimizer, const Config& cfg, const LrCycle& lr_cycle,
-                         long long step) {
+                         long long step, QkClip* qk_clip) {
   StepScalars scalars(model, 0, 0.0);
   scalars.zero();
   DeviceTimer sync_time(model.backend());
-  const double lr = queue_update(model, optimizer, cfg, lr_cycle, step, scalars, sync_time);
+  const double lr = queue_update(model, optimizer, cfg, lr_cycle, step, scalars, sync_time, nullptr, qk_clip);
   scalars.download();
-  UpdateStats u = update_record(model, optimizer, cfg, scalars, lr);
+  UpdateStats u = update_record(model, optimizer, cfg, scalars, lr, qk_clip);
   u.time_grad_sync = sync_time.take_seconds();
   return u;
 }

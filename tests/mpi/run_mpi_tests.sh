@@ -199,6 +199,17 @@ same "muon: tp=2 x ep=2 x dp=2, ZeRO-2, GQA" dp=2,tp=2,ep=2,zero=2 -- optimizer.
   model.head_dim=8 model.attention.n_kv_heads=2
 same "muon: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1 (Kimi K2's kind of layout)" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' \
   -- optimizer.kind=\"muon\" training.micro_batch=1
+# QK-Clip: each head's largest logit max-reduced over the ranks that hold the head (dp, ep inside it,
+# DualPipe's pair), its rows rescaled where they are held (tp: the rank of the head; pp: of the layer).
+# tau is below the first steps' largest logits, so heads are clipped (same_run.py checks the counts).
+qk=(optimizer.qk_clip.enabled=true optimizer.qk_clip.tau=1 model.init_std=0.2)
+same "muonclip: dp=2, MLA and MTP" dp=2 -- optimizer.kind=\"muon\" "${qk[@]}" model.attention.kind=\"mla\" \
+  model.mtp.depth=1
+same "muonclip: ep=2 x dp=2, GQA" dp=2,ep=2 -- optimizer.kind=\"muon\" "${qk[@]}" model.attention.n_kv_heads=1
+same "muonclip: pp=2 dualpipe, MTP" 'pp=2,schedule="dualpipe"' -- optimizer.kind=\"muon\" "${qk[@]}" \
+  model.n_layers=4 training.micro_batch=1 model.mtp.depth=1
+same "adamw + qk-clip: tp=2, MHA" tp=2 -- "${qk[@]}"
+same "adamw + qk-clip: tp=2 x dp=2 with ZeRO-1, MLA" tp=2,dp=2,zero=1 -- "${qk[@]}" model.attention.kind=\"mla\"
 [[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO stops after

@@ -70,6 +70,17 @@ with h5py.File(f"{run_a}/log.h5", "r") as a, h5py.File(f"{run_b}/log.h5", "r") a
         if known.shape[0] == 0 or not np.all(np.isfinite(known)) or np.any(known < 0) or \
                 np.any(known[:, :, names.index("compute")] <= 0):
             problems.append("timing/rank_phases holds negative, missing or zero compute times")
+    # QK-Clip: the step's largest logit per layer and the heads clipped, gathered over every rank.
+    if "attention" in a or "attention" in b:
+        if "attention" not in a or "attention" not in b:
+            problems.append("one log lacks QK-Clip's /attention series")
+        else:
+            ma, mb = np.array(a["attention/max_logit"]), np.array(b["attention/max_logit"])
+            ca, cb = np.array(a["attention/clipped_heads"]), np.array(b["attention/clipped_heads"])
+            if ma.shape != mb.shape or np.max(np.abs(ma - mb) / np.maximum(np.abs(ma), 1e-30)) >= bound:
+                problems.append(f"attention/max_logit differs: {ma.tolist()} vs {mb.tolist()}")
+            elif not np.array_equal(ca, cb) or ca.sum() == 0:
+                problems.append(f"attention/clipped_heads {ca.tolist()} vs {cb.tolist()} (none: nothing tested)")
     ea, eb = np.array(a["eval/loss"]), np.array(b["eval/loss"])
     if ea.shape != eb.shape:
         problems.append(f"eval rows {ea.size} and {eb.size}")

@@ -26,6 +26,7 @@ import torch
 from data_order import window
 from gemm_arithmetic import Arithmetic
 from muon_reference import is_muon, muon_step
+from qk_clip_reference import qk_clip
 from reference_model import Reference, learning_rate
 
 
@@ -121,6 +122,20 @@ def main():
     return 1 if failed else 0
 
 
+def check_qk_clip(report, cfg, maxima, head_max, clipped):
+    """moetrain's per-head largest logits (floored at 0: its buffer starts at zero) and heads clipped per
+    layer against the reference's; fails unless some head is clipped, which the configurations are for."""
+    want = torch.stack([s.clamp(min=0) for s in maxima.values()])
+    worst = report.compare("qk_clip head_max_logit", head_max, want)
+    tau = cfg["optimizer"]["qk_clip"]["tau"]
+    counts = torch.stack([(s > tau).sum() for s in maxima.values()]).to(torch.float64)
+    report.compare("qk_clip clipped_heads", clipped, counts, 0.0)
+    if counts.sum() == 0:
+        report.failed += 1
+        print(f"FAIL qk_clip: no head's largest logit exceeds tau = {tau}: the check clips nothing")
+    return worst
+
+
 def check(dump, one_tol):
     """Checks one dump-step file, printing a FAIL line per failed check and a last PASS/FAIL line."""
     report = Report()
@@ -140,6 +155,8 @@ def check(dump, one_tol):
         logits = torch.from_numpy(f["logits"][()].astype(np.float64))
         loads = torch.from_numpy(f["expert_load"][()].astype(np.float64)) if "expert_load" in f else None
         attrs = {k: float(f.attrs[k]) for k in ("loss", "aux_loss", "mtp_loss", "grad_norm", "lr")}
+        head_max = torch.from_numpy(f["qk_clip/head_max_logit"][()].astype(np.float64)) if "qk_clip" in f else None
+        clipped = torch.from_numpy(f["qk_clip/clipped_heads"][()].astype(np.float64)) if "qk_clip" in f else None
 
     tol = tolerances(cfg, one_tol)
     want_inputs, want_targets = first_batch(cfg)
@@ -201,6 +218,9 @@ def check(dump, one_tol):
     state = {n: (adam.state[t]["exp_avg"], adam.state[t]["exp_avg_sq"]) for n, t in adamw.items()}
     state.update({n: (momentum[n], torch.zeros_like(momentum[n])) for n in muon})
     worst["lr"] = report.compare("lr", attrs["lr"], lr)
+    if cfg["optimizer"].get("qk_clip", {}).get("enabled", False):
+        worst["qk_clip"] = check_qk_clip(report, cfg, model.maxima, head_max, clipped)
+        qk_clip(params, cfg, model.maxima)
     worst["params_after"] = max(report.compare(f"after {n}", after[n], params[n].detach()) for n in params)
     # The update itself, from float32 before/after values: their rounding (an ulp of a weight near
     # 1 is 1e-7, an update 1e-4) limits its precision to about 1e-3.

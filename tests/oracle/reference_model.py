@@ -9,6 +9,7 @@ import math
 import torch
 
 from gemm_arithmetic import Plain
+from qk_clip_reference import head_maxima
 
 
 def rmsnorm(x, w, eps):
@@ -70,6 +71,7 @@ class Reference:
         self.ar = arithmetic or Plain()
         self.m = cfg["model"]
         self.loads = {}  # MoE layer prefix -> tokens routed to each expert
+        self.maxima = {}  # attention prefix -> each head's largest logit (QK-Clip's S_h)
 
     def attention(self, pre, x, batch):
         m, p, ar = self.m, self.p, self.ar
@@ -85,6 +87,7 @@ class Reference:
             k = rope(lin(x, p[pre + ".wk"]).view(rows, kv_heads, hd), 0, hd, seq, theta, ys)
             v = lin(x, p[pre + ".wv"]).view(rows, kv_heads, hd)
             k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
+            self.maxima[pre] = head_maxima(q, k, batch, seq, sharpen / math.sqrt(hd))
             return lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(hd)), p[pre + ".wo"])
         nope, rp, vd, kvl = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"], a["kv_lora_rank"]
         if a["q_lora_rank"] > 0:
@@ -98,6 +101,7 @@ class Reference:
         kv = lin(rmsnorm(latent, p[pre + ".kv_norm"], m["norm_eps"]), p[pre + ".wkv_b"]).view(rows, heads, nope + vd)
         k = torch.cat([kv[..., :nope], k_rope.expand(rows, heads, rp)], dim=-1)
         v = kv[..., nope:]
+        self.maxima[pre] = head_maxima(q, k, batch, seq, sharpen / math.sqrt(nope + rp))
         return lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(nope + rp)), p[pre + ".wo"])
 
     def moe(self, pre, x, balance):

@@ -172,6 +172,17 @@ if [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" muon_second_step "* ]] &&
 elif [[ -z ${ORACLE_ONLY:-} || " $ORACLE_ONLY " == *" muon_second_step "* ]]; then
   echo "FAIL oracle muon_second_step: the first step's run failed: $(tail -n 3 "$tmp/muon1.out")"
 fi
+# MuonClip: Muon and QK-Clip after its step (qk_clip_reference.py, from the Kimi K2 report), with tau below
+# the first step's largest logits so that heads are clipped; MHA, GQA (its shared key heads left alone),
+# MLA with q's low-rank projection, and QK-Clip under AdamW.
+clip=(--set optimizer.qk_clip.enabled=true --set optimizer.qk_clip.tau=0.5 --set model.init_std=0.3)
+mla=(--set model.attention.kind=mla --set model.attention.kv_lora_rank=12 --set model.attention.qk_nope_head_dim=8
+  --set model.attention.qk_rope_head_dim=4 --set model.attention.v_head_dim=6)
+check_update muonclip_mha "${muon[@]}" "${clip[@]}"
+check_update muonclip_gqa "${muon[@]}" "${clip[@]}" --set model.attention.n_kv_heads=2
+check_update muonclip_mla_q_lora "${muon[@]}" "${clip[@]}" "${mla[@]}" --set model.attention.q_lora_rank=10 \
+  --set model.mtp.depth=1
+check_update adamw_qk_clip_mla "${clip[@]}" "${mla[@]}"
 checked_steps
 
 # FP8 conversion against PyTorch's float8 types (on the build machine; the GPU check has no build/).

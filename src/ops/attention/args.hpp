@@ -37,6 +37,10 @@ struct AttentionForwardArgs {
   // out's FP8 codes and scales as well (codes set; out packed), for the output projection's GEMM:
   // rows of heads * v_dim values (ops/fp8/row_codes.hpp).
   Fp8RowCodes out_fp8 = {};
+  // QK-Clip's statistic (set: computed; null: no cost): max_logit[h] = max(max_logit[h], the largest
+  // scale * q_t . k_s of query head h over s <= t and every sequence), in device memory. The products
+  // take what the attention's products take (bfloat16-rounded q and k under bf16 inputs).
+  float* max_logit = nullptr;
 };
 // Takes the forward's out and lse; dq, dk, dv are overwritten. dout is laid out as out_at says.
 struct AttentionBackwardArgs {
@@ -48,6 +52,18 @@ struct AttentionBackwardArgs {
   const Bf16* q_bf16 = nullptr; const Bf16* k_bf16 = nullptr; const Bf16* v_bf16 = nullptr;  // as in forward
   int kv_heads = 0;
   HeadStrides q_at = {}, k_at = {}, v_at = {}, out_at = {}, dq_at = {}, dk_at = {}, dv_at = {};
+};
+
+// QK-Clip's rescaling of one projection's rows (train/qk_clip.hpp): w is [heads * head_rows, cols], a
+// head's rows one after another, and rows [begin, end) of head h are multiplied by gamma^power, gamma =
+// tau / S_h, when S_h > tau. S_h: the largest of max_logit[c * stride + h] over c < copies (device memory;
+// each copy a rank's per-head maxima). gamma and its square root are computed in fp32.
+struct QkClipRowsArgs {
+  float* w = nullptr;
+  int heads = 0, head_rows = 0, cols = 0, begin = 0, end = 0;
+  float power = 1.0f, tau = 0.0f;
+  const float* max_logit = nullptr;
+  int copies = 1, stride = 0;
 };
 
 // The strides `at` means for a tensor of `heads` heads of `dim` features (0s filled in).

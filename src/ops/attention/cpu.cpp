@@ -85,6 +85,7 @@ void attention_forward(DeviceState*, const AttentionForwardArgs& a) {
         float* p = P.data() + size_t(t) * T;
         float mx = p[0];
         for (int s = 1; s <= t; ++s) mx = std::max(mx, p[s]);
+        if (a.max_logit) a.max_logit[h] = std::max(a.max_logit[h], mx);
         double sum = 0;
         for (int s = 0; s <= t; ++s) { p[s] = std::exp(p[s] - mx); sum += p[s]; }
         lse[t] = float(mx + std::log(sum));

@@ -329,6 +329,7 @@ void attention_forward(DeviceState* st, const AttentionForwardArgs& a) {
   activate(st);
   MT_CHECK((!a.q_bf16 && !a.k_bf16 && !a.v_bf16) || a.inputs != GemmPrecision::fp32);
   run_forward(st, a);
+  if (a.max_logit) attention_max_logit(st, a);
   if (!a.out_fp8.codes) return;
   MT_CHECK(packed_or(a.out_at, a.heads, a.v_dim).row == a.heads * a.v_dim);
   fp8_code_rows(st, a.out, a.batch * a.seq, a.heads * a.v_dim, a.out_fp8);

@@ -123,4 +123,8 @@ bool attention_tc_forward(DeviceState* st, const AttentionForwardArgs& a);
 bool attention_tc_backward(DeviceState* st, const AttentionBackwardArgs& a, const AttentionShape& s,
                            const float* delta, float* dk, float* dv);
 
+// QK-Clip's per-head maxima of a forward (AttentionForwardArgs::max_logit), a pass of its own
+// (qk_clip_cuda.cu).
+void attention_max_logit(DeviceState* st, const AttentionForwardArgs& a);
+
 }  // namespace mt::cuda
