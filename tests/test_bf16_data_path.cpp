@@ -1,7 +1,8 @@
 // The bfloat16 data path under bf16 GEMMs: a GEMM writing bfloat16 (GemmArgs::c_bf16) stores its
 // fp32 product rounded once, bit for bit; SwiGLU reading bfloat16 gate and up (both passes) computes
 // what it computes from the same values in fp32; a dense FFN under bf16_outputs keeps its gate and
-// up outputs so, with the results of the fp32-output ops fed the rounded values; and the planner's
+// up outputs so (and writes its hidden gradient so), with the results of the fp32-output ops fed
+// the rounded values; and the planner's
 // storage model (Storage::mixed_bf16_outputs) counts the arenas one step of it fills.
 #include <doctest/doctest.h>
 
@@ -178,6 +179,7 @@ FfnResult ffn_ops(FfnInputs& in) {
            .inputs = mt::GemmPrecision::bf16, .a_bf16 = h.ptr()});
   be.gemm({.m = in.rows, .n = in.hidden, .k = in.dim, .a = in.dy.f32(), .b = in.wd.f32(), .c = dh.f32(),
            .inputs = mt::GemmPrecision::bf16});
+  dh.from_host(widened(rounded_bits(dh.to_host_f32())));  // the hidden gradient as its Dgrad stores it
   const mt::Buffer dg = in.dev.floats(nh), du = in.dev.floats(nh);
   be.swiglu_backward({.n = nh, .gate = a.f32(), .up = b.f32(), .dh = dh.f32(), .dgate = dg.f32(), .dup = du.f32()});
   be.gemm({.m = in.rows, .n = in.dim, .k = in.hidden, .a = dg.f32(), .b = in.wg.f32(), .c = in.dx.f32(),
