@@ -1,7 +1,8 @@
 // The bfloat16 data path under bf16 GEMMs: a GEMM writing bfloat16 (GemmArgs::c_bf16) stores its
 // fp32 product rounded once, bit for bit; SwiGLU reading bfloat16 gate and up (both passes) computes
 // what it computes from the same values in fp32; a dense FFN under bf16_outputs keeps its gate and
-// up outputs so, with the results of the fp32-output ops fed the rounded values; and the planner's
+// up outputs so (and writes its hidden gradient so), with the results of the fp32-output ops fed
+// the rounded values; and the planner's
 // storage model (Storage::mixed_bf16_outputs) counts the arenas one step of it fills.
 #include <doctest/doctest.h>
 
@@ -178,6 +179,7 @@ FfnResult ffn_ops(FfnInputs& in) {
            .inputs = mt::GemmPrecision::bf16, .a_bf16 = h.ptr()});
   be.gemm({.m = in.rows, .n = in.hidden, .k = in.dim, .a = in.dy.f32(), .b = in.wd.f32(), .c = dh.f32(),
            .inputs = mt::GemmPrecision::bf16});
+  dh.from_host(widened(rounded_bits(dh.to_host_f32())));  // the hidden gradient as its Dgrad stores it
   const mt::Buffer dg = in.dev.floats(nh), du = in.dev.floats(nh);
   be.swiglu_backward({.n = nh, .gate = a.f32(), .up = b.f32(), .dh = dh.f32(), .dgate = dg.f32(), .dup = du.f32()});
   be.gemm({.m = in.rows, .n = in.dim, .k = in.hidden, .a = dg.f32(), .b = in.wg.f32(), .c = in.dx.f32(),
@@ -229,4 +231,116 @@ TEST_CASE("bf16 data path: the planner's mixed_bf16_outputs storage equals one s
       l.storage = mt::plan::Storage::mixed;
       CHECK(mt::plan::estimate_step(cfg, 2, cluster, l).memory.activations > planned);
     }
+}
+
+namespace {
+
+// n random values rounded to bfloat16: their bits and the same values in fp32.
+struct Representable {
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+  Representable(size_t n, uint64_t seed, double scale = 1.0)
+      : bits(rounded_bits(testing::random_floats(n, seed, scale))), values(widened(bits)) {}
+};
+
+}  // namespace
+
+// The rest of the path: RoPE reading bfloat16, the residual adds (RMSNorm's fused add and the
+// block's add) reading a bfloat16 projection output, SwiGLU's backward reading a bfloat16 hidden
+// gradient and a Dgrad GEMM writing it, each equal to its fp32 version fed the same values.
+
+TEST_CASE("bf16 data path: RoPE reading bfloat16 writes what it writes from the same values in fp32") {
+  struct Case {
+    int heads, head_dim, rot_offset, rot_dim;
+    bool inverse;
+  };
+  // MHA's whole heads, MLA's rotary tail after the nope features, an odd rotary width, the backward.
+  const Case cases[] = {{3, 8, 0, 8, false}, {2, 12, 8, 4, false}, {1, 9, 2, 7, false}, {3, 8, 0, 8, true}};
+  for (const Case& c : cases) {
+    CAPTURE(c.rot_offset);
+    CAPTURE(c.inverse);
+    testing::StrictDevice dev;
+    const int rows = 10, seq = 5;
+    const size_t n = size_t(rows) * c.heads * c.head_dim;
+    const Representable x(n, 21, 3.0);
+    Bf16Buffer in(dev, n), out(dev, n), out_plain(dev, n);
+    in.set(x.bits);
+    const mt::Buffer x32 = dev.upload(x.values);
+    mt::RopeArgs a{.rows = rows, .heads = c.heads, .head_dim = c.head_dim, .rot_offset = c.rot_offset,
+                   .rot_dim = c.rot_dim, .seq_len = seq, .first_position = 1, .theta = 500.0f, .inverse = c.inverse,
+                   .x = x32.f32(), .out_bf16 = out_plain.ptr()};
+    dev.be.rope(a);
+    a.x = nullptr, a.x_bf16 = in.ptr(), a.out_bf16 = out.ptr();
+    dev.be.rope(a);
+    CHECK(out.bits() == out_plain.bits());
+    CHECK(in.bits() == x.bits);  // only read
+  }
+}
+
+TEST_CASE("bf16 data path: RMSNorm's residual add reading a bfloat16 output equals the fp32 add of its values") {
+  testing::StrictDevice dev;
+  const int rows = 7, dim = 40;
+  const size_t n = size_t(rows) * dim;
+  const Representable out(n, 31, 2.0);
+  const mt::Buffer residual = dev.upload(testing::random_floats(n, 32));
+  const mt::Buffer w = dev.upload(testing::random_floats(dim, 33));
+  const mt::Buffer x32 = dev.upload(out.values), sum = dev.floats(n), sum_plain = dev.floats(n);
+  const mt::Buffer rstd = dev.floats(rows), rstd_plain = dev.floats(rows);
+  Bf16Buffer x16(dev, n), y(dev, n), y_plain(dev, n);
+  x16.set(out.bits);
+  dev.be.rmsnorm_forward({.rows = rows, .dim = dim, .x = x32.f32(), .weight = w.f32(), .rstd = rstd_plain.f32(),
+                          .y_bf16 = y_plain.ptr(), .residual = residual.f32(), .sum = sum_plain.f32()});
+  dev.be.rmsnorm_forward({.rows = rows, .dim = dim, .weight = w.f32(), .rstd = rstd.f32(), .y_bf16 = y.ptr(),
+                          .residual = residual.f32(), .sum = sum.f32(), .x_bf16 = x16.ptr()});
+  CHECK(same_bits(sum.to_host_f32(), sum_plain.to_host_f32()));
+  CHECK(same_bits(rstd.to_host_f32(), rstd_plain.to_host_f32()));
+  CHECK(y.bits() == y_plain.bits());
+}
+
+TEST_CASE("bf16 data path: the block's add reading a bfloat16 output equals the fp32 add of its values") {
+  testing::StrictDevice dev;
+  const size_t n = 333;
+  const Representable out(n, 41, 5.0);
+  const mt::Buffer x = dev.upload(testing::random_floats(n, 42)), y_plain = dev.upload(out.values), y = dev.floats(n);
+  Bf16Buffer y16(dev, n);
+  y16.set(out.bits);
+  dev.be.add({.n = n, .x = x.f32(), .y = y_plain.f32()});
+  dev.be.add({.n = n, .x = x.f32(), .y = y.f32(), .y_bf16 = y16.ptr()});
+  CHECK(same_bits(y.to_host_f32(), y_plain.to_host_f32()));
+}
+
+TEST_CASE("bf16 data path: SwiGLU's backward reading a bfloat16 hidden gradient equals its fp32 arithmetic") {
+  testing::StrictDevice dev;
+  const size_t n = 500;
+  const Representable dh(n, 51, 0.5);
+  const mt::Buffer gate = dev.upload(testing::random_floats(n, 52, 3.0));
+  const mt::Buffer up = dev.upload(testing::random_floats(n, 53));
+  const mt::Buffer dh32 = dev.upload(dh.values);
+  const mt::Buffer dg = dev.floats(n), du = dev.floats(n), dg_plain = dev.floats(n), du_plain = dev.floats(n);
+  Bf16Buffer dh16(dev, n);
+  dh16.set(dh.bits);
+  dev.be.swiglu_backward(
+      {.n = n, .gate = gate.f32(), .up = up.f32(), .dh = dh32.f32(), .dgate = dg_plain.f32(), .dup = du_plain.f32()});
+  dev.be.swiglu_backward(
+      {.n = n, .gate = gate.f32(), .up = up.f32(), .dgate = dg.f32(), .dup = du.f32(), .dh_bf16 = dh16.ptr()});
+  CHECK(same_bits(dg.to_host_f32(), dg_plain.to_host_f32()));
+  CHECK(same_bits(du.to_host_f32(), du_plain.to_host_f32()));
+}
+
+TEST_CASE("bf16 data path: a Dgrad GEMM writing bfloat16 stores its fp32 sums rounded once") {
+  testing::StrictDevice dev;
+  const int rows = 9, in = 24, out = 17;
+  const mt::Buffer dy = dev.upload(testing::random_floats(size_t(rows) * out, 61));
+  const mt::Buffer w = dev.upload(testing::random_floats(size_t(out) * in, 62, 0.3));
+  const mt::Buffer dx = dev.floats(size_t(rows) * in);
+  Bf16Buffer dx16(dev, size_t(rows) * in);
+  mt::LayerEnv env;
+  env.backend = &dev.be;
+  env.gemm_inputs = mt::GemmPrecision::bf16;
+  env.linear_backward_input(dy.f32(), w.f32(), rows, in, out, dx.f32());
+  env.linear_backward_input(dy.f32(), w.f32(), rows, in, out, dx16.ptr());
+  const std::vector<float> fp32 = dx.to_host_f32();
+  std::vector<uint16_t> rounded(fp32.size());
+  for (size_t i = 0; i < fp32.size(); ++i) rounded[i] = mt::float_to_bf16_bits(fp32[i]);
+  CHECK(dx16.bits() == rounded);
 }

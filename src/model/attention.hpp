@@ -13,10 +13,11 @@ namespace mt {
 class AttentionLayer {
  public:
   virtual ~AttentionLayer() = default;
-  // x, y: [batch*seq, d_model]; only GEMMs read x. What selective recomputation drops goes to `redo` (the same
-  // arena as `arena` without it); what only this forward reads (fp32 projections that attention
-  // reads in a rounded or per-head copy) goes to `temp`, which the next block's forward reuses.
-  virtual void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) = 0;
+  // x, y: [batch*seq, d_model]; only GEMMs read x; y fp32, or bfloat16 (the output projection rounding).
+  // What selective recomputation drops goes to `redo` (the same arena as `arena` without it); what
+  // only this forward reads (projections that attention reads in a rotated, rounded or per-head
+  // copy) goes to `temp`, which the next block's forward reuses.
+  virtual void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, LayerOutput y) = 0;
   // Selective recomputation: what forward put in `redo`, computed again there after it was reset
   // (its temporaries too); x is the input's recomputed copy.
   virtual void redo(int slot, Arena& redo, GemmOperand x) = 0;

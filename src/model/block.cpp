@@ -47,14 +47,23 @@ void Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const floa
   // Under sequence parallelism the norms of this rank's rows live only until they are gathered.
   Arena& mine = split ? temp : redo;
   s.n1 = env_.gather_rows(redo, norm(mine, rows, x, norm1, s.rstd1, true), n);
-  float* attn_out = split ? temp.floats(all) : s.x1;
-  attn_->forward(slot, arena, redo, temp, s.n1, batch, attn_out);
-  env_.tp_sum_rows(attn_out, s.x1, n);
-  // The residual add happens in the norm, in place: x1 = attention's output + x.
+  // The residual add happens in the norm: x1 = attention's output (fp32 in x1, or bfloat16) + x.
   // The MoE also moves the rows to its experts.
-  s.n2 = env_.gather_rows(redo, norm(mine, rows, s.x1, norm2, s.rstd2, !moe_, x, s.x1), n);
-  if (moe_) moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, aux_sum, recompute);
+  Bf16* attn16 = bf16_residual_reads() ? temp.bf16s(n) : nullptr;
+  if (attn16) attn_->forward(slot, arena, redo, temp, s.n1, batch, attn16);
   else {
+    float* attn_out = split ? temp.floats(all) : s.x1;
+    attn_->forward(slot, arena, redo, temp, s.n1, batch, attn_out);
+    env_.tp_sum_rows(attn_out, s.x1, n);
+  }
+  s.n2 = env_.gather_rows(redo, norm(mine, rows, attn16 ? nullptr : s.x1, norm2, s.rstd2, !moe_, x, s.x1, attn16), n);
+  // The MoE's output is fp32: its combine sums the routed experts' fp32 outputs, weighted, onto the shared experts'.
+  if (moe_) moe_->forward(slot, arena, redo, s.n2.f32, batch, y, aux_grad_scale, aux_sum, recompute);
+  else if (bf16_residual_reads()) {
+    Bf16* ffn16 = temp.bf16s(n);
+    swiglu_forward(env_, arena, redo, dense_weights(), s.n2, all_rows, ffn16, false, s.ffn);
+    return be.add({.n = n, .x = s.x1, .y = y, .y_bf16 = ffn16});
+  } else {
     float* ffn_out = split ? temp.floats(all) : y;
     swiglu_forward(env_, arena, redo, dense_weights(), s.n2, all_rows, ffn_out, false, s.ffn);
     env_.tp_sum_rows(ffn_out, y, n);
@@ -65,9 +74,9 @@ void Block::forward(int slot, Arena& arena, Arena& redo, Arena& temp, const floa
 // RMSNorm(x) into `redo`; its rstd (kept: one value per row) is written again, the same. With a
 // residual, the rows normed are x + residual, written to `sum`.
 GemmOperand Block::norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
-                      const float* residual, float* sum) {
+                      const float* residual, float* sum, const Bf16* x_bf16) {
   RmsNormForwardArgs a{.rows = rows, .dim = d_, .eps = eps_, .x = x, .weight = env_.params->value(weight),
-                       .rstd = rstd, .residual = residual, .sum = sum};
+                       .rstd = rstd, .residual = residual, .sum = sum, .x_bf16 = x_bf16};
   if (gemms_only) return env_.rmsnorm_for_gemms(redo, a, !env_.shard.split_rows());
   float* y = a.y = redo.floats(size_t(rows) * d_);
   env_.be().rmsnorm_forward(a);

@@ -58,8 +58,13 @@ class Block {
   };
   SwigluWeights dense_weights() const;
   // RMSNorm(x) into `redo`, in bfloat16 when `gemms_only` read it and LayerEnv::bf16_activations.
+  // x_bf16: x in bfloat16 (with a residual), in place of x.
   GemmOperand norm(Arena& redo, int rows, const float* x, int weight, float* rstd, bool gemms_only,
-                 const float* residual = nullptr, float* sum = nullptr);
+                 const float* residual = nullptr, float* sum = nullptr, const Bf16* x_bf16 = nullptr);
+  // Whether the residual adds read the attention and dense FFN outputs in bfloat16 (written so by
+  // their last GEMMs): LayerEnv::bf16_outputs without tensor parallelism, whose partial outputs are
+  // summed in fp32 first. The residual stream itself stays fp32.
+  bool bf16_residual_reads() const { return env_.bf16_outputs && env_.shard.tp_size == 1; }
 
   LayerEnv env_;
   int d_, seq_;

@@ -55,6 +55,15 @@ struct PreparedOperand {
   Fp8Codes fp8 = {};
 };
 
+// Where a layer writes its output: fp32, or bfloat16 (the GEMM rounding its fp32 sums as it stores
+// them) for a reader that reads it so (precision.bf16_outputs: the residual adds).
+struct LayerOutput {
+  float* f32 = nullptr;
+  Bf16* bf16 = nullptr;
+  LayerOutput(float* y) : f32(y) {}  // NOLINT: an fp32 output converts
+  LayerOutput(Bf16* y) : bf16(y) {}  // NOLINT: so does a bfloat16 one
+};
+
 struct LayerEnv {
   const Backend* backend = nullptr;
   GemmPrecision gemm_inputs = GemmPrecision::fp32;
@@ -186,6 +195,19 @@ struct LayerEnv {
     const PreparedOperand p = prepared(w, false);
     backend->gemm({.m = rows, .n = out, .k = in, .a = x.f32, .b = w.f32, .trans_b = true, .inputs = gemm_inputs,
                    .a_bf16 = x.bf16, .b_bf16 = p.bf16, .c_bf16 = y});
+  }
+  // y = x W^T into either form of `y` (accumulate: fp32 only).
+  void linear_forward(GemmOperand x, WeightOperand w, int rows, int in, int out, LayerOutput y,
+                      bool accumulate = false) const {
+    if (y.bf16) return linear_forward(x, w, rows, in, out, y.bf16);
+    linear_forward(x, w, rows, in, out, y.f32, accumulate);
+  }
+  // dx[rows,in] = dy[rows,out] W in bfloat16 (bf16 inputs), for a reader that reads bfloat16
+  // (precision.bf16_outputs): the fp32 sums rounded once as they are stored.
+  void linear_backward_input(const float* dy, WeightOperand w, int rows, int in, int out, Bf16* dx) const {
+    const PreparedOperand p = prepared(w, true);
+    backend->gemm({.m = rows, .n = in, .k = out, .a = dy, .b = w.f32, .inputs = gemm_inputs, .b_bf16 = p.bf16,
+                   .c_bf16 = dx});
   }
   // dx[rows,in] = dy[rows,out] W  (accumulate: dx += ...); dy_codes: dy's FP8 codes written by its
   // producer (fp8_row_codes with kind gradient), read under fp8 inputs.

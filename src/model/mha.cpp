@@ -23,27 +23,38 @@ Mha::Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
   wo = env.params->add(prefix + ".wo", {d_, hd}, I::normal, true, split, sh.tp_split(1));
 }
 
-RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16) const {
+RopeArgs Mha::rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16, const Bf16* x_bf16) const {
   return {.rows = rows, .heads = heads, .head_dim = head_dim_, .rot_offset = 0, .rot_dim = head_dim_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x, .out_bf16 = out_bf16, .scaling = yarn_};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = x, .out_bf16 = out_bf16, .scaling = yarn_,
+          .x_bf16 = x_bf16};
 }
 
 // The projections are the layer's GEMMs, kept: recomputation redoes only the cheap parts. What
 // attention reads is kept; an fp32 projection it reads only through a bfloat16 copy (under
-// bf16_activations, RoPE rounding as it writes) is temporary. Grouped key/value heads are read
-// in place by their query heads (the attention op's kv_heads): nothing is copied per head.
-void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, int batch, float* y) {
-  Saved& s = saved_[slot];
+// bf16_activations, RoPE rounding as it writes) is temporary; under bf16_outputs the GEMMs write
+// bfloat16 themselves (the queries' and keys' temporary, RoPE reading them so). Grouped key/value
+// heads are read in place by their query heads (the attention op's kv_heads): nothing is copied per head.
+void Mha::project(Saved& s, Arena& arena, Arena& temp, GemmOperand x, int rows) {
   const Backend& be = env_.be();
-  const int rows = batch * seq_, hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  const int hd = heads_ * head_dim_, kvd = kv_heads_ * head_dim_;
+  if (env_.bf16_outputs) {
+    Bf16* q = temp.bf16s(size_t(rows) * hd);
+    Bf16* k = temp.bf16s(size_t(rows) * kvd);
+    Bf16* q16 = arena.bf16s(size_t(rows) * hd);
+    Bf16* k16 = arena.bf16s(size_t(rows) * kvd);
+    Bf16* v16 = arena.bf16s(size_t(rows) * kvd);
+    env_.linear_forward(x, env_.weight(wq), rows, d_, hd, q);
+    env_.linear_forward(x, env_.weight(wk), rows, d_, kvd, k);
+    env_.linear_forward(x, env_.weight(wv), rows, d_, kvd, v16);
+    be.rope(rope_args(rows, heads_, nullptr, false, q16, q));
+    be.rope(rope_args(rows, kv_heads_, nullptr, false, k16, k));
+    s.q = q16, s.k = k16, s.v = v16;
+    return;
+  }
   const bool half = env_.bf16_activations;
-  s.batch = batch;
-  s.x = x;
   float* q = (half ? temp : arena).floats(size_t(rows) * hd);
   float* k = (half ? temp : arena).floats(size_t(rows) * kvd);
   float* v = (half ? temp : arena).floats(size_t(rows) * kvd);
-  s.o = arena.floats(size_t(rows) * hd);
-  s.lse = arena.floats(size_t(batch) * heads_ * seq_);
   env_.linear_forward(x, env_.weight(wq), rows, d_, hd, q);
   env_.linear_forward(x, env_.weight(wk), rows, d_, kvd, k);
   env_.linear_forward(x, env_.weight(wv), rows, d_, kvd, v);
@@ -60,6 +71,17 @@ void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, in
     be.rope(rope_args(rows, kv_heads_, k, false));
     s.q = q, s.k = k, s.v = v;
   }
+}
+
+void Mha::forward(int slot, Arena& arena, Arena&, Arena& temp, GemmOperand x, int batch, LayerOutput y) {
+  Saved& s = saved_[slot];
+  const Backend& be = env_.be();
+  const int rows = batch * seq_, hd = heads_ * head_dim_;
+  s.batch = batch;
+  s.x = x;
+  project(s, arena, temp, x, rows);
+  s.o = arena.floats(size_t(rows) * hd);
+  s.lse = arena.floats(size_t(batch) * heads_ * seq_);
   // Under fp8 inputs the attention op writes its output's codes too, which only the GEMM below reads.
   const Fp8RowCodes oq = env_.fp8_row_codes(temp, rows, hd);
   GemmOperand o(s.o);

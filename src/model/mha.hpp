@@ -12,7 +12,7 @@ namespace mt {
 class Mha : public AttentionLayer {
  public:
   Mha(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) override;
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, LayerOutput y) override;
   void redo(int slot, Arena& redo, GemmOperand x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) override;
   void backward_weight(int slot) override;
@@ -28,7 +28,10 @@ class Mha : public AttentionLayer {
     const float* dy = nullptr;
     float *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;  // dk, dv: per key/value head
   };
-  RopeArgs rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16 = nullptr) const;
+  RopeArgs rope_args(int rows, int heads, float* x, bool inverse, Bf16* out_bf16 = nullptr,
+                     const Bf16* x_bf16 = nullptr) const;
+  // Queries, keys and values as attention reads them, into s (q, k, v).
+  void project(Saved& s, Arena& arena, Arena& temp, GemmOperand x, int rows);
 
   LayerEnv env_;
   int d_, heads_, kv_heads_, head_dim_, seq_;

@@ -35,9 +35,10 @@ Mla::Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix,
 }
 
 // The last rope_ features of each head of q rotate.
-RopeArgs Mla::query_rope(int rows, float* q, bool inverse, Bf16* out_bf16) const {
+RopeArgs Mla::query_rope(int rows, float* q, bool inverse, Bf16* out_bf16, const Bf16* q_bf16) const {
   return {.rows = rows, .heads = heads_, .head_dim = qk_, .rot_offset = nope_, .rot_dim = rope_,
-          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q, .out_bf16 = out_bf16, .scaling = yarn_};
+          .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = q, .out_bf16 = out_bf16, .scaling = yarn_,
+          .x_bf16 = q_bf16};
 }
 // The shared key part is the last rope_ features of each row of [c_kv; k_rope].
 RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
@@ -45,7 +46,7 @@ RopeArgs Mla::key_rope(int rows, float* ckv, bool inverse) const {
           .seq_len = seq_, .theta = theta_, .inverse = inverse, .x = ckv, .scaling = yarn_};
 }
 
-void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) {
+void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, LayerOutput y) {
   Saved& s = saved_[slot];
   ParamStore& p = *env_.params;
   const Backend& be = env_.be();
@@ -85,21 +86,36 @@ void Mla::forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand 
 // DeepSeek-V3 recomputes these up-projections in backward (report §3.2.3): per head they are
 // wider than the latents they come from. The fp32 [k_nope; v] projection (and under
 // bf16_activations the queries' fp32 projection) only feed the per-head copies: temporary.
+// Under bf16_outputs the queries' GEMM writes bfloat16 (temporary), which RoPE reads.
+GemmOperand Mla::project_queries(const Saved& s, Arena& redo, Arena& temp, int rows) {
+  const Backend& be = env_.be();
+  const size_t n = size_t(rows) * heads_ * qk_;
+  const GemmOperand x = q_lora_ > 0 ? s.cq_normed : s.x;
+  const int in = q_lora_ > 0 ? q_lora_ : d_, w = q_lora_ > 0 ? wq_b : wq;
+  if (env_.bf16_outputs) {
+    Bf16* q = temp.bf16s(n);
+    env_.linear_forward(x, env_.weight(w), rows, in, heads_ * qk_, q);
+    Bf16* q16 = redo.bf16s(n);
+    be.rope(query_rope(rows, nullptr, false, q16, q));
+    return q16;
+  }
+  const bool half = env_.bf16_activations;
+  float* q = (half ? temp : redo).floats(n);
+  env_.linear_forward(x, env_.weight(w), rows, in, heads_ * qk_, q);
+  if (!half) {
+    be.rope(query_rope(rows, q, false));
+    return q;
+  }
+  Bf16* q16 = redo.bf16s(n);
+  be.rope(query_rope(rows, q, false, q16));
+  return q16;
+}
+
 void Mla::project_heads(Saved& s, Arena& redo, Arena& temp, int rows) {
   const Backend& be = env_.be();
   const int H = heads_, ckv_w = kv_lora_ + rope_, kv_w = nope_ + vdim_;
   const bool half = env_.bf16_activations;
-  float* q = (half ? temp : redo).floats(size_t(rows) * H * qk_);
-  if (q_lora_ > 0) env_.linear_forward(s.cq_normed, env_.weight(wq_b), rows, q_lora_, H * qk_, q);
-  else env_.linear_forward(s.x, env_.weight(wq), rows, d_, H * qk_, q);
-  if (half) {
-    Bf16* q16 = redo.bf16s(size_t(rows) * H * qk_);
-    be.rope(query_rope(rows, q, false, q16));
-    s.q = q16;
-  } else {
-    be.rope(query_rope(rows, q, false));
-    s.q = q;
-  }
+  s.q = project_queries(s, redo, temp, rows);
   float* kv = temp.floats(size_t(rows) * H * kv_w);
   env_.linear_forward(s.c_normed, env_.weight(wkv_b), rows, kv_lora_, H * kv_w, kv);
   // Keys and values per head: only attention's products read them (in bfloat16 under bf16_activations).

@@ -16,7 +16,7 @@ namespace mt {
 class Mla : public AttentionLayer {
  public:
   Mla(const LayerEnv& env, const ModelConfig& cfg, const std::string& prefix, int max_in_flight);
-  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, float* y) override;
+  void forward(int slot, Arena& arena, Arena& redo, Arena& temp, GemmOperand x, int batch, LayerOutput y) override;
   void redo(int slot, Arena& redo, GemmOperand x) override;
   void backward_input(int slot, Arena& arena, const float* dy, float* dx, const Fp8Codes& dy_codes) override;
   void backward_weight(int slot) override;
@@ -40,7 +40,9 @@ class Mla : public AttentionLayer {
   };
   // Each head's queries, keys and values from the latents (the up-projections), into `redo`.
   void project_heads(Saved& s, Arena& redo, Arena& temp, int rows);
-  RopeArgs query_rope(int rows, float* q, bool inverse, Bf16* out_bf16 = nullptr) const;
+  RopeArgs query_rope(int rows, float* q, bool inverse, Bf16* out_bf16 = nullptr, const Bf16* q_bf16 = nullptr) const;
+  // The queries as attention reads them (rotated), into `redo`.
+  GemmOperand project_queries(const Saved& s, Arena& redo, Arena& temp, int rows);
   RopeArgs key_rope(int rows, float* ckv, bool inverse) const;
 
   LayerEnv env_;

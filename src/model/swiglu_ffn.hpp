@@ -26,15 +26,17 @@ struct SwigluSaved {
   float *da = nullptr, *db = nullptr;                  // for the weight gradients
 };
 
-// y[rows,dim] (= or += when accumulate) FFN(x). The product h goes to `redo`, the arena of what
-// selective recomputation drops (the same arena as `arena` without it).
+// y[rows,dim] (= or += when accumulate) FFN(x); a bfloat16 y is written by the down projection
+// (not accumulated). The product h goes to `redo`, the arena of what selective recomputation drops
+// (the same arena as `arena` without it).
 void swiglu_forward(const LayerEnv& env, Arena& arena, Arena& redo, const SwigluWeights& w, GemmOperand x, int rows,
-                    float* y, bool accumulate, SwigluSaved& s);
+                    LayerOutput y, bool accumulate, SwigluSaved& s);
 // Selective recomputation: h again, in `redo`, from the kept pre-activations; x is the input's
 // recomputed copy.
 void swiglu_redo(const LayerEnv& env, Arena& redo, const SwigluWeights& w, GemmOperand x, SwigluSaved& s);
 // dx[rows,dim] (= or +=) from dy; keeps dy and the pre-activation gradients in s. dy_codes: dy's
-// FP8 codes written by its producer (codes null: none), for the down projection's Dgrad.
+// FP8 codes written by its producer (codes null: none), for the down projection's Dgrad. Under
+// LayerEnv::bf16_outputs that Dgrad writes h's gradient in bfloat16, which only SwiGLU's backward reads.
 void swiglu_backward_input(const LayerEnv& env, Arena& arena, const SwigluWeights& w, const float* dy,
                            float* dx, bool accumulate, SwigluSaved& s, const Fp8Codes& dy_codes = {});
 void swiglu_backward_weight(const LayerEnv& env, const SwigluWeights& w, const SwigluGrads& g,

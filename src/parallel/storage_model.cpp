@@ -31,7 +31,8 @@ struct BlockValues {
   double kept = 0, work = 0, temp = 0;
 };
 // `half`: 0.5 where Storage::mixed keeps a tensor that only GEMMs read in bfloat16, else 1; `out_half`
-// the same for the GEMM outputs only SwiGLU reads (Storage::mixed_bf16_outputs).
+// the same for the GEMM outputs only SwiGLU, RoPE and the residual adds read and the Dgrad outputs
+// only SwiGLU's backward reads (Storage::mixed_bf16_outputs; the residual adds' without tensor parallelism).
 // `sp`: sequence parallelism, the block's own rows 1/tp of them (model/block.hpp).
 // `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
 // one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
@@ -48,6 +49,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
   double dropped = norms + (sp ? 0 : codes * (moe ? d : 2 * d));  // selective recomputation redoes them
   double back = own * 3 * d + (sp ? 0 : codes * d);  // dn2, dx1 (and its codes), dn1
   double temp = 0, redone = 0;  // the forward's temporaries; those selective recomputation makes again
+  const bool outputs = out_half < 1;
+  if (outputs && tp == 1) temp += out_half * (moe ? d : 2 * d);  // attention's (and a dense FFN's) output
   if (sp) {
     // The norms of the own rows before they are gathered (again under selective recomputation);
     // attention's output and a dense FFN's before they are reduce-scattered; in backward the
@@ -63,16 +66,18 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // c_q and its normed copy, c_kv, c and its normed copy (the copies only GEMMs read), o, lse
     kept += (ql > 0 ? (1 + half + codes) * ql + 1 : 0) + (kl + rope) + (1 + half + codes) * kl + 1 + H * v + H;
     dropped += half * (2 * H * qk + H * v);  // q, k, v per head: attention's inputs only
-    // [k_nope; v], q before RoPE rounds it, o's FP8 codes
-    temp += H * (nope + v) + (half < 1 ? H * qk : 0) + codes * H * v;
-    redone += H * (nope + v) + (half < 1 ? H * qk : 0);  // selective recomputation makes them again
+    // [k_nope; v], q before RoPE rounds it (a bfloat16 one under outputs), o's FP8 codes
+    const double q_in = outputs ? out_half * H * qk : half < 1 ? H * qk : 0;
+    temp += H * (nope + v) + q_in + codes * H * v;
+    redone += H * (nope + v) + q_in;  // selective recomputation makes them again
     // dout, dq, dk (dv goes straight into the [k_nope; v] gradient), that gradient, dckv, dc_normed, dc
     back += H * v + 2 * H * qk + H * (nope + v) + (kl + rope) + 2 * kl + (ql > 0 ? 2 * ql : 0);
   } else {
     // Grouped key/value heads are read in place by their query heads: k and v per key/value head.
     const double hd = m.head_dim, kv = double(a.n_kv_heads ? a.n_kv_heads : m.n_heads) / tp;
     kept += (1 + half) * H * hd + H + 2 * half * kv * hd;  // q, o, lse, k and v
-    temp += (half < 1 ? H * hd + 2 * kv * hd : 0) + codes * H * hd;  // a bfloat16 copy of the projections; o's codes
+    // q, k, v before RoPE and the bfloat16 copies (under outputs q and k in bfloat16, v written so); o's codes
+    temp += (outputs ? out_half * (H + kv) * hd : half < 1 ? H * hd + 2 * kv * hd : 0) + codes * H * hd;
     back += 2 * H * hd + 2 * kv * hd;                       // dout, dq, dk, dv
 
   }
@@ -89,7 +94,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // The shared experts' gate and up outputs may be bfloat16 (out_half); the routed ones' are fp32.
     kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * out_half * shared + gathered * d);
     dropped += share * (half * (R * hid + shared) + codes * shared);  // SwiGLU products
-    back += E + K + share * (2 * K * d + 3 * R * hid + (3 + 2 * codes) * shared + split * K + gathered * d);
+    // The shared experts' hidden gradient (dh) may be bfloat16 (out_half).
+    back += E + K + share * (2 * K * d + 3 * R * hid + (2 + out_half + 2 * codes) * shared + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
     // expert order, their outputs and those going back (with their order both ways); the same
     // again for the gradients.
@@ -98,7 +104,7 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double hid = double(m.ffn_hidden) / tp;
     kept += 2 * out_half * hid;  // the gate and up outputs
     dropped += (half + codes) * hid;
-    back += (3 + 2 * codes) * hid;
+    back += (2 + out_half + 2 * codes) * hid;  // dh (bfloat16 under outputs), the gate and up gradients
   }
   // Under recomputation the forward's scratch holds what it drops beside its temporaries; the
   // forward again (full, with its output) or its dropped part (selective) stays for the backward.

@@ -123,7 +123,7 @@ void group_fp8_gemm(const Context& c, uint64_t seed);
 void group_fp8_fused(const Context& c, uint64_t seed);
 // Attention on cuDNN's fused attention and on the own kernels (tests/gpu/parity_cudnn.cpp).
 void group_attention_cudnn(const Context& c, uint64_t seed);
-// GEMMs writing bfloat16 and SwiGLU reading it (tests/gpu/parity_bf16_outputs.cpp).
+// GEMMs writing bfloat16 and SwiGLU, RoPE and the residual adds reading it (tests/gpu/parity_bf16_outputs.cpp).
 void group_bf16_outputs(const Context& c, uint64_t seed);
 
 }  // namespace parity

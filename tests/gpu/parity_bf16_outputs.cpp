@@ -1,6 +1,7 @@
 // Parity of the bfloat16 data path (precision.bf16_outputs): GEMMs writing bfloat16 (cuBLASLt's bf16
-// D, and cublasGemmEx's where no algorithm is found) against the CPU's fp32 product rounded once, and
-// SwiGLU reading bfloat16 gate and up in both passes.
+// D, and cublasGemmEx's where no algorithm is found) against the CPU's fp32 product rounded once,
+// SwiGLU reading bfloat16 gate and up in both passes and a bfloat16 hidden gradient, RoPE reading
+// bfloat16 queries and keys, and the residual adds (RMSNorm's and the block's) reading a bfloat16 output.
 #include <cstdio>
 #include <vector>
 
@@ -70,6 +71,67 @@ void check_swiglu_bf16_inputs(const Context& c, size_t n, uint64_t seed) {
   c.rep.check("swiglu_backward bfloat16 inputs, dup" + shape, relative_error(gdu.download(), du), 1e-5);
 }
 
+// The rotation from bfloat16 inputs (MHA's whole heads, MLA's rotary tail; both directions). The
+// device's cosines may differ from glibc's in the last bit: a value may land one bfloat16 ulp away.
+void check_rope_bf16_input(const Context& c, int heads, int head_dim, int rot_offset, bool inverse, uint64_t seed) {
+  Lcg rng(seed);
+  const int rows = 512, seq = 128, rot = head_dim - rot_offset;
+  const size_t n = size_t(rows) * heads * head_dim;
+  const std::vector<mt::Bf16> x = rounded(random_values(n, rng, -2.0f, 2.0f));
+  std::vector<mt::Bf16> want(n);
+  mt::RopeArgs a{.rows = rows, .heads = heads, .head_dim = head_dim, .rot_offset = rot_offset, .rot_dim = rot,
+                 .seq_len = seq, .inverse = inverse, .out_bf16 = want.data(), .x_bf16 = x.data()};
+  c.cpu.rope(a);
+  DeviceVec<mt::Bf16> gx(c.gpu, x), gout(c.gpu, std::vector<mt::Bf16>(n, mt::Bf16{0x7fc1}));
+  a.out_bf16 = gout.get(), a.x_bf16 = gx.get();
+  c.gpu.rope(a);
+  char name[128];
+  std::snprintf(name, sizeof name, "rope bfloat16 input heads=%d head_dim=%d rot_offset=%d inverse=%d", heads,
+                head_dim, rot_offset, int(inverse));
+  c.rep.check(name, relative_error(widened(gout.download(), head_dim, head_dim), widened(want, head_dim, head_dim)),
+              1.0 / 128);
+}
+
+// RMSNorm's residual add from a bfloat16 projection output, and the block's add from one.
+void check_residual_bf16(const Context& c, int rows, int dim, uint64_t seed) {
+  Lcg rng(seed);
+  const size_t n = size_t(rows) * dim;
+  const std::vector<mt::Bf16> out = rounded(random_values(n, rng, -3.0f, 3.0f));
+  const std::vector<float> residual = random_values(n, rng), w = random_values(size_t(dim), rng);
+  std::vector<float> sum(n), rstd(static_cast<size_t>(rows)), y(n);
+  c.cpu.rmsnorm_forward({.rows = rows, .dim = dim, .weight = w.data(), .y = y.data(), .rstd = rstd.data(),
+                         .residual = residual.data(), .sum = sum.data(), .x_bf16 = out.data()});
+  DeviceVec<mt::Bf16> gout(c.gpu, out);
+  DeviceVec<float> gres(c.gpu, residual), gw(c.gpu, w), gsum(c.gpu, poison<float>(n)),
+      grstd(c.gpu, poison<float>(size_t(rows))), gy(c.gpu, poison<float>(n));
+  c.gpu.rmsnorm_forward({.rows = rows, .dim = dim, .weight = gw.get(), .y = gy.get(), .rstd = grstd.get(),
+                         .residual = gres.get(), .sum = gsum.get(), .x_bf16 = gout.get()});
+  const std::string shape = " rows=" + std::to_string(rows) + " dim=" + std::to_string(dim);
+  c.rep.check("rmsnorm residual add from bfloat16, sum" + shape, relative_error(gsum.download(), sum), 0);
+  c.rep.check("rmsnorm residual add from bfloat16, y" + shape, relative_error(gy.download(), y), 1e-5);
+  std::vector<float> added(n);
+  c.cpu.add({.n = n, .x = residual.data(), .y = added.data(), .y_bf16 = out.data()});
+  DeviceVec<float> gadded(c.gpu, poison<float>(n));
+  c.gpu.add({.n = n, .x = gres.get(), .y = gadded.get(), .y_bf16 = gout.get()});
+  c.rep.check("add from bfloat16" + shape, relative_error(gadded.download(), added), 0);
+}
+
+void check_swiglu_bf16_grad(const Context& c, size_t n, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<mt::Bf16> gate = rounded(random_values(n, rng, -6.0f, 6.0f)), up = rounded(random_values(n, rng));
+  const std::vector<mt::Bf16> dh = rounded(random_values(n, rng));
+  std::vector<float> dg(n), du(n);
+  c.cpu.swiglu_backward({.n = n, .dgate = dg.data(), .dup = du.data(), .gate_bf16 = gate.data(),
+                         .up_bf16 = up.data(), .dh_bf16 = dh.data()});
+  DeviceVec<mt::Bf16> ggate(c.gpu, gate), gup(c.gpu, up), gdh(c.gpu, dh);
+  DeviceVec<float> gdg(c.gpu, poison<float>(n)), gdu(c.gpu, poison<float>(n));
+  c.gpu.swiglu_backward({.n = n, .dgate = gdg.get(), .dup = gdu.get(), .gate_bf16 = ggate.get(), .up_bf16 = gup.get(),
+                         .dh_bf16 = gdh.get()});
+  const std::string shape = " n=" + std::to_string(n);
+  c.rep.check("swiglu_backward bfloat16 hidden gradient, dgate" + shape, relative_error(gdg.download(), dg), 1e-5);
+  c.rep.check("swiglu_backward bfloat16 hidden gradient, dup" + shape, relative_error(gdu.download(), du), 1e-5);
+}
+
 }  // namespace
 
 void group_bf16_outputs(const Context& c, uint64_t seed) {
@@ -79,6 +141,13 @@ void group_bf16_outputs(const Context& c, uint64_t seed) {
   check_gemm_bf16_out(c, 50, 70, 90, false, seed++);
   check_swiglu_bf16_inputs(c, 1000, seed++);
   check_swiglu_bf16_inputs(c, 300001, seed++);
+  check_swiglu_bf16_grad(c, 300001, seed++);
+  check_rope_bf16_input(c, 8, 64, 0, false, seed++);
+  check_rope_bf16_input(c, 8, 64, 0, true, seed++);
+  check_rope_bf16_input(c, 4, 192, 128, false, seed++);
+  check_rope_bf16_input(c, 4, 192, 128, true, seed++);
+  check_residual_bf16(c, 300, 768, seed++);
+  check_residual_bf16(c, 7, 130, seed++);
 }
 
 }  // namespace parity

@@ -7,7 +7,11 @@ stay about those of fp32 instead of the rounding's:
     exact; activations stored in bfloat16 (precision.bf16_activations) are rounded GEMM inputs, so
     storing them so changes no value; with precision.bf16_outputs too, the dense FFN's and the
     shared experts' gate and up outputs are written by their GEMMs in bfloat16 (rounded once from
-    the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged.
+    the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged. So
+    are the queries' (MHA's keys' too) projections before RoPE, and the attention output projection's
+    and the dense FFN's outputs the residual adds read (one rank: the tensor-parallel partial sums
+    stay fp32); in backward, the down projection's input gradient SwiGLU's backward reads (dense FFN
+    and shared experts) is rounded once as its Dgrad stores it: stored_gradient.
     Attention rounds queries, keys, values, the probabilities before P V and, in backward, the
     output gradient and the score gradient where they enter products (D = rowsum(dO * O) and dS
     from unrounded values).
@@ -100,6 +104,10 @@ class Arithmetic:
         """A GEMM output SwiGLU reads, as stored: bfloat16 under bf16_activations (a straight-through rounding)."""
         return _Bf16Store.apply(y) if self.bf16_outputs else y
 
+    def stored_gradient(self, x):
+        """x unchanged; its gradient as a Dgrad GEMM that writes bfloat16 stores it (under bf16_outputs)."""
+        return _Bf16GradStore.apply(x) if self.bf16_outputs else x
+
     def attention(self, q, k, v, batch, seq, scale):
         if self.matmul not in (BF16, FP8):
             return causal_attention(q, k, v, batch, seq, scale)
@@ -115,6 +123,9 @@ class Plain:
     def stored_output(self, y):
         return y
 
+    def stored_gradient(self, x):
+        return x
+
     def attention(self, q, k, v, batch, seq, scale):
         return causal_attention(q, k, v, batch, seq, scale)
 
@@ -129,6 +140,18 @@ class _Bf16Store(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         return dy
+
+
+class _Bf16GradStore(torch.autograd.Function):
+    """x unchanged; the gradient that reaches it rounded to bfloat16, as a Dgrad GEMM writing bfloat16 stores it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, dx):
+        return to_bf16(dx)
 
 
 class _Linear(torch.autograd.Function):

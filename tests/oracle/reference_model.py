@@ -55,12 +55,13 @@ def rope(x, offset, rot, seq, theta, scaling=None):
     return torch.cat([x[..., :offset], rotated, x[..., offset + rot:]], dim=-1)
 
 
-def swiglu(lin, x, w_gate, w_up, w_down, rows=None, stored=None):
+def swiglu(lin, x, w_gate, w_up, w_down, rows=None, stored=None, stored_grad=None):
     """lin(x, w, layer, rows): the model's linear map (Arithmetic.linear); stored(y): the gate and up
-    outputs as SwiGLU reads them (Arithmetic.stored_output; the routed experts' are not rounded)."""
-    stored = stored or (lambda y: y)
+    outputs as SwiGLU reads them (Arithmetic.stored_output; the routed experts' are not rounded);
+    stored_grad(h): h whose gradient is stored as SwiGLU's backward reads it (Arithmetic.stored_gradient)."""
+    stored, grad = stored or (lambda y: y), stored_grad or (lambda h: h)
     gate, up = stored(lin(x, w_gate, "", rows)), stored(lin(x, w_up, "", rows))
-    return lin(torch.nn.functional.silu(gate) * up, w_down, "", rows)
+    return lin(grad(torch.nn.functional.silu(gate) * up), w_down, "", rows)
 
 
 class Reference:
@@ -83,26 +84,26 @@ class Reference:
         if a["kind"] == "mha":
             hd = m["head_dim"]
             kv_heads = a["n_kv_heads"] or heads
-            q = rope(lin(x, p[pre + ".wq"]).view(rows, heads, hd), 0, hd, seq, theta, ys)
-            k = rope(lin(x, p[pre + ".wk"]).view(rows, kv_heads, hd), 0, hd, seq, theta, ys)
+            q = rope(ar.stored_output(lin(x, p[pre + ".wq"])).view(rows, heads, hd), 0, hd, seq, theta, ys)
+            k = rope(ar.stored_output(lin(x, p[pre + ".wk"])).view(rows, kv_heads, hd), 0, hd, seq, theta, ys)
             v = lin(x, p[pre + ".wv"]).view(rows, kv_heads, hd)
             k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
             self.maxima[pre] = head_maxima(q, k, batch, seq, sharpen / math.sqrt(hd))
-            return lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(hd)), p[pre + ".wo"])
+            return ar.stored_output(lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(hd)), p[pre + ".wo"]))
         nope, rp, vd, kvl = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"], a["kv_lora_rank"]
         if a["q_lora_rank"] > 0:
             cq = rmsnorm(lin(x, p[pre + ".wq_a"]), p[pre + ".q_norm"], m["norm_eps"])
             q = lin(cq, p[pre + ".wq_b"])
         else:
             q = lin(x, p[pre + ".wq"])
-        q = rope(q.view(rows, heads, nope + rp), nope, rp, seq, theta, ys)
+        q = rope(ar.stored_output(q).view(rows, heads, nope + rp), nope, rp, seq, theta, ys)
         ckv = lin(x, p[pre + ".wkv_a"])
         latent, k_rope = ckv[:, :kvl], rope(ckv[:, None, kvl:], 0, rp, seq, theta, ys)
         kv = lin(rmsnorm(latent, p[pre + ".kv_norm"], m["norm_eps"]), p[pre + ".wkv_b"]).view(rows, heads, nope + vd)
         k = torch.cat([kv[..., :nope], k_rope.expand(rows, heads, rp)], dim=-1)
         v = kv[..., nope:]
         self.maxima[pre] = head_maxima(q, k, batch, seq, sharpen / math.sqrt(nope + rp))
-        return lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(nope + rp)), p[pre + ".wo"])
+        return ar.stored_output(lin(ar.attention(q, k, v, batch, seq, sharpen / math.sqrt(nope + rp)), p[pre + ".wo"]))
 
     def moe(self, pre, x, balance):
         e, p = self.m["moe"], self.p
@@ -122,7 +123,8 @@ class Reference:
         y = torch.zeros_like(x)
         if e["n_shared_experts"] > 0:
             y = y + swiglu(self.ar.linear, x, p[pre + ".shared.w_gate"], p[pre + ".shared.w_up"],
-                           p[pre + ".shared.w_down"], stored=self.ar.stored_output)
+                           p[pre + ".shared.w_down"], stored=self.ar.stored_output,
+                           stored_grad=self.ar.stored_gradient)
         for i in range(E):
             token, slot = (chosen == i).nonzero(as_tuple=True)
             if len(token):
@@ -148,8 +150,9 @@ class Reference:
         if moe:
             f, aux = self.moe(pre + ".moe", n, balance)
         else:
-            f, aux = swiglu(self.ar.linear, n, p[pre + ".ffn.w_gate"], p[pre + ".ffn.w_up"],
-                            p[pre + ".ffn.w_down"], stored=self.ar.stored_output), 0.0
+            f, aux = self.ar.stored_output(swiglu(self.ar.linear, n, p[pre + ".ffn.w_gate"], p[pre + ".ffn.w_up"],
+                                                  p[pre + ".ffn.w_down"], stored=self.ar.stored_output,
+                                                  stored_grad=self.ar.stored_gradient)), 0.0
         return h + f, aux
 
     def balance_groups(self, batch):

@@ -40,27 +40,31 @@ double flops_of(const AttentionBackwardArgs& a) {
 template <class A>
 double bytes_of(const A&) { return 0; }
 constexpr double kF = sizeof(float);
-double bytes_of(const RmsNormForwardArgs& a) { return kF * a.rows * ((a.residual ? 4.0 : 2.0) * a.dim + 1); }
+// A value's bytes as stored: a bfloat16 one is 2.
+double width(const void* bf16) { return bf16 ? 2.0 : kF; }
+double bytes_of(const RmsNormForwardArgs& a) {
+  const double x = a.residual ? width(a.x_bf16) + 2.0 * kF : kF;  // x (+ residual, sum)
+  return a.rows * ((x + width(a.y_bf16)) * a.dim + kF);
+}
 double bytes_of(const RmsNormBackwardInputArgs& a) {
   return kF * a.rows * ((a.residual_grad ? 4.0 : 3.0) * a.dim + 1);
 }
 double bytes_of(const RmsNormBackwardWeightArgs& a) { return kF * a.rows * (2.0 * a.dim + 1); }
 double bytes_of(const RopeArgs& a) {
-  if (a.out_bf16) return (kF + 2.0) * a.rows * a.heads * a.head_dim;  // every feature read, written in bfloat16
+  // every feature read, written in bfloat16
+  if (a.out_bf16) return (width(a.x_bf16) + 2.0) * a.rows * a.heads * a.head_dim;
   return kF * 2.0 * a.rows * a.heads * a.rot_dim;
 }
-// A value's bytes as stored: a bfloat16 one is 2.
-double width(const void* bf16) { return bf16 ? 2.0 : kF; }
 double bytes_of(const SwigluForwardArgs& a) {
   return double(a.n) * (width(a.gate_bf16) + width(a.up_bf16) + width(a.h_bf16));
 }
 double bytes_of(const SwigluBackwardArgs& a) {
-  return double(a.n) * (width(a.gate_bf16) + width(a.up_bf16) + 3.0 * kF);
+  return double(a.n) * (width(a.gate_bf16) + width(a.up_bf16) + width(a.dh_bf16) + 2.0 * kF);
 }
 double bytes_of(const CrossEntropyArgs& a) { return kF * 2.0 * a.rows * a.vocab; }
 double bytes_of(const EmbeddingForwardArgs& a) { return kF * 2.0 * a.rows * a.dim; }
 double bytes_of(const EmbeddingBackwardArgs& a) { return kF * 3.0 * a.rows * a.dim; }
-double bytes_of(const AddArgs& a) { return kF * 3.0 * double(a.n); }
+double bytes_of(const AddArgs& a) { return (width(a.y_bf16) + 2.0 * kF) * double(a.n); }
 double bytes_of(const CopyColumnsArgs& a) {  // every group read; dst_group 0 writes one window
   const double window = double(a.rows) * a.cols, written = a.dst_group == 0 ? 1.0 : a.groups;
   return kF * window * (a.groups + written * (a.accumulate ? 2.0 : 1.0));

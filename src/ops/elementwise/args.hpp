@@ -29,6 +29,8 @@ struct SwigluBackwardArgs {
   Fp8RowCodes dgate_fp8 = {}, dup_fp8 = {};
   const Bf16* gate_bf16 = nullptr;  // as SwigluForwardArgs: the kept inputs in bfloat16
   const Bf16* up_bf16 = nullptr;
+  // dh in bfloat16 in place of dh (a Dgrad GEMM's output written so, precision.bf16_outputs), widened exactly.
+  const Bf16* dh_bf16 = nullptr;
 };
 
 // dst[r, 0:cols] (= or +=) src[r, 0:cols] for r < rows; both are column windows of row-major
@@ -47,7 +49,8 @@ struct CopyColumnsArgs {
   int groups = 1, src_group = 0, dst_group = 0;
 };
 
-// y += x (n values)
-struct AddArgs { size_t n = 0; const float* x = nullptr; float* y = nullptr; };
+// y += x (n values); y_bf16 set: y's addend read from there (a GEMM's bfloat16 output, widened
+// exactly) and the fp32 sum written to y.
+struct AddArgs { size_t n = 0; const float* x = nullptr; float* y = nullptr; const Bf16* y_bf16 = nullptr; };
 
 }  // namespace mt

@@ -18,13 +18,14 @@ void swiglu_forward(DeviceState*, const SwigluForwardArgs& a) {
 
 void swiglu_backward(DeviceState*, const SwigluBackwardArgs& a) {
   for (size_t i = 0; i < a.n; ++i)
-    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), a.dh[i], &a.dgate[i], &a.dup[i]);
+    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), input_at(a.dh, a.dh_bf16, i),
+                &a.dgate[i], &a.dup[i]);
   if (a.dgate_fp8.codes) fp8_code_rows(a.dgate, int(a.n / size_t(a.cols)), a.cols, a.dgate_fp8);
   if (a.dup_fp8.codes) fp8_code_rows(a.dup, int(a.n / size_t(a.cols)), a.cols, a.dup_fp8);
 }
 
 void add(DeviceState*, const AddArgs& a) {
-  for (size_t i = 0; i < a.n; ++i) a.y[i] += a.x[i];
+  for (size_t i = 0; i < a.n; ++i) a.y[i] = input_at(a.y, a.y_bf16, i) + a.x[i];
 }
 
 void copy_columns(DeviceState*, const CopyColumnsArgs& a) {

@@ -85,14 +85,16 @@ __global__ void swiglu_backward_fp8_kernel(const float* gate, const float* up, c
 __global__ void swiglu_backward_kernel(SwigluBackwardArgs a) {
   for (size_t i = first_index(); i < a.n; i += grid_stride()) {
     float dg, du;
-    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), a.dh[i], &dg, &du);
+    swiglu_grad(input_at(a.gate, a.gate_bf16, i), input_at(a.up, a.up_bf16, i), input_at(a.dh, a.dh_bf16, i), &dg,
+                &du);
     a.dgate[i] = dg;
     a.dup[i] = du;
   }
 }
 
-__global__ void add_kernel(size_t n, const float* x, float* y) {
-  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] += x[i];
+// y_bf16 (when set): y's addend read from there, widened exactly.
+__global__ void add_kernel(size_t n, const float* x, float* y, const Bf16* y_bf16) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = input_at(y, y_bf16, i) + x[i];
 }
 
 // One item per (group, row, column) of the windows, consecutive threads taking consecutive columns
@@ -139,7 +141,7 @@ void swiglu_backward(DeviceState* s, const SwigluBackwardArgs& a) {
   if (a.n == 0) return;
   activate(s);
   if (a.dgate_fp8.codes) {
-    MT_CHECK(a.dup_fp8.codes && !a.gate_bf16 && !a.up_bf16 && a.cols > 0 && a.n % size_t(a.cols) == 0 &&
+    MT_CHECK(a.dup_fp8.codes && !a.gate_bf16 && !a.up_bf16 && !a.dh_bf16 && a.cols > 0 && a.n % size_t(a.cols) == 0 &&
              a.dup_fp8.tile == a.dgate_fp8.tile);
     const size_t threads = size_t(a.dgate_fp8.rows_pad) * fp8_row_pieces(a.cols, a.dgate_fp8.tile) * 32;
     swiglu_backward_fp8_kernel<<<stride_grid(s, threads, kThreads), kThreads, 0, s->stream>>>(
@@ -154,7 +156,7 @@ void swiglu_backward(DeviceState* s, const SwigluBackwardArgs& a) {
 void add(DeviceState* s, const AddArgs& a) {
   if (a.n == 0) return;
   activate(s);
-  add_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a.n, a.x, a.y);
+  add_kernel<<<stride_grid(s, a.n, kThreads), kThreads, 0, s->stream>>>(a.n, a.x, a.y, a.y_bf16);
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,6 +9,8 @@ namespace mt {
 // y_bf16 in place of y: y rounded to bfloat16 as it is written (the cast fused into the norm).
 // residual: the residual add fused in front of the norm: the normed rows are x + residual, which
 // are written to `sum` (which may be x itself) and read once.
+// x_bf16 in place of x (with residual, sum another buffer): x stored in bfloat16 (a projection's
+// bfloat16 output, precision.bf16_outputs), widened exactly; the sum and the norm are the fp32 ones.
 // fp8 (codes set, with y): y's FP8 codes and scales as well, for the GEMMs that read y.
 struct RmsNormForwardArgs {
   int rows = 0, dim = 0; float eps = 1e-6f;
@@ -17,6 +19,7 @@ struct RmsNormForwardArgs {
   Bf16* y_bf16 = nullptr;
   const float* residual = nullptr; float* sum = nullptr;
   Fp8RowCodes fp8 = {};
+  const Bf16* x_bf16 = nullptr;
 };
 // dx = d(RMSNorm)/dx applied to dy (overwrites dx); plus residual_grad when set (the gradient
 // that reaches the norm's input around it, added as it is written).

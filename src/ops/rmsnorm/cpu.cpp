@@ -2,15 +2,20 @@
 
 #include "ops/bf16.hpp"
 #include "ops/backend/cpu_ops.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
 void rmsnorm_forward(DeviceState*, const RmsNormForwardArgs& a) {
+  MT_CHECK(!a.x_bf16 || (a.residual && !a.x));
   for (int r = 0; r < a.rows; ++r) {
     const size_t row = size_t(r) * a.dim;
-    const float* x = a.x + row;
+    const float* x = a.x ? a.x + row : nullptr;
     if (a.residual) {
-      for (int i = 0; i < a.dim; ++i) a.sum[row + i] = x[i] + a.residual[row + i];
+      for (int i = 0; i < a.dim; ++i) {
+        const float v = a.x_bf16 ? bf16_bits_to_float(a.x_bf16[row + i].bits) : x[i];
+        a.sum[row + i] = v + a.residual[row + i];
+      }
       x = a.sum + row;
     }
     double ss = 0;

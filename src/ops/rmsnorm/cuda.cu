@@ -27,13 +27,14 @@ constexpr int kMaxGridY = 65535;
 // y_bf16 (when set, in place of y): the output rounded to bfloat16 as it is written.
 // residual (when set): the row normed is x + residual, written to sum (which may alias x: each
 // thread reads and writes only its own elements, and reads its sum back in the second loop).
+// x_bf16 (when set, with residual): x read from there, widened exactly.
 // The rstd of the row at base (every thread of the block calling), with residual: after writing
 // x + residual to sum.
-__device__ float row_rstd(const float* x, const float* __restrict__ residual, float* sum, size_t base, int dim,
-                          float eps) {
+__device__ float row_rstd(const float* x, const __nv_bfloat16* x_bf16, const float* __restrict__ residual, float* sum,
+                          size_t base, int dim, float eps) {
   float ss = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    float v = x[base + i];
+    float v = x_bf16 ? __bfloat162float(x_bf16[base + i]) : x[base + i];
     if (residual) sum[base + i] = v = v + residual[base + i];
     ss += v * v;
   }
@@ -41,11 +42,11 @@ __device__ float row_rstd(const float* x, const float* __restrict__ residual, fl
   return 1.0f / sqrtf(ss / float(dim) + eps);
 }
 
-__global__ void forward_kernel(const float* x, const float* __restrict__ residual, float* sum,
-                               const float* __restrict__ weight, float* __restrict__ y,
+__global__ void forward_kernel(const float* x, const __nv_bfloat16* x_bf16, const float* __restrict__ residual,
+                               float* sum, const float* __restrict__ weight, float* __restrict__ y,
                                __nv_bfloat16* __restrict__ y_bf16, float* __restrict__ rstd, int dim, float eps) {
   const size_t base = size_t(blockIdx.x) * dim;
-  const float r = row_rstd(x, residual, sum, base, dim, eps);
+  const float r = row_rstd(x, x_bf16, residual, sum, base, dim, eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
   const float* normed = residual ? sum : x;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -58,13 +59,14 @@ __global__ void forward_kernel(const float* x, const float* __restrict__ residua
 // forward_kernel with y's FP8 codes (q): each warp writes whole pieces of the row, values first, so
 // y and rstd are forward_kernel's bits and the codes the quantizer's. Blocks past the rows write
 // the zero codes of the padding rows.
-__global__ void forward_fp8_kernel(const float* x, const float* __restrict__ residual, float* sum,
+__global__ void forward_fp8_kernel(const float* x, const __nv_bfloat16* x_bf16, const float* __restrict__ residual,
+                                   float* sum,
                                    const float* __restrict__ weight, float* __restrict__ y, float* __restrict__ rstd,
                                    int rows, int dim, float eps, Fp8RowCodes q) {
   const int row = blockIdx.x;
   if (row >= rows) return fp8_zero_codes(q, row, 0, q.ld, threadIdx.x, blockDim.x);
   const size_t base = size_t(row) * dim;
-  const float r = row_rstd(x, residual, sum, base, dim, eps);
+  const float r = row_rstd(x, x_bf16, residual, sum, base, dim, eps);
   __syncthreads();  // the sums written in row_rstd are read by other threads below
   if (threadIdx.x == 0) rstd[row] = r;
   const float* normed = (residual ? sum : x) + base;
@@ -149,14 +151,16 @@ __global__ void backward_weight_finish_kernel(const float* __restrict__ partial,
 void rmsnorm_forward(DeviceState* s, const RmsNormForwardArgs& a) {
   if (a.rows == 0 || a.dim == 0) return;
   activate(s);
+  MT_CHECK(!a.x_bf16 || (a.residual && !a.x));
+  const auto* x_bf16 = reinterpret_cast<const __nv_bfloat16*>(a.x_bf16);
   if (a.fp8.codes) {
     MT_CHECK(a.y && !a.y_bf16 && a.fp8.rows_pad >= a.rows);
-    forward_fp8_kernel<<<a.fp8.rows_pad, kThreads, 0, s->stream>>>(a.x, a.residual, a.sum, a.weight, a.y, a.rstd,
-                                                                   a.rows, a.dim, a.eps, a.fp8);
+    forward_fp8_kernel<<<a.fp8.rows_pad, kThreads, 0, s->stream>>>(a.x, x_bf16, a.residual, a.sum, a.weight, a.y,
+                                                                   a.rstd, a.rows, a.dim, a.eps, a.fp8);
     MT_CUDA_CHECK_LAUNCH();
     return;
   }
-  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, a.residual, a.sum, a.weight, a.y,
+  forward_kernel<<<a.rows, kThreads, 0, s->stream>>>(a.x, x_bf16, a.residual, a.sum, a.weight, a.y,
                                                      reinterpret_cast<__nv_bfloat16*>(a.y_bf16), a.rstd, a.dim, a.eps);
   MT_CUDA_CHECK_LAUNCH();
 }

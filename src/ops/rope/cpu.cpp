@@ -5,10 +5,12 @@
 
 #include "ops/backend/cpu_ops.hpp"
 #include "ops/rope/math.hpp"
+#include "util/error.hpp"
 
 namespace mt::cpu {
 
 void rope(DeviceState*, const RopeArgs& a) {
+  MT_CHECK(!a.x_bf16 || (a.out_bf16 && !a.x));
   const int pairs = a.rot_dim / 2;
   // One cos/sin table per call: the angles depend only on (position, pair).
   std::vector<float> cos_t(size_t(a.seq_len) * pairs), sin_t(cos_t.size());
@@ -23,9 +25,9 @@ void rope(DeviceState*, const RopeArgs& a) {
     const float* s = sin_t.data() + size_t(r % a.seq_len) * pairs;
     for (int h = 0; h < a.heads; ++h) {
       const size_t at = (size_t(r) * a.heads + h) * a.head_dim;
-      float* x = a.x + at;
+      float* x = a.x ? a.x + at : nullptr;
       if (a.out_bf16) {  // rotate a copy: x stays as it is
-        std::copy_n(x, a.head_dim, head.data());
+        for (int f = 0; f < a.head_dim; ++f) head[f] = a.x_bf16 ? bf16_bits_to_float(a.x_bf16[at + f].bits) : x[f];
         x = head.data();
       }
       for (int i = 0; i < pairs; ++i) rope_rotate(x + a.rot_offset + 2 * i, c[i], s[i]);

@@ -8,6 +8,7 @@
 #include "ops/backend/cuda_state.cuh"
 #include "ops/backend/launch.cuh"
 #include "ops/rope/math.hpp"
+#include "util/error.hpp"
 
 namespace mt::cuda {
 
@@ -30,18 +31,24 @@ __global__ void rope_kernel(float* x, int rows, int heads, int head_dim, int rot
   }
 }
 
-// The rotation with a bfloat16 output: one item per output feature (x is only read). A rotated
+// Feature i of the input: x's, or x_bf16's widened exactly.
+__device__ float feature(const float* x, const __nv_bfloat16* x_bf16, size_t i) {
+  return x_bf16 ? __bfloat162float(x_bf16[i]) : x[i];
+}
+
+// The rotation with a bfloat16 output: one item per output feature (x or x_bf16 is only read). A rotated
 // feature computes its pair's rotation and keeps its own half; the others are copied, rounded.
-__global__ void rope_bf16_kernel(const float* __restrict__ x, __nv_bfloat16* __restrict__ out, int rows, int heads,
+__global__ void rope_bf16_kernel(const float* __restrict__ x, const __nv_bfloat16* __restrict__ x_bf16,
+                                 __nv_bfloat16* __restrict__ out, int rows, int heads,
                                  int head_dim, int rot_offset, int rot_dim, int seq_len, int first_position,
                                  float theta, RopeScaling scaling, bool inverse) {
   const size_t n = size_t(rows) * heads * head_dim;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const int f = int(i % head_dim) - rot_offset;
-    float v = x[i];
+    float v = feature(x, x_bf16, i);
     if (f >= 0 && f < rot_dim / 2 * 2) {
       const int r = int(i / (size_t(heads) * head_dim)), odd = f & 1;
-      float pair[2] = {x[i - odd], x[i - odd + 1]};
+      float pair[2] = {feature(x, x_bf16, i - odd), feature(x, x_bf16, i - odd + 1)};
       float c, s;
       rope_cos_sin(first_position + r % seq_len, f / 2, rot_dim, theta, scaling, inverse, &c, &s);
       rope_rotate(pair, c, s);
@@ -56,11 +63,12 @@ __global__ void rope_bf16_kernel(const float* __restrict__ x, __nv_bfloat16* __r
 void rope(DeviceState* s, const RopeArgs& a) {
   if (a.rows <= 0 || a.heads <= 0) return;
   activate(s);
+  MT_CHECK(!a.x_bf16 || (a.out_bf16 && !a.x));
   if (a.out_bf16) {
     const size_t n = size_t(a.rows) * a.heads * a.head_dim;
     rope_bf16_kernel<<<stride_grid(s, n, kThreads), kThreads, 0, s->stream>>>(
-        a.x, reinterpret_cast<__nv_bfloat16*>(a.out_bf16), a.rows, a.heads, a.head_dim, a.rot_offset, a.rot_dim,
-        a.seq_len, a.first_position, a.theta, a.scaling, a.inverse);
+        a.x, reinterpret_cast<const __nv_bfloat16*>(a.x_bf16), reinterpret_cast<__nv_bfloat16*>(a.out_bf16), a.rows,
+        a.heads, a.head_dim, a.rot_offset, a.rot_dim, a.seq_len, a.first_position, a.theta, a.scaling, a.inverse);
     MT_CUDA_CHECK_LAUNCH();
     return;
   }
