@@ -3,15 +3,15 @@
 namespace mt {
 
 namespace {
-// out[rows, n_out] (= or +=) x[rows, n_in] W_g^T for each group's rows; W: [groups, n_out, n_in].
+// out[rows, n_out] = x[rows, n_in] W_g^T for each group's rows; W: [groups, n_out, n_in]. The output
+// in fp32 (out) or, with bf16 inputs, in bfloat16 (out_bf16: the fp32 sums rounded once as stored).
 void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows, GemmOperand x,
-                            WeightOperand weights, int n_in, int n_out, float* out, bool accumulate) {
+                            WeightOperand weights, int n_in, int n_out, float* out, Bf16* out_bf16 = nullptr) {
   const PreparedOperand p = env.prepared(weights, false);
   env.be().grouped_gemm({.groups = w.groups, .offsets = rows.offsets, .ragged = Ragged::rows, .m = rows.count,
                          .n = n_out, .k = n_in, .a = x.f32, .b = weights.f32, .trans_b = true, .c = out,
-                         .beta = accumulate ? 1.0f : 0.0f, .inputs = env.gemm_inputs,
-                         .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight), .a_bf16 = x.bf16,
-                         .b_bf16 = p.bf16, .fp8_b = p.fp8});
+                         .inputs = env.gemm_inputs, .fp8 = env.fp8_operands(Fp8Operand::activation, Fp8Operand::weight),
+                         .a_bf16 = x.bf16, .b_bf16 = p.bf16, .fp8_b = p.fp8, .c_bf16 = out_bf16});
 }
 // dx[rows, n_in] (= or +=) dy[rows, n_out] W_g.
 void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows,
@@ -39,18 +39,24 @@ void grouped_experts_forward(const LayerEnv& env, Arena& arena, Arena& redo, con
   const size_t room = size_t(rows.bound) * w.hidden;
   s.rows = rows;
   s.x = x;
-  s.a = arena.floats(room);
-  s.b = arena.floats(room);
-  grouped_linear_forward(env, w, rows, x, w.gate, w.dim, w.hidden, s.a, false);
-  grouped_linear_forward(env, w, rows, x, w.up, w.dim, w.hidden, s.b, false);
+  if (env.bf16_outputs) {
+    s.a_bf16 = arena.bf16s(room);
+    s.b_bf16 = arena.bf16s(room);
+  } else {
+    s.a = arena.floats(room);
+    s.b = arena.floats(room);
+  }
+  grouped_linear_forward(env, w, rows, x, w.gate, w.dim, w.hidden, s.a, s.a_bf16);
+  grouped_linear_forward(env, w, rows, x, w.up, w.dim, w.hidden, s.b, s.b_bf16);
   grouped_experts_redo(env, redo, w, s);
-  grouped_linear_forward(env, w, rows, s.h, w.down, w.hidden, w.dim, y, false);
+  grouped_linear_forward(env, w, rows, s.h, w.down, w.hidden, w.dim, y);
 }
 
 void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertWeights& w, GroupedExpertsSaved& s) {
   // As LayerEnv::swiglu_for_gemms, with room for the bound's rows.
   const size_t room = size_t(s.rows.bound) * w.hidden;
-  SwigluForwardArgs a{.n = size_t(s.rows.count) * w.hidden, .gate = s.a, .up = s.b};
+  SwigluForwardArgs a{.n = size_t(s.rows.count) * w.hidden, .gate = s.a, .up = s.b, .gate_bf16 = s.a_bf16,
+                      .up_bf16 = s.b_bf16};
   if (env.bf16_activations) s.h = a.h_bf16 = redo.bf16s(room);
   else s.h = a.h = redo.floats(room);
   env.be().swiglu_forward(a);
@@ -64,7 +70,8 @@ void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const Gro
   s.da = arena.floats(room);
   s.db = arena.floats(room);
   grouped_linear_backward_input(env, w, s.rows, dy, w.down, w.hidden, w.dim, dh, false);
-  env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db});
+  env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db,
+                            .gate_bf16 = s.a_bf16, .up_bf16 = s.b_bf16});
   grouped_linear_backward_input(env, w, s.rows, s.da, w.gate, w.dim, w.hidden, dx, false);
   grouped_linear_backward_input(env, w, s.rows, s.db, w.up, w.dim, w.hidden, dx, true);
 }

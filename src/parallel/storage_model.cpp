@@ -86,8 +86,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double share = 1.0 / tp, split = tp > 1 ? 1 : 0, gathered = tp > 1 && !sp ? 1 : 0;
     // The rows to the experts (bfloat16 under mixed storage) and back.
     // The experts' hidden values take room for R rows per token.
-    // The shared experts' gate and up outputs may be bfloat16 (out_half); the routed ones' are fp32.
-    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * out_half * shared + gathered * d);
+    // The routed and shared experts' gate and up outputs may be bfloat16 (out_half).
+    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * out_half * (R * hid + shared) + gathered * d);
     dropped += share * (half * (R * hid + shared) + codes * shared);  // SwiGLU products
     back += E + K + share * (2 * K * d + 3 * R * hid + (3 + 2 * codes) * shared + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into

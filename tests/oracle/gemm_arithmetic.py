@@ -5,8 +5,8 @@ inputs moetrain gives them, in the reference's own dtype (float64 in the oracle)
 stay about those of fp32 instead of the rounding's:
   bf16: each GEMM operand rounded to bfloat16 (round to nearest even from its float32 value), sums
     exact; activations stored in bfloat16 (precision.bf16_activations) are rounded GEMM inputs, so
-    storing them so changes no value; with precision.bf16_outputs too, the dense FFN's and the
-    shared experts' gate and up outputs are written by their GEMMs in bfloat16 (rounded once from
+    storing them so changes no value; with precision.bf16_outputs too, the dense FFN's, the shared
+    and the routed experts' gate and up outputs are written by their GEMMs in bfloat16 (rounded once from
     the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged.
     Attention rounds queries, keys, values, the probabilities before P V and, in backward, the
     output gradient and the score gradient where they enter products (D = rowsum(dO * O) and dS
