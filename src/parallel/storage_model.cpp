@@ -36,9 +36,10 @@ struct BlockValues {
 // `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
 // one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
 // `codes`: values (4 bytes) of FP8 codes and scales that RMSNorm and SwiGLU write beside each value
-// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes), SwiGLU's backward beside
-// its two gradients and RMSNorm's beside the residual gradient (not for rows gathered first under
-// sequence parallelism, nor the MoE's input), attention beside its output (in the scratch arena).
+// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes; the routed experts' too),
+// SwiGLU's backward beside its two gradients and RMSNorm's beside the residual gradient (not for rows
+// gathered first under sequence parallelism, nor the MoE's input), attention beside its output (in the
+// scratch arena).
 BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double rows,
                            double half, double out_half, bool sp, double codes) {
   const auto& a = m.attention;
@@ -88,8 +89,8 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     // The experts' hidden values take room for R rows per token.
     // The routed and shared experts' gate and up outputs may be bfloat16 (out_half).
     kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * out_half * (R * hid + shared) + gathered * d);
-    dropped += share * (half * (R * hid + shared) + codes * shared);  // SwiGLU products
-    back += E + K + share * (2 * K * d + 3 * R * hid + (3 + 2 * codes) * shared + split * K + gathered * d);
+    dropped += share * (half + codes) * (R * hid + shared);  // SwiGLU products (and their codes)
+    back += E + K + share * (2 * K * d + (3 + 2 * codes) * (R * hid + shared) + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
     // expert order, their outputs and those going back (with their order both ways); the same
     // again for the gradients.
