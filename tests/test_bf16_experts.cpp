@@ -58,10 +58,10 @@ TEST_CASE("bf16 experts: the grouped GEMM writing bfloat16 stores the fp32 produ
                         .n = kHidden, .k = kDim, .a = x.f32(), .b = w.f32(), .trans_b = true, .c = c.f32(),
                         .inputs = mt::GemmPrecision::bf16};
   dev.be.grouped_gemm(g);
-  g.c = nullptr;
-  g.c_bf16 = c16.ptr();
-  dev.be.grouped_gemm(g);
   const std::vector<float> fp32 = c.to_host_f32();
+  g.c_bf16 = c16.ptr();
+  g.c = nullptr;
+  dev.be.grouped_gemm(g);
   const std::vector<uint16_t> got = c16.bits();
   for (size_t i = 0; i < got.size(); ++i) {
     CAPTURE(i);
@@ -145,10 +145,11 @@ ExpertsResult one_by_one(ExpertsInputs& in) {
 }  // namespace
 
 TEST_CASE("bf16 experts: the grouped SwiGLU keeps bfloat16 gate and up outputs and equals each expert's FFN") {
-  ExpertsInputs first, second;
-  const ExpertsResult all = grouped(first), each = one_by_one(second);
-  CHECK_FALSE(all.gate_fp32_kept);
+  ExpertsInputs grouped_in;
+  ExpertsInputs each_in;
+  const ExpertsResult each = one_by_one(each_in), all = grouped(grouped_in);
   CHECK(all.gate_bits == each.gate_bits);
+  CHECK_FALSE(all.gate_fp32_kept);
   const size_t routed = size_t(kRows) * kDim;
   auto rows_of = [&](const std::vector<float>& v) { return std::vector<float>(v.begin(), v.begin() + routed); };
   CHECK(same_bits(rows_of(all.y), rows_of(each.y)));
