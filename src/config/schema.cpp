@@ -365,9 +365,9 @@ std::vector<Field> schema_fields(Config& c) {
          "with matmul = \"bf16\": keep activations that only GEMMs or attention read (normed inputs, queries, keys, "
          "values, SwiGLU products) in bfloat16: the same products, half their memory");
   b.flag("precision.bf16_outputs", pr.bf16_outputs,
-         "with matmul = \"bf16\" and bf16_activations: the GEMMs whose output only SwiGLU reads (the dense FFN's "
-         "and the shared experts' gate and up) write it in bfloat16, rounded once from the fp32 sums, and SwiGLU "
-         "reads it so in both passes: half that memory, one rounding more (docs/model.md)");
+         "with matmul = \"bf16\" and bf16_activations: the GEMMs whose output only SwiGLU reads (the gate and up "
+         "of the dense FFN and of the shared and routed experts) write it in bfloat16, rounded once from the fp32 "
+         "sums, and SwiGLU reads it so in both passes: half that memory, one rounding more (docs/model.md)");
   b.choice("precision.attention", pr.attention,
            "on a GPU, causal attention with bf16 or fp8 matmuls: auto = cuDNN's fused attention where libcudnn.so.9 "
            "loads (or the file MOETRAIN_CUDNN_LIBRARY names) and it runs the shape, else the own kernels; cudnn = "

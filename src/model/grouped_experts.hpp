@@ -28,6 +28,8 @@ struct GroupedExpertsSaved {
   ExpertRows rows;
   GemmOperand x;
   float *a = nullptr, *b = nullptr;  // gate and up pre-activations
+  // The same in bfloat16 in place of a, b under LayerEnv::bf16_outputs, as SwigluSaved keeps them.
+  Bf16 *a_bf16 = nullptr, *b_bf16 = nullptr;
   GemmOperand h;                       // their product (bfloat16 under LayerEnv::bf16_activations)
   const float* dy = nullptr;
   float *da = nullptr, *db = nullptr;

@@ -37,9 +37,10 @@ struct BlockValues {
 // `rows`: the rows a MoE layer's experts keep room for, per token of the rank's share (top_k with
 // one expert-parallel rank; under ep > 1 the reserved arrivals, model/ep_receive.hpp).
 // `codes`: values (4 bytes) of FP8 codes and scales that RMSNorm and SwiGLU write beside each value
-// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes), SwiGLU's backward beside
-// its two gradients and RMSNorm's beside the residual gradient (not for rows gathered first under
-// sequence parallelism, nor the MoE's input), attention beside its output (in the scratch arena).
+// they give GEMMs (Layout::fp8_code_bytes / 4; LayerEnv::fp8_row_codes; the routed experts' too),
+// SwiGLU's backward beside its two gradients and RMSNorm's beside the residual gradient (not for rows
+// gathered first under sequence parallelism, nor the MoE's input), attention beside its output (in the
+// scratch arena).
 BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, int tp, int ep, double rows,
                            double half, double out_half, bool sp, double codes) {
   const auto& a = m.attention;
@@ -91,11 +92,12 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double share = 1.0 / tp, split = tp > 1 ? 1 : 0, gathered = tp > 1 && !sp ? 1 : 0;
     // The rows to the experts (bfloat16 under mixed storage) and back.
     // The experts' hidden values take room for R rows per token.
-    // The shared experts' gate and up outputs may be bfloat16 (out_half); the routed ones' are fp32.
-    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * R * hid + 2 * out_half * shared + gathered * d);
-    dropped += share * (half * (R * hid + shared) + codes * shared);  // SwiGLU products
-    // The shared experts' hidden gradient (dh) may be bfloat16 (out_half).
-    back += E + K + share * (2 * K * d + 3 * R * hid + (2 + out_half + 2 * codes) * shared + split * K + gathered * d);
+    // The routed and shared experts' gate and up outputs may be bfloat16 (out_half), and the shared
+    // experts' hidden gradient (dh) too; the routed experts' stays fp32.
+    kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * out_half * (R * hid + shared) + gathered * d);
+    dropped += share * (half + codes) * (R * hid + shared);  // SwiGLU products (and their codes)
+    back += E + K +
+            share * (2 * K * d + (3 + 2 * codes) * R * hid + (2 + out_half + 2 * codes) * shared + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
     // expert order, their outputs and those going back (with their order both ways); the same
     // again for the gradients.

@@ -1,11 +1,14 @@
 // Parity of the bfloat16 data path (precision.bf16_outputs): GEMMs writing bfloat16 (cuBLASLt's bf16
-// D, and cublasGemmEx's where no algorithm is found) against the CPU's fp32 product rounded once,
-// SwiGLU reading bfloat16 gate and up in both passes and a bfloat16 hidden gradient, RoPE reading
-// bfloat16 queries and keys, and the residual adds (RMSNorm's and the block's) reading a bfloat16 output.
+// D, and cublasGemmEx's where no algorithm is found) and the routed experts' grouped GEMM writing it
+// (CUTLASS's epilogue with a bfloat16 output) against the CPU's fp32 product rounded once, SwiGLU
+// reading bfloat16 gate and up in both passes and a bfloat16 hidden gradient, RoPE reading bfloat16
+// queries and keys, and the residual adds (RMSNorm's and the block's) reading a bfloat16 output.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "ops/bf16.hpp"
+#include "ops/grouped_gemm/cuda_paths.hpp"
 #include "parity.hpp"
 
 namespace parity {
@@ -49,6 +52,43 @@ void check_gemm_bf16_out(const Context& c, int m, int n, int k, bool tb, uint64_
   std::snprintf(name, sizeof name, "gemm bf16 output m=%d n=%d k=%d trans_b=%d", m, n, k, int(tb));
   c.rep.check(name, relative_error(widened(got, n, ldc), widened(want, n, ldc)), 1.0 / 128);
   c.rep.check(std::string(name) + ": values written past a row's n columns", double(gap_written), 0);
+}
+
+// The experts' gate or up: x [rows, k] times each group's W_g^T [k, n] in bfloat16, ragged groups with
+// empty ones, against the CPU and (on CUDA, where it must run on CUTLASS) the per-group path's
+// cuBLASLt bf16 D. The rows past the routed ones (room for more) must stay as they were.
+void check_grouped_bf16_out(const Context& c, int n, int k, uint64_t seed) {
+  Lcg rng(seed);
+  const std::vector<int> off{0, 0, 130, 130, 131, 388, 452, 752, 752};
+  const int groups = int(off.size()) - 1, rows = off.back(), room = rows + 5;
+  const std::vector<float> a = random_values(size_t(room) * k, rng), b = random_values(size_t(groups) * n * k, rng);
+  const std::vector<mt::Bf16> c0(size_t(room) * n, mt::Bf16{0x7fc1});
+  mt::GroupedGemmArgs g{.groups = groups, .ragged = mt::Ragged::rows, .m = rows, .n = n, .k = k, .trans_b = true,
+                        .inputs = mt::GemmPrecision::bf16};
+  std::vector<mt::Bf16> want = c0;
+  g.offsets = off.data(), g.a = a.data(), g.b = b.data(), g.c_bf16 = want.data();
+  c.cpu.grouped_gemm(g);
+  DeviceVec<int> d_off(c.gpu, off);
+  DeviceVec<float> ga(c.gpu, a), gb(c.gpu, b);
+  DeviceVec<mt::Bf16> gc(c.gpu, c0);
+  g.offsets = d_off.get(), g.a = ga.get(), g.b = gb.get(), g.c_bf16 = gc.get();
+  const std::string name = "grouped_gemm bf16 output n=" + std::to_string(n) + " k=" + std::to_string(k);
+  if (c.cuda) {
+    const std::string path = mt::cuda_grouped_gemm_path(c.gpu, g);
+    c.rep.check(name + " runs on cutlass-bf16 (runs on " + path + ")", path == "cutlass-bf16" ? 0 : 1, 0);
+  }
+  c.gpu.grouped_gemm(g);
+  const std::vector<mt::Bf16> got = gc.download();
+  size_t past_written = 0;
+  for (size_t i = size_t(rows) * n; i < got.size(); ++i) past_written += got[i].bits != 0x7fc1;
+  c.rep.check(name + " against the CPU", relative_error(widened(got, n, n), widened(want, n, n)), 1.0 / 128);
+  c.rep.check(name + ": values written past the routed rows", double(past_written), 0);
+  if (!c.cuda) return;
+  DeviceVec<mt::Bf16> loop(c.gpu, c0);
+  g.c_bf16 = loop.get();
+  mt::cuda_grouped_gemm_per_group(c.gpu, g);
+  c.rep.check(name + " against the per-group path", relative_error(widened(got, n, n), widened(loop.download(), n, n)),
+              1.0 / 128);
 }
 
 void check_swiglu_bf16_inputs(const Context& c, size_t n, uint64_t seed) {
@@ -139,6 +179,9 @@ void group_bf16_outputs(const Context& c, uint64_t seed) {
   const int shapes[][3] = {{256, 512, 128}, {100, 384, 768}, {7, 33, 65}, {64, 129, 64}};
   for (const auto& s : shapes) check_gemm_bf16_out(c, s[0], s[1], s[2], true, seed++);
   check_gemm_bf16_out(c, 50, 70, 90, false, seed++);
+  // MoE-like expert widths, and a K that is no multiple of the 64-deep tile.
+  check_grouped_bf16_out(c, 384, 512, seed++);
+  check_grouped_bf16_out(c, 256, 208, seed++);
   check_swiglu_bf16_inputs(c, 1000, seed++);
   check_swiglu_bf16_inputs(c, 300001, seed++);
   check_swiglu_bf16_grad(c, 300001, seed++);

@@ -5,9 +5,9 @@ inputs moetrain gives them, in the reference's own dtype (float64 in the oracle)
 stay about those of fp32 instead of the rounding's:
   bf16: each GEMM operand rounded to bfloat16 (round to nearest even from its float32 value), sums
     exact; activations stored in bfloat16 (precision.bf16_activations) are rounded GEMM inputs, so
-    storing them so changes no value; with precision.bf16_outputs too, the dense FFN's and the
-    shared experts' gate and up outputs are written by their GEMMs in bfloat16 (rounded once from
-    the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged. So
+    storing them so changes no value; with precision.bf16_outputs too, the dense FFN's, the shared
+    and the routed experts' gate and up outputs are written by their GEMMs in bfloat16 (rounded once
+    from the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged. So
     are the queries' (MHA's keys' too) projections before RoPE, and the attention output projection's
     and the dense FFN's outputs the residual adds read (one rank: the tensor-parallel partial sums
     stay fp32); in backward, the down projection's input gradient SwiGLU's backward reads (dense FFN

@@ -57,7 +57,7 @@ def rope(x, offset, rot, seq, theta, scaling=None):
 
 def swiglu(lin, x, w_gate, w_up, w_down, rows=None, stored=None, stored_grad=None):
     """lin(x, w, layer, rows): the model's linear map (Arithmetic.linear); stored(y): the gate and up
-    outputs as SwiGLU reads them (Arithmetic.stored_output; the routed experts' are not rounded);
+    outputs as SwiGLU reads them (Arithmetic.stored_output);
     stored_grad(h): h whose gradient is stored as SwiGLU's backward reads it (Arithmetic.stored_gradient)."""
     stored, grad = stored or (lambda y: y), stored_grad or (lambda h: h)
     gate, up = stored(lin(x, w_gate, "", rows)), stored(lin(x, w_up, "", rows))
@@ -129,7 +129,7 @@ class Reference:
             token, slot = (chosen == i).nonzero(as_tuple=True)
             if len(token):
                 out = swiglu(self.ar.linear, x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
-                             p[pre + ".experts.w_down"][i], token)
+                             p[pre + ".experts.w_down"][i], token, stored=self.ar.stored_output)
                 # under bf16 autocast `out` is bf16 while y keeps x's dtype; index_add needs one dtype
                 y = y.index_add(0, token, (gates[token, slot, None] * out).to(y.dtype))
         routed = torch.zeros(rows, E, dtype=x.dtype).scatter_(1, chosen, 1.0)

@@ -28,6 +28,12 @@ struct GroupedGemmArgs {
   const Bf16* a_bf16 = nullptr;  // as GemmArgs: a or b stored in bfloat16
   const Bf16* b_bf16 = nullptr;
   Fp8Codes fp8_b = {};  // as GemmArgs, for Ragged::rows: group g's at the Fp8Codes' group steps
+  // As GemmArgs (bf16 inputs, beta 0), for Ragged::rows: C in bfloat16 in place of c, each group's
+  // fp32 sums rounded once to nearest even as they are stored (the routed experts' gate and up).
+  Bf16* c_bf16 = nullptr;
+  // As GemmArgs, for Ragged::rows: A as the codes its producer wrote for all the rows (Fp8RowCodes'
+  // layout: `ld` codes a row, the scales of each row's 1 x tile pieces); group g's from its first row.
+  Fp8Codes fp8_a = {};
 };
 
 }  // namespace mt

@@ -128,6 +128,7 @@ bool grouped_gemm_on_cutlass(DeviceState* s, const GroupedGemmArgs& a) {
 }  // namespace
 
 void grouped_gemm(DeviceState* s, const GroupedGemmArgs& a) {
+  MT_CHECK(!a.c_bf16 || (a.inputs == GemmPrecision::bf16 && a.ragged == Ragged::rows && a.beta == 0.0f && !a.c));
   if (a.groups <= 0) return;
   activate(s);
   if (!grouped_gemm_on_cutlass(s, a)) return grouped_gemm_per_group(s, a);

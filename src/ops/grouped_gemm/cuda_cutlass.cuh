@@ -18,7 +18,8 @@ bool cutlass_grouped_available(DeviceState* s);
 // rule), so each group's operands start 16-byte aligned when the base pointers are.
 bool cutlass_bf16_fits(const GroupedGemmArgs& a, const void* a16, const void* b16);
 
-// a's product with both operands in bfloat16 (a16 and b16 laid out as a.a and a.b), fp32 output.
+// a's product with both operands in bfloat16 (a16 and b16 laid out as a.a and a.b), fp32 output or,
+// for the forward layout, bfloat16 (a.c_bf16).
 void cutlass_grouped_bf16(DeviceState* s, const GroupedGemmArgs& a, const __nv_bfloat16* a16,
                           const __nv_bfloat16* b16);
 

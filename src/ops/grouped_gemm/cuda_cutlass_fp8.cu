@@ -5,7 +5,8 @@
 // by ops/fp8/quantize_cuda.cu, bit for bit as the CPU emulation does: a row's pieces do not depend
 // on its group, and with n a multiple of 128 the blocks of all experts stacked [groups * n, k] are
 // each expert's own blocks, so one quantization of each whole operand serves every group. The weights'
-// codes and scales made after the update (GroupedGemmArgs::fp8_b) are read in place of quantizing b.
+// codes and scales made after the update (GroupedGemmArgs::fp8_b) are read in place of quantizing b, and
+// the rows' codes their producer wrote (GroupedGemmArgs::fp8_a, the same bits) in place of quantizing a.
 // Other recipes and forms (per-tensor scales, tiles other than 128, E5M2, the backward products)
 // are not covered and run per group.
 #include "ops/grouped_gemm/cuda_cutlass.cuh"
@@ -134,6 +135,8 @@ bool cutlass_grouped_fp8_covers(const GroupedGemmArgs& a) {
   const int piece = fp8_groups::kPiece;
   if (r.per_tensor || r.tile != piece || r.block != piece || r.forward != Fp8Format::e4m3) return false;
   if (a.fp8_b.codes && (a.fp8_b.transposed || a.fp8_b.ld % 16 != 0)) return false;  // prepared as TMA reads them
+  // The rows' codes as their producer wrote them: rows of k codes, 16-byte aligned.
+  if (a.fp8_a.codes && (a.fp8_a.ld != a.k || reinterpret_cast<uintptr_t>(a.fp8_a.codes) % 16 != 0)) return false;
   // FP8 rows of 16-byte multiples (TMA), whole weight blocks per expert, a 16-byte aligned output.
   return a.m > 0 && a.k > 0 && a.k % 16 == 0 && a.n > 0 && a.n % piece == 0 &&
          reinterpret_cast<uintptr_t>(a.c) % 16 == 0;
@@ -146,7 +149,8 @@ void cutlass_grouped_fp8(DeviceState* s, const GroupedGemmArgs& a) {
   const Fp8View vx = fp8_view(r, Fp8Operand::activation, a.a, a.m, a.k, true);
   const Fp8View vw = fp8_view(r, Fp8Operand::weight, a.b, a.groups * a.n, a.k, true);
   MT_CHECK(vx.piece_outer == 1 && vx.piece_k == kPiece && vw.piece_outer == kPiece && vw.piece_k == kPiece);
-  const Quantized x = quantize(s, kScratchGemmA, vx);
+  const Quantized x = a.fp8_a.codes ? Quantized{reinterpret_cast<const E4m3*>(a.fp8_a.codes), a.fp8_a.scales, a.k}
+                                    : quantize(s, kScratchGemmA, vx);
   const Quantized w = weights(s, a, vw);
   char* extra = nullptr;
   const size_t bytes = cg::arrays_bytes<Gemm>(a.groups, scales_bytes(a.groups));

@@ -25,15 +25,17 @@ namespace mt::cuda::cutlass_groups {
 using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;
 using Extent = ProblemShape::UnderlyingProblemShape;
 
-// The epilogue of every grouped kernel here: fp32 C and D, row-major, D = beta C + acc, C and D
-// sharing pointers. Instantiate it at namespace scope: nvcc's host pass misnames it inside a class
-// template that does not depend on it.
-template <class Tile, class Cluster>
+// The epilogue of every grouped kernel here: C and D of type Out (fp32, or bfloat16 for an output
+// only SwiGLU reads), row-major, D = beta C + acc computed in fp32 and converted to Out once, to
+// nearest even; C and D share pointers. Instantiate it at namespace scope: nvcc's host pass misnames
+// it inside a class template that does not depend on it.
+template <class Tile, class Cluster, class Out = float>
 using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
-    float, float, float, cutlass::layout::RowMajor*, 4, float, cutlass::layout::RowMajor*, 4,
-    cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
-    cutlass::epilogue::fusion::LinearCombination<float, float>>::CollectiveOp;
+    float, float, Out, cutlass::layout::RowMajor*, 16 / sizeof(Out), Out, cutlass::layout::RowMajor*,
+    16 / sizeof(Out), cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+    cutlass::epilogue::fusion::LinearCombination<Out, float, Out, float,
+                                                 cutlass::FloatRoundStyle::round_to_nearest>>::CollectiveOp;
 
 // A stride of CUTLASS's (M or N, K, L) form whose one dynamic entry is the leading dimension.
 template <class Stride>
@@ -50,10 +52,11 @@ struct Arrays {
   using Kernel = typename Gemm::GemmKernel;
   using ElementA = typename Kernel::ElementA;
   using ElementB = typename Kernel::ElementB;
+  using ElementD = typename Kernel::ElementD;
   Extent* extents;
   const ElementA** a;
   const ElementB** b;
-  float** d;
+  ElementD** d;
   typename Kernel::InternalStrideA* stride_a;
   typename Kernel::InternalStrideB* stride_b;
   typename Kernel::InternalStrideC* stride_c;
@@ -114,7 +117,8 @@ void launch(DeviceState* s, int groups, const Arrays<Gemm>& arr, typename Gemm::
   fusion.alpha = 1.0f;
   fusion.beta = beta;
   // beta = 0 reads no C: CUTLASS then takes no source at all (a poisoned output stays unread).
-  args.epilogue.ptr_C = beta == 0.0f ? nullptr : const_cast<const float**>(arr.d);
+  using ElementD = typename Arrays<Gemm>::ElementD;
+  args.epilogue.ptr_C = beta == 0.0f ? nullptr : const_cast<const ElementD**>(arr.d);
   args.epilogue.dC = arr.stride_c;
   args.epilogue.ptr_D = arr.d;
   args.epilogue.dD = arr.stride_d;

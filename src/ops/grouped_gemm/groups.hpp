@@ -25,7 +25,14 @@ inline std::vector<GemmArgs> group_gemms(const GroupedGemmArgs& a) {
         one.fp8_b.scales += size_t(g) * a.fp8_b.group_scales;
       }
       one.m = rows, one.n = a.n, one.k = a.k, one.trans_b = a.trans_b;
-      one.c = a.c + size_t(begin) * a.n, one.beta = a.beta;
+      one.c = a.c ? a.c + size_t(begin) * a.n : nullptr, one.beta = a.beta;
+      one.c_bf16 = a.c_bf16 ? a.c_bf16 + size_t(begin) * a.n : nullptr;
+      if (a.fp8_a.codes) {
+        const int tile = a.fp8.recipe->tile;
+        one.fp8_a = a.fp8_a;
+        one.fp8_a.codes += size_t(begin) * a.fp8_a.ld;
+        one.fp8_a.scales += size_t(begin) * ((a.k + tile - 1) / tile);
+      }
     } else {
       one.m = a.m, one.n = a.n, one.k = rows, one.trans_a = true;
       one.c = a.c + size_t(g) * a.m * a.n, one.beta = 1.0f;
