@@ -83,9 +83,11 @@ TEST_CASE("FP8's gain follows the model: every same-layout BF16/FP8 pair publish
   for (const CheckedRun& c : checked()) {
     mt::plan::Layout l = c.run->layout;
     l.fp8 = false;
-    // The same step: model, sequence, batch, accelerators and layout.
-    const std::string key = c.run->model_name + "/" + std::to_string(c.run->model.seq_len) + "/" +
-                            std::to_string(c.run->global_batch) + "/" + c.run->cluster.accel.name + "/" +
+    // The same step in one publication: its source before the parenthesis, model, sequence,
+    // batch, accelerators and layout.
+    const std::string publication = c.run->source.substr(0, c.run->source.find(" ("));
+    const std::string key = publication + "/" + c.run->model_name + "/" + std::to_string(c.run->model.seq_len) +
+                            "/" + std::to_string(c.run->global_batch) + "/" + c.run->cluster.accel.name + "/" +
                             layout_text(l);
     (c.run->layout.fp8 ? pairs[key].fp8 : pairs[key].bf16) = &c;
   }
