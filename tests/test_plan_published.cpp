@@ -83,7 +83,12 @@ TEST_CASE("FP8's gain follows the model: every same-layout BF16/FP8 pair publish
   for (const CheckedRun& c : checked()) {
     mt::plan::Layout l = c.run->layout;
     l.fp8 = false;
-    const std::string key = c.run->model_name + "/" + std::to_string(l.world()) + "/" + layout_text(l);
+    // The same step in one publication: its source before the parenthesis, model, sequence,
+    // batch, accelerators and layout.
+    const std::string publication = c.run->source.substr(0, c.run->source.find(" ("));
+    const std::string key = publication + "/" + c.run->model_name + "/" + std::to_string(c.run->model.seq_len) +
+                            "/" + std::to_string(c.run->global_batch) + "/" + c.run->cluster.accel.name + "/" +
+                            layout_text(l);
     (c.run->layout.fp8 ? pairs[key].fp8 : pairs[key].bf16) = &c;
   }
   int n_dense = 0, n_moe = 0;
@@ -92,7 +97,8 @@ TEST_CASE("FP8's gain follows the model: every same-layout BF16/FP8 pair publish
     CAPTURE(key);
     const double published = p.bf16->run->step_s / p.fp8->run->step_s;
     const double predicted = p.bf16->estimate.step_s / p.fp8->estimate.step_s;
-    CHECK(published > 1.15);
+    // Megatron-Bridge 25.11's DeepSeek-V3 on GB300 gains the least: 1.13x from MXFP8.
+    CHECK(published > 1.12);
     const bool moe = p.bf16->run->group == "moe";
     // MoE pairs: NVIDIA's MoE runs gain less from FP8 (1.20-1.24x) than the model says (docs/planner.md).
     CHECK(std::abs(predicted / published - 1) < (moe ? 0.25 : 0.10));
