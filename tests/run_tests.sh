@@ -72,7 +72,8 @@ suite lines "attention on cuDNN" "bash tests/cudnn_attention_tests.sh"
 suite lines "memory pre-check" "bash tests/inputs/memory_tests.sh"
 suite lines "GPU rounding and the GPU check's calls, without a GPU" "bash tests/gpu_static_tests.sh"
 suite lines "planned gradients against CPU ranks" "bash tests/plan_memory_tests.sh"
-suite lines "Muon: resume, layouts refused" "bash tests/muon_tests.sh"
+suite lines "Muon: resume" "bash tests/muon_tests.sh"
+suite lines "Muon: checkpoints across layouts" "bash tests/muon_layout_tests.sh"
 
 # run_suite I: suite I's output, exit status and seconds into $results/I.*; a line when it ends (progress).
 run_suite() {

@@ -197,6 +197,11 @@ TEST_CASE("which parameters Muon updates, and the update scale of each rule") {
   CHECK(mt::muon_matrix(p, cfg).scale == doctest::Approx(std::sqrt(3.0)));
   p.shape = {32, 96}, p.name = "blocks.0.attn.wo";
   CHECK(mt::muon_matrix(p, cfg).scale == 1.0);
+  // A tensor-parallel slice is orthogonalised and scaled as the whole matrix it is joined into.
+  p.shape = {48, 32}, p.global_shape = {96, 32}, p.split_dim = 0;
+  const mt::MuonMatrix slice = mt::muon_matrix(p, cfg);
+  CHECK((slice.count == 1 && slice.rows == 96 && slice.cols == 32 && slice.scale == doctest::Approx(std::sqrt(3.0))));
+  p.global_shape = {}, p.split_dim = -1;
   for (const char* adamw : {"embedding", "head"}) {
     p.name = adamw;
     CHECK_FALSE(mt::muon_matrix(p, cfg).muon);
@@ -224,11 +229,9 @@ TEST_CASE("optimizer keys: errors name the key and what is allowed") {
                  "optimizer.muon.ns_coefficients must be an array of 3 finite numbers, got 2 values"));
   CHECK(contains(error_of("[optimizer.muon]\nns_coefficients = [1.0, \"b\", 2.0]\n"), "got a string at position 2"));
   CHECK(contains(error_of("[optimizer.muon]\nmomentum = 1.0\n"), "optimizer.muon.momentum must be [0, 1), got 1"));
-  const std::string zero = error_of("[optimizer]\nkind = \"muon\"\n[parallel]\ndp = 2\nzero = 1\n");
-  CHECK(contains(zero, "exp.toml:5:8: parallel.zero = 1 cuts each dense matrix"));
-  CHECK(contains(zero, "set parallel.zero = 0"));
-  CHECK(contains(error_of("[optimizer]\nkind = \"muon\"\n[parallel]\ntp = 2\n"), "parallel.tp = 2 slices"));
-  CHECK(error_of("[optimizer]\nkind = \"muon\"\n[parallel]\ndp = 2\nep = 2\n").empty());
+  // Every layout runs Muon: ZeRO's pieces and tensor-parallel slices are joined for the iteration.
+  for (const char* layout : {"dp = 2\nzero = 1\n", "dp = 2\nzero = 3\n", "tp = 2\n", "dp = 2\nep = 2\n"})
+    CHECK(error_of(std::string("[optimizer]\nkind = \"muon\"\n[parallel]\n") + layout).empty());
   const mt::Config c = mt::parse_config("[optimizer.muon]\nns_coefficients = [3, -4.5, 2]\n", "exp.toml", {});
   CHECK((c.optimizer.muon.ns_a == 3.0 && c.optimizer.muon.ns_b == -4.5 && c.optimizer.muon.ns_c == 2.0));
   CHECK(contains(c.resolved_toml, "ns_coefficients = [ 3.0, -4.5, 2.0 ]"));

@@ -196,8 +196,7 @@ TEST_CASE("Muon in the planner: one state buffer per matrix, Newton-Schulz FLOPs
 TEST_CASE("with ZeRO open to Muon, the search puts Kimi K2's degrees (tp=1, pp=16, ep=16, ZeRO-1) within 1%") {
   const mt::Config cfg = mt::load_config("configs/kimi-k2.toml", {});
   const Cluster c = load_cluster("configs/clusters/h800-deepseek.toml");
-  // whole_matrices = false: every ZeRO stage and tp, as Muon's distributed layouts allow.
-  const FixedSettings fixed{cfg.parallel.ep_receive_bound, 0, false, optimizer_plan(cfg.optimizer)};
+  const FixedSettings fixed{cfg.parallel.ep_receive_bound, 0, optimizer_plan(cfg.optimizer)};
   const SearchResult r = search_layouts(cfg.model, cfg.training.global_batch, c, 2048, false, 1, fixed);
   REQUIRE_FALSE(r.ranked.empty());
   const Estimate& best = r.ranked.front();

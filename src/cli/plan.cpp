@@ -57,8 +57,7 @@ int run_plan(const PlanArgs& o) {
   const Estimate* best = nullptr;
   const Estimate* flat = nullptr;
   SearchResult found;
-  const FixedSettings fixed{cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8),
-                            cfg.optimizer.kind == mt::OptimizerKind::muon, optimizer_plan(cfg.optimizer)};
+  const FixedSettings fixed{cfg.parallel.ep_receive_bound, mt::fp8_code_bytes(cfg.fp8), optimizer_plan(cfg.optimizer)};
   if (!o.layout.empty()) {
     Layout l = parse_layout(o.layout, gpus);
     fixed.apply_to(l);

@@ -63,21 +63,6 @@ void validate_pipeline(const Config& c) {
           "\"global_batch\" needs the whole step's routing first: use schedule \"gpipe\" or aux_loss \"micro_batch\"");
 }
 
-// Muon orthogonalises whole matrices: a layout that cuts one (ZeRO's pieces, tensor-parallel slices)
-// would need them gathered for the iteration first, which this build does not do yet.
-void validate_optimizer(const Config& c) {
-  if (c.optimizer.kind != OptimizerKind::muon) return;
-  const auto& p = c.parallel;
-  require(p.zero == 0 || p.dp == 1, c, "parallel.zero",
-          "= " + s(p.zero) + " cuts each dense matrix into pieces over the " + s(p.dp) +
-              " data-parallel ranks, but optimizer.kind = \"muon\" needs every matrix whole: set parallel.zero = 0, "
-              "or optimizer.kind = \"adamw\" (docs/optimizer.md)");
-  require(p.tp == 1, c, "parallel.tp",
-          "= " + s(p.tp) + " slices the attention and FFN matrices over the tensor-parallel ranks, but "
-              "optimizer.kind = \"muon\" needs every matrix whole: set parallel.tp = 1, or optimizer.kind = \"adamw\" "
-              "(docs/optimizer.md)");
-}
-
 // The [parallel] table against the model and the batch: what each kind of rank splits must
 // split evenly.
 void validate_layout(const Config& c) {
@@ -209,7 +194,6 @@ void validate_config(const Config& c) {
           "precision.attention", "= \"cudnn\" needs bf16 products, but precision.matmul = \"fp32\"; set "
           "precision.matmul = \"bf16\" or \"fp8\", or precision.attention = \"auto\"");
   validate_layout(c);
-  validate_optimizer(c);
   validate_cuda_graph(c);
 }
 

@@ -20,8 +20,8 @@ SearchResult search_layouts(const ModelConfig& m, int global_batch, const Cluste
   SearchResult out;
   ScheduleTimings timings;
   const bool moe = m.moe.n_routed_experts > 0 && m.n_layers > m.n_dense_layers;
-  const std::vector<int> zeros = fixed.whole_matrices ? std::vector<int>{0} : std::vector<int>{1, 2, 3};
-  for (int tp : powers_of_two_up_to(fixed.whole_matrices ? 1 : std::min(c.domain, 8)))
+  const std::vector<int> zeros = {1, 2, 3};
+  for (int tp : powers_of_two_up_to(std::min(c.domain, 8)))
     for (int cp : powers_of_two_up_to(max_cp))
       for (int pp : powers_of_two_up_to(64)) {
         if (gpus % (tp * cp * pp) != 0) continue;

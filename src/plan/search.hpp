@@ -17,7 +17,6 @@ struct SearchResult {
 struct FixedSettings {
   double ep_receive_bound = 0;  // parallel.ep_receive_bound (0: the worst case)
   double fp8_code_bytes = 0;    // fp8.fused_codes (fp8_code_bytes of parallel/layout.hpp)
-  bool whole_matrices = false;  // optimizer.kind = "muon": no tensor parallelism, no ZeRO (train refuses both)
   OptimizerPlan optimizer;      // what each layout's optimizer state and step cost
   // l with the experiment's settings (the FP8 codes' bytes only where l runs FP8).
   void apply_to(Layout& l) const {

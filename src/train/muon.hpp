@@ -13,7 +13,7 @@ namespace mt {
 
 struct MuonMatrix {
   bool muon = false;         // false: AdamW updates the parameter
-  int count = 0, rows = 0, cols = 0;  // count matrices of [rows, cols], one after another
+  int count = 0, rows = 0, cols = 0;  // count matrices of [rows, cols] (whole, not a tensor-parallel slice)
   double scale = 1.0;        // the update's scale (optimizer.muon.scale) for [rows, cols]
 };
 

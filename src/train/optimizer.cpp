@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "ops/backend/mark.hpp"
-#include "ops/optimizer/newton_schulz.hpp"
 #include "train/adamw.hpp"
 #include "util/error.hpp"
 
@@ -83,28 +82,10 @@ Optimizer::Optimizer(Model& model, const OptimizerConfig& cfg, const ParallelGro
       runs_.push_back({int(i), 0, params.infos[i].numel, params.infos[i].offset, false, 0});
     moments = params.total();
   }
+  allocate_muon();
   m_ = Buffer(be(), DType::f32, moments);
-  v_ = Buffer(be(), DType::f32, moments);
   step_values_ = Buffer(be(), DType::u8, sizeof(AdamwStepValues));
   allocate_step_buffers();
-  allocate_muon();
-}
-
-void Optimizer::allocate_muon() {
-  muon_.assign(params_.infos.size(), {});
-  size_t update = 0, work = 0;
-  for (size_t i = 0; i < params_.infos.size(); ++i) {
-    const MuonMatrix m = muon_matrix(params_.infos[i], cfg_);
-    if (!m.muon) continue;
-    MT_CHECK(zero_ == 0 && g_.tp->size() == 1);  // validate_optimizer refuses the layouts that cut matrices
-    muon_[i] = m;
-    update = std::max(update, params_.infos[i].numel);
-    work = std::max(work, size_t(m.count) * newton_schulz_work(m.rows, m.cols));
-  }
-  if (!update) return;
-  muon_values_ = Buffer(be(), DType::u8, sizeof(MuonStepValues));
-  muon_update_ = Buffer(be(), DType::f32, update);
-  muon_work_ = Buffer(be(), DType::f32, work);
 }
 
 void Optimizer::allocate_step_buffers() {
@@ -186,8 +167,8 @@ size_t Optimizer::gradient_floats() const {
 }
 
 size_t Optimizer::state_floats() const {
-  return m_.count() + v_.count() + muon_update_.count() + muon_work_.count() +
-         (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
+  return m_.count() + v_.count() + muon_update_.count() + muon_work_.count() + muon_full_.count() +
+         muon_whole_.count() + muon_slices_.count() + (zero_ == 1 ? packed_.count() + shard_grad_.count() : 0);
 }
 
 size_t Optimizer::weight_floats() const {
@@ -250,7 +231,7 @@ void Optimizer::gather(int chunk, const std::vector<int>& ids) {
   // This rank's pieces go out, every rank's come back (on the parameters' stream, which the
   // last release ordered after the chunk's use of the window).
   all_gather_pieces(here, [&](int id) { return shard_values_.f32() + pieces_[id].at; }, received_.f32(),
-                    [&](int id) { return params_.value(id); });
+                    [&](int id) { return params_.value(id); }, *g_.dev.dp);
   order_after(model_.backend(chunk), be());
 }
 
@@ -336,24 +317,15 @@ void Optimizer::load_step(double lr, long t) {
   }
 }
 
-void Optimizer::muon_step(const Run& r, const double* guard) {
-  const ParamInfo& p = params_.infos[r.param];
-  const MuonMatrix& mx = muon_[size_t(r.param)];
-  const MuonConfig& mc = cfg_.muon;
-  float* update = muon_update_.f32();
-  be().muon_momentum({.n = r.len, .momentum = float(mc.momentum), .nesterov = mc.nesterov,
-                      .grad = params_.grads_data() + p.grad_offset, .buf = m_.f32() + r.moment, .update = update,
-                      .guard = guard});
-  be().newton_schulz({.count = mx.count, .rows = mx.rows, .cols = mx.cols, .x = update, .work = muon_work_.f32(),
-                      .steps = mc.ns_steps, .a = float(mc.ns_a), .b = float(mc.ns_b), .c = float(mc.ns_c),
-                      .eps = mc.eps});
-  be().muon_apply({.n = r.len, .step = static_cast<const MuonStepValues*>(muon_values_.raw()), .scale = mx.scale,
-                   .update = update, .value = value_of(r), .guard = guard});
-}
-
 void Optimizer::step(const double* guard) {
   const auto* values = static_cast<const AdamwStepValues*>(step_values_.raw());
   for (const Run& r : runs_) {
+    if (muon_[size_t(r.param)].muon && r.sharded) {
+      float* piece = shard_grad_.f32() + r.grad_offset;  // the momentum update replaces the gradient
+      be().muon_momentum({.n = r.len, .momentum = float(cfg_.muon.momentum), .nesterov = cfg_.muon.nesterov,
+                          .grad = piece, .buf = m_.f32() + r.moment, .update = piece, .guard = guard});
+      continue;
+    }
     if (muon_[size_t(r.param)].muon) {
       muon_step(r, guard);
       continue;
@@ -362,14 +334,15 @@ void Optimizer::step(const double* guard) {
     const float* grad = r.sharded ? shard_grad_.f32() + r.grad_offset : params_.grads_data() + p.grad_offset + r.begin;
     be().adamw({.n = r.len, .step = values, .decay = p.decay, .eps = cfg_.eps, .beta1 = float(cfg_.beta1),
                 .beta2 = float(cfg_.beta2), .grad = grad, .value = value_of(r), .m = m_.f32() + r.moment,
-                .v = v_.f32() + r.moment, .guard = guard});
+                .v = v_.f32() + r.second, .guard = guard});
   }
+  if (!muon_pieces_.empty()) muon_pieces_step(guard);
   if (zero_ == 1 || zero_ == 2) gather_weights();
   params_.values_updated();  // the GEMMs' bf16 copies and FP8 codes follow the new weights
 }
 
 template <class Mine, class To>
-void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to) const {
+void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to, DeviceComm& dp) const {
   const int ranks = g_.dp->size(), me = g_.dp->rank();
   const size_t section = pieces_size(ids);
   size_t off = 0;
@@ -377,7 +350,7 @@ void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float*
     if (const size_t len = piece_len(id, me)) be().copy(stage + off, mine(id), len * sizeof(float));
     off += pieces_[id].size;
   }
-  g_.dev.dp->all_gather(device_span(stage, section), device_span(packed_.f32(), section * size_t(ranks)));
+  dp.all_gather(device_span(stage, section), device_span(packed_.f32(), section * size_t(ranks)));
   for (int q = 0; q < ranks; ++q) {
     const float* in = packed_.f32() + size_t(q) * section;
     for (int id : ids) {
@@ -387,6 +360,9 @@ void Optimizer::all_gather_pieces(const std::vector<int>& ids, Mine mine, float*
     }
   }
 }
+
+template void Optimizer::pack_pieces(const std::vector<int>&, IdPointer, float*) const;
+template void Optimizer::all_gather_pieces(const std::vector<int>&, IdPointer, float*, IdPointer, DeviceComm&) const;
 
 void Optimizer::gather_weights() {
   const size_t me = size_t(g_.dp->rank());
@@ -402,7 +378,8 @@ void Optimizer::gather_weights() {
     }
     MT_CHECK(!ids.empty());
     // This rank's updated pieces go out, every rank's come back.
-    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, gather_stage_.f32(), whole);
+    all_gather_pieces(ids, [&](int id) { return whole(id) + me * pieces_[id].size; }, gather_stage_.f32(), whole,
+                      *g_.dev.dp);
   }
 }
 
@@ -422,11 +399,13 @@ void Optimizer::assemble(const std::vector<float>& stored, At at, const std::vec
 }
 
 void Optimizer::export_moments(std::vector<float>& m, std::vector<float>& v) {
-  for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
-    const std::vector<float> here = mine->to_host_f32();
-    assemble(here, [](const Run& r) { return r.moment; }, std::vector<float>(here.begin(), here.begin() + shard_),
+  const std::vector<float> first = m_.to_host_f32(), seconds = v_.to_host_f32();
+  std::vector<float> second(first.size(), 0.0f);  // in m_'s layout, zero for Muon's matrices
+  for (const Run& r : runs_)
+    if (!muon_[size_t(r.param)].muon) std::copy_n(seconds.begin() + r.second, r.len, second.begin() + r.moment);
+  for (auto [here, full] : {std::pair{&first, &m}, {&second, &v}})
+    assemble(*here, [](const Run& r) { return r.moment; }, std::vector<float>(here->begin(), here->begin() + shard_),
              *full);
-  }
 }
 
 std::vector<float> Optimizer::export_values() {
@@ -450,12 +429,14 @@ void Optimizer::import_values(const std::vector<float>& values) {
 }
 
 void Optimizer::import_moments(const std::vector<float>& m, const std::vector<float>& v) {
-  for (auto [mine, full] : {std::pair{&m_, &m}, {&v_, &v}}) {
-    std::vector<float> here(mine->count(), 0.0f);
-    for (const Run& r : runs_)  // a sharded run is this rank's piece
-      std::copy_n(full->begin() + params_.infos[r.param].offset + r.begin, r.len, here.begin() + r.moment);
-    mine->from_host(here);
+  std::vector<float> first(m_.count(), 0.0f), second(v_.count(), 0.0f);
+  for (const Run& r : runs_) {  // a sharded run is this rank's piece
+    const size_t at = params_.infos[r.param].offset + r.begin;
+    std::copy_n(m.begin() + at, r.len, first.begin() + r.moment);
+    if (!muon_[size_t(r.param)].muon) std::copy_n(v.begin() + at, r.len, second.begin() + r.second);
   }
+  m_.from_host(first);
+  v_.from_host(second);
 }
 
 }  // namespace mt

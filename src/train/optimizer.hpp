@@ -22,17 +22,28 @@
 //      are the master copy AdamW updates, and each group a pass reads (Model::value_groups) is
 //      all-gathered into a window just before and given back after, in forward and backward.
 // optimizer.kind = "muon" (train/muon.hpp): Muon updates the hidden matrices, its momentum buffer in
-// the place of AdamW's first moment (so checkpoints keep it as exp_avg; exp_avg_sq stays zero there),
-// AdamW the rest. Only layouts that keep every matrix whole (no ZeRO pieces, tp = 1; the config refuses
-// the others): each rank orthogonalises the matrices it holds, whose gradients are summed already.
+// the place of AdamW's first moment and no second (checkpoints keep it as exp_avg, exp_avg_sq zero
+// there), AdamW the rest. The momentum is elementwise, so it lives where AdamW's moment would: whole, in ZeRO's
+// pieces, in tensor-parallel slices. The iteration needs the whole matrix (train/optimizer_muon.cpp):
+//   whole on the rank (tp = 1 without ZeRO, routed experts): that rank orthogonalises it;
+//   ZeRO pieces: every piece's momentum update is all-gathered, one owner per matrix (balanced by
+//     size over the data-parallel ranks) orthogonalises it, the others zero it, and a reduce-scatter
+//     hands each rank its piece of the owner's result (a sum with zeros: exact);
+//   tensor-parallel slices: the slices are all-gathered over the tp group, every tp rank (the owner
+//     under ZeRO) orthogonalises the whole matrix and keeps its own slice.
 // Moments, packed gradients and shards are device buffers of the parameters' backend; the norm,
 // the clipping and AdamW are ops, and the groups' DeviceComms move the packed device buffers.
 #include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "config/config.hpp"
 #include "model/model.hpp"
 #include "model/params.hpp"
+#include "ops/backend/device_timer.hpp"
+#include "ops/backend/op_profile.hpp"
 #include "parallel/groups.hpp"
 #include "tensor/buffer.hpp"
 #include "train/muon.hpp"
@@ -75,6 +86,11 @@ class Optimizer : public ParamShards {
   // What holds weights: the parameters' own, and under ZeRO-3 this rank's pieces and the windows.
   size_t weight_floats() const;
   const ParallelGroups& groups() const { return g_; }
+  // --profile: Muon's gathers and scatters of matrices cut by ZeRO or tp are timed from here on, and
+  // take_muon_communication() returns their time since the last call as a row of the op profile
+  // (none where no matrix is cut).
+  void time_muon_communication();
+  std::optional<OpKindTime> take_muon_communication();
 
   // ParamShards (ZeRO-2, 3).
   void open(int chunk, const std::vector<int>& ids) override;
@@ -88,15 +104,18 @@ class Optimizer : public ParamShards {
   struct Run {
     int param = 0;
     size_t begin = 0, len = 0;  // elements of the parameter
-    size_t moment = 0;          // offset in m_ and v_
+    size_t moment = 0;          // offset in m_
     bool sharded = false;
     size_t grad_offset = 0;
+    size_t second = 0;  // offset in v_, AdamW's second moment (Muon's matrices have none)
   };
   // Piece r of a sharded parameter: elements [r * piece, min(numel, (r + 1) * piece)).
   struct Piece {
     size_t size = 0;  // elements per rank, the last ranks' padded with zeros
     size_t at = 0;    // offset in this rank's pieces buffer (shard_grad_, mine)
   };
+  // Where a parameter's data begins, by id (pack_pieces' and all_gather_pieces' instance for Muon).
+  using IdPointer = std::function<float*(int)>;
   size_t piece_len(int id, int rank) const;
   // ids' pieces of the parameters' `from` (device, element 0 of each parameter at from(id)) into
   // a [ranks][sum of ids' pieces] buffer, zero-padded: rank r's section holds every piece r.
@@ -105,7 +124,7 @@ class Optimizer : public ParamShards {
   // The reverse, over the data-parallel group: this rank's piece of each of `ids` (sharded, at
   // mine(id)) goes out through `stage`, and every rank's piece lands in the whole parameter at to(id).
   template <class Mine, class To>
-  void all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to) const;
+  void all_gather_pieces(const std::vector<int>& ids, Mine mine, float* stage, To to, DeviceComm& dp) const;
   size_t pieces_size(const std::vector<int>& ids) const;
   // Sums the listed parameters' gradients over `group`: their pieces where sharded.
   void sum_over(const std::vector<int>& ids, DeviceComm& group);
@@ -121,10 +140,16 @@ class Optimizer : public ParamShards {
   void gather_weights();
   // The buffers reduce_gradients needs, and the device arrays of the runs the norm counts.
   void allocate_step_buffers();
-  // Muon's matrices (muon_), its update buffer and the Newton-Schulz iteration's scratch.
+  // Muon's matrices (muon_), their owners, its update buffer and the Newton-Schulz iteration's scratch;
+  // AdamW's second moments (v_), which only the parameters AdamW updates have.
   void allocate_muon();
-  // Muon's step on a parameter held whole (run r).
+  // Muon's step on a parameter this rank holds unsharded (run r), joining tensor-parallel slices.
   void muon_step(const Run& r, const double* guard);
+  // The step of the matrices in ZeRO's pieces, whose momentum step() left in place of their gradients.
+  void muon_pieces_step(const double* guard);
+  // Orthogonalises parameter id's update at x (this rank's slice, the whole matrix unless tp-split).
+  void orthogonalise(int id, float* x);
+  bool tp_sliced(int id) const;
   const Backend& be() const { return params_.backend(); }
   bool sharded(int id) const { return pieces_[size_t(id)].size > 0; }
 
@@ -150,6 +175,17 @@ class Optimizer : public ParamShards {
   Buffer step_values_;  // AdamwStepValues of the step, on the device
   std::vector<MuonMatrix> muon_;  // [parameter]
   Buffer muon_values_, muon_update_, muon_work_;  // MuonStepValues; the update; the iteration's scratch
+  std::vector<int> muon_owner_;  // [parameter]: the data-parallel rank that orthogonalises its pieces
+  std::vector<int> muon_pieces_;  // the Muon matrices in ZeRO's pieces, in sharded_'s order
+  // ZeRO-2/3: the gathered matrices of a batch; tp: a whole matrix and the gather's landing place.
+  Buffer muon_full_, muon_whole_, muon_slices_;
+  // The groups Muon's gathers and scatters use: the groups' own, or timed under --profile.
+  DeviceComm* muon_dp_ = nullptr;
+  DeviceComm* muon_tp_ = nullptr;
+  std::unique_ptr<DeviceTimer> muon_timer_;
+  std::unique_ptr<DeviceComm> timed_dp_, timed_tp_;
+  double muon_host_seconds_ = 0;
+  long long muon_calls_ = 0;
   // ZeRO-2/3: a window per chunk for the open group's gradients, and which group is open; ZeRO-3:
   // the same for the gathered values.
   std::vector<Buffer> windows_, value_windows_;

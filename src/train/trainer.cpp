@@ -48,6 +48,7 @@ Trainer::Trainer(const Config& cfg, TrainOptions opt) : cfg_(cfg), opt_(opt) {
                                    matmul_setup(cfg), slots, shard, stages);
   model_->set_recompute(t.recompute);
   optimizer_ = std::make_unique<Optimizer>(*model_, cfg.optimizer, groups_, p.zero);
+  if (profile_) optimizer_->time_muon_communication();
   scalars_ = std::make_unique<StepScalars>(make_step_scalars(*model_, schedule_, plan_, groups_.me.pp));
   transfers_ = std::make_unique<TransferBuffers>(
         device_.backend, size_t(shard.row_share(t.micro_batch * cfg.model.seq_len)) * cfg.model.d_model);

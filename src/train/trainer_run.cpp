@@ -1,6 +1,7 @@
 // Trainer::run(): each step, its record, the evaluations and the checkpoints.
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "comm/comm.hpp"
 #include "ops/backend/cuda_backend.hpp"
@@ -138,7 +139,8 @@ void Trainer::record(Running& r, const StepRecord& rec, TrainSummary& summary) {
   if (r.log) r.log->append(rec);
   if (profile_) {
     // The first step of a run warms caches and allocators: the mean leaves it out when others follow.
-    const std::vector<OpKindTime> ops = profile_->take();
+    std::vector<OpKindTime> ops = profile_->take();
+    if (std::optional<OpKindTime> muon = optimizer_->take_muon_communication()) ops.push_back(*muon);
     if (profiled_steps_++ == 0) first_step_ops_ = ops;
     else add_op_times(profiled_ops_, ops);
   }

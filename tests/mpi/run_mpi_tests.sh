@@ -183,12 +183,22 @@ same "bf16: ep=2 x dp=2, MLA, rows dispatched in bfloat16" dp=2,ep=2 -- precisio
 same "bf16: tp=2, MLA (losses within 1e-4)" tp=2 -- precision.matmul=\"bf16\" model.attention.kind=\"mla\"
 same "bf16: tp=2 sp, MLA, bfloat16 rows gathered (losses within 1e-4)" tp=2,sequence_parallel=true -- \
   precision.matmul=\"bf16\" model.attention.kind=\"mla\" model.n_dense_layers=1
-# Muon: every rank holds whole matrices (no ZeRO, tp = 1), so each orthogonalises the summed
-# gradient one rank would: an expert's on its expert-parallel rank, a stage's on its pipeline rank.
+# Muon orthogonalises the summed gradient one rank would: an expert's on its expert-parallel rank, a
+# stage's on its pipeline rank, a matrix in ZeRO's pieces on its owner after a gather, a tensor-parallel
+# slice joined into its whole matrix (the iteration's products are one rank's: weights stay close).
 same "muon: dp=2, MLA and MTP" dp=2 -- optimizer.kind=\"muon\" model.attention.kind=\"mla\" model.mtp.depth=1
 same "muon: ep=2 x dp=2" dp=2,ep=2 -- optimizer.kind=\"muon\" model.moe.aux_loss=\"sequence\"
 same "muon: pp=2 dualpipe, MTP" 'pp=2,schedule="dualpipe"' -- optimizer.kind=\"muon\" model.n_layers=4 \
   training.micro_batch=1 model.mtp.depth=1
+same "muon: dp=2 with ZeRO-1" dp=2,zero=1 -- optimizer.kind=\"muon\" model.moe.aux_loss=\"sequence\"
+same "muon: dp=2 with ZeRO-3, MLA and MTP" dp=2,zero=3 -- optimizer.kind=\"muon\" model.attention.kind=\"mla\" \
+  model.mtp.depth=1
+same "muon: tp=2, MLA with query compression" tp=2 -- optimizer.kind=\"muon\" model.attention.kind=\"mla\" \
+  model.attention.q_lora_rank=16
+same "muon: tp=2 x ep=2 x dp=2, ZeRO-2, GQA" dp=2,tp=2,ep=2,zero=2 -- optimizer.kind=\"muon\" model.n_heads=4 \
+  model.head_dim=8 model.attention.n_kv_heads=2
+same "muon: pp=2 x ep=2 x dp=2 dualpipe, ZeRO-1 (Kimi K2's kind of layout)" 'pp=2,ep=2,dp=2,zero=1,schedule="dualpipe"' \
+  -- optimizer.kind=\"muon\" training.micro_batch=1
 [[ $only_matrix == 1 ]] && exit 0
 
 # A checkpoint written by one layout resumes under another: dp=2 x ep=2 with ZeRO stops after
