@@ -272,7 +272,11 @@ std::vector<CheckedRun> check_published_runs(const std::vector<PublishedRun>& ru
   return out;
 }
 
-std::string family_of(const PublishedRun& r) { return r.trainer + " " + r.cluster.accel.name; }
+// The accelerator's name before its parenthesis: "H100 (Grand Teton, 96 GB HBM2e, 500 W)" is H100.
+std::string family_of(const PublishedRun& r) {
+  const std::string& accel = r.cluster.accel.name;
+  return r.trainer + " " + accel.substr(0, accel.find(" ("));
+}
 
 double share_within(const std::vector<CheckedRun>& checked, double bound) {
   if (checked.empty()) return 0;

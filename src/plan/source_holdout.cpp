@@ -162,10 +162,10 @@ std::string holdout_report(const std::vector<CheckedRun>& in_sample, const Sourc
     all_out.push_back(h.runs[i].error);
   }
   out += "\nby family (trainer and accelerator): in sample | left out\n";
-  auto line = [](const std::string& label, const std::vector<double>& in, const std::vector<double>& held) {
-    char name[40];
-    std::snprintf(name, sizeof name, "%-26s ", label.c_str());
-    return name + figures_text(in) + " | " + figures_text(held) + "\n";
+  size_t width = 3;
+  for (const auto& f : families) width = std::max(width, f.first.size());
+  auto line = [&](const std::string& label, const std::vector<double>& in, const std::vector<double>& held) {
+    return label + std::string(width + 1 - label.size(), ' ') + figures_text(in) + " | " + figures_text(held) + "\n";
   };
   out += line("all", all_in, all_out);
   for (const auto& [name, v] : families) out += line(name, v.first, v.second);
