@@ -48,6 +48,7 @@ struct Cluster {
   double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
   double memory_usable = 0;            // fraction of HBM a training process can use
   std::string software;                // the software profile applied (plan/software.hpp), if any
+  double software_matmul_factor = 1;   // the software profile's factor on both matmul efficiencies
 
   // Bandwidth per accelerator, one direction, for a collective among `group` accelerators that
   // stays inside one scale-up domain.
