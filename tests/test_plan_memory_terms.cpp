@@ -167,5 +167,5 @@ TEST_CASE("plan-check's published MoE runs keep room for the average arrivals: D
     CHECK(c.estimate.memory.ep_headroom == 0);
     CHECK(c.estimate.fits);
   }
-  CHECK(deepseek == 2);
+  CHECK(deepseek >= 2);
 }

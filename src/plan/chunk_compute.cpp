@@ -91,14 +91,13 @@ ChunkCompute chunk_compute(const ModelConfig& m, const Cluster& c, const Layout&
   if (c.attention_materialized) moved += 5.0 * m.n_heads * m.seq_len * (m.n_layers + m.mtp.depth) / l.tp;
   const double traffic = c.activation_passes * tokens * moved / pieces / c.accel.hbm_bandwidth;
 
-  // FP8: the forward reads each FP8 GEMM's BF16 input and writes it in FP8 twice (row-wise for
-  // itself, column-wise for the weight gradient), 4 bytes per value; the backward does the same
-  // for the output gradient.
+  // FP8: the forward quantizes each FP8 GEMM's BF16 input, the backward its output gradient, at
+  // the recipe's bytes per value (fp8_recipe.hpp).
   double quant_f = 0, quant_b = 0;
   if (l.fp8) {
     const int moe_blocks = moe_layer_count(m), dense_blocks = m.n_layers + m.mtp.depth - moe_blocks;
     const Fp8Values dense = fp8_values(m, false, l.tp), moe = fp8_values(m, true, l.tp);
-    const double per_value = 4 * tokens / pieces / c.accel.hbm_bandwidth;
+    const double per_value = quantization_bytes(c.fp8_recipe) * tokens / pieces / c.accel.hbm_bandwidth;
     quant_f = per_value * (dense_blocks * dense.in + moe_blocks * moe.in);
     quant_b = per_value * (dense_blocks * dense.out + moe_blocks * moe.out);
   }

@@ -149,6 +149,11 @@ Cluster load_cluster(const std::string& path) {
   r.boolean("software.overlap_ep", c.overlap_ep);
   r.number("software.comm_sm_share", 0, 0.9, c.comm_sm_share);
   r.boolean("software.fp8_dispatch", c.fp8_dispatch);
+  if (r.has("software.fp8_recipe")) {
+    std::string recipe;
+    r.string("software.fp8_recipe", {"tensor", "blockwise", "mxfp8"}, recipe);
+    parse_fp8_recipe(recipe, c.fp8_recipe);
+  }
   r.number("efficiency.bus", 0.01, 1, c.bus_efficiency);
   r.number("efficiency.memory_usable", 0.1, 1, c.memory_usable);
   r.refuse_unknown();

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/fp8_recipe.hpp"
+
 namespace mt::plan {
 
 struct Accelerator {
@@ -42,9 +44,11 @@ struct Cluster {
   bool overlap_tp = false, overlap_dp = false, overlap_ep = false;
   double comm_sm_share = 0;           // of the compute units, what an all-to-all beside compute takes
   bool fp8_dispatch = false;          // under FP8, tokens travel to their experts in FP8
+  Fp8Recipe fp8_recipe = Fp8Recipe::tensor;  // how FP8 values are scaled (software.fp8_recipe, optional)
   double bus_efficiency = 0;           // achieved / nominal bandwidth of collectives
   double memory_usable = 0;            // fraction of HBM a training process can use
   std::string software;                // the software profile applied (plan/software.hpp), if any
+  double software_matmul_factor = 1;   // the software profile's factor on both matmul efficiencies
 
   // Bandwidth per accelerator, one direction, for a collective among `group` accelerators that
   // stays inside one scale-up domain.

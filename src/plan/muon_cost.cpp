@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/flops.hpp"
+#include "plan/collectives.hpp"
 #include "plan/cost_terms.hpp"
 
 namespace mt::plan {
@@ -104,6 +105,10 @@ MuonStepCost muon_step_cost(const ModelConfig& m, const Cluster& c, const Layout
   const double flops = w.dense_flops * stage / (l.tp * (sharded ? held.dense_replicas : 1)) +
                        w.expert_flops * stage / (l.ep * (sharded ? held.expert_replicas : 1));
   cost.newton_schulz_s = flops / (c.accel.bf16_flops * c.matmul_efficiency_bf16);
+  // Dense replicas are tp ranks apart, an expert's ep ranks apart, as for the gradients' reduction.
+  if (sharded)
+    cost.zero_s = all_reduce_time(c, 4 * muon_dense, held.dense_replicas, l.tp) +
+                  all_reduce_time(c, 4 * muon_expert, held.expert_replicas, l.ep);
   if (l.tp > 1)
     cost.gather_s = 6 * muon_dense * (l.tp - 1) / l.tp / (c.domain_bandwidth(l.tp) * c.bus_efficiency);
   return cost;

@@ -31,17 +31,19 @@ double newton_schulz_flops(double rows, double cols, int steps);
 
 // What Muon changes on one rank against AdamW (cost_terms.cpp's state_memory and optimizer_time).
 // Its state is a momentum buffer where AdamW keeps two moments, and its element-wise pass moves 22
-// bytes where AdamW's moves 30. Each whole matrix is orthogonalised once, by its owner: under ZeRO
-// the reduce to the owner and the broadcast of its update move what the reduce-scatter and the
-// all-gather move, so the dense matrices' work divides among their replicas; without ZeRO every
-// replica repeats it. Under tensor parallelism the owner gathers the FP32 gradient's shards and
-// scatters the BF16 update's back, inside the domain.
+// bytes where AdamW's moves 30. Each whole matrix is orthogonalised once, by its owner, so under
+// ZeRO the work divides among the replicas; without ZeRO every replica repeats it. Under ZeRO the
+// trainer (train/optimizer_muon.cpp) all-gathers each matrix's FP32 update pieces over the ZeRO
+// group and reduce-scatters the owner's result back: one FP32 all-reduce's volume of the Muon
+// matrices at the end of the step, beside ZeRO's own collectives. Under tensor parallelism the
+// owner gathers the FP32 gradient's shards and scatters the BF16 update's back, inside the domain.
 struct MuonStepCost {
   double optimizer_bytes = 0;  // added to the optimizer state (negative: less)
   double elementwise_s = 0;    // added to the element-wise pass (negative: less)
   double newton_schulz_s = 0;
-  double gather_s = 0;
-  double seconds() const { return elementwise_s + newton_schulz_s + gather_s; }
+  double gather_s = 0;         // tensor parallelism's gather and scatter
+  double zero_s = 0;           // ZeRO's gather of the pieces and scatter of the result
+  double seconds() const { return elementwise_s + newton_schulz_s + gather_s + zero_s; }
 };
 struct HeldParams;  // plan/cost_terms.hpp: the parameters of either kind one rank holds
 MuonStepCost muon_step_cost(const ModelConfig& m, const Cluster& c, const Layout& l, const StepShape& s,

@@ -94,18 +94,27 @@ class RunEntry {
   std::set<std::string> read_;
 };
 
-// The run's software table: which overlaps its framework has, on the run's copy of the profile.
+// The run's software table: which overlaps its framework has and its FP8 recipe, on the run's
+// copy of the profile.
 void read_software(const std::string& path, const toml::node& s, Cluster& cluster) {
   const toml::table* sw = s.as_table();
-  if (!sw) throw UserError(toml_position(path, s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep");
+  if (!sw)
+    throw UserError(toml_position(path, s) + ": software must be a table of overlap_tp, overlap_dp, overlap_ep, "
+                    "fp8_recipe");
   for (const auto& [k, v] : *sw) {
+    if (k.str() == "fp8_recipe") {
+      if (!v.is_string() || !parse_fp8_recipe(v.value<std::string>().value(), cluster.fp8_recipe))
+        throw UserError(toml_position(path, v) + ": software.fp8_recipe: valid are \"tensor\", \"blockwise\" "
+                        "and \"mxfp8\"");
+      continue;
+    }
     bool* flag = k.str() == "overlap_tp"   ? &cluster.overlap_tp
                  : k.str() == "overlap_dp" ? &cluster.overlap_dp
                  : k.str() == "overlap_ep" ? &cluster.overlap_ep
                                            : nullptr;
     if (!flag || !v.is_boolean())
       throw UserError(toml_position(path, v) + ": software." + std::string(k.str()) +
-                      ": valid are overlap_tp, overlap_dp and overlap_ep, true or false");
+                      ": valid are overlap_tp, overlap_dp and overlap_ep, true or false, and fp8_recipe");
     *flag = v.value<bool>().value();
   }
 }
@@ -263,7 +272,11 @@ std::vector<CheckedRun> check_published_runs(const std::vector<PublishedRun>& ru
   return out;
 }
 
-std::string family_of(const PublishedRun& r) { return r.trainer + " " + r.cluster.accel.name; }
+// The accelerator's name before its parenthesis: "H100 (Grand Teton, 96 GB HBM2e, 500 W)" is H100.
+std::string family_of(const PublishedRun& r) {
+  const std::string& accel = r.cluster.accel.name;
+  return r.trainer + " " + accel.substr(0, accel.find(" ("));
+}
 
 double share_within(const std::vector<CheckedRun>& checked, double bound) {
   if (checked.empty()) return 0;

@@ -40,6 +40,11 @@ void read_key(SoftwareProfile& p, const std::string& key, const toml::node& v) {
     if (!v.is_number() || x < 0 || x > 0.9)
       throw UserError(toml_position(p.path, v) + ": software.comm_sm_share must be a number in [0, 0.9]");
     p.comm_sm_share = x;
+  } else if (key == "matmul_factor") {
+    const double x = v.value<double>().value_or(-1);
+    if (!v.is_number() || x < 0.1 || x > 1.5)
+      throw UserError(toml_position(p.path, v) + ": software.matmul_factor must be a number in [0.1, 1.5]");
+    p.matmul_factor = x;
   } else if (key == "attention") {
     const std::string a = v.value<std::string>().value_or("");
     if (a != "fused" && a != "materialized")
@@ -47,7 +52,8 @@ void read_key(SoftwareProfile& p, const std::string& key, const toml::node& v) {
     p.attention_materialized = a == "materialized";
   } else {
     throw UserError(toml_position(p.path, v) + ": unknown key software." + key +
-                    "; valid: name, attention, overlap_tp, overlap_dp, overlap_ep, comm_sm_share, fp8_dispatch");
+                    "; valid: name, attention, overlap_tp, overlap_dp, overlap_ep, comm_sm_share, fp8_dispatch, "
+                    "matmul_factor");
   }
 }
 
@@ -80,6 +86,11 @@ void SoftwareProfile::apply_to(Cluster& c) const {
   if (fp8_dispatch) c.fp8_dispatch = *fp8_dispatch;
   if (attention_materialized) c.attention_materialized = *attention_materialized;
   if (comm_sm_share) c.comm_sm_share = *comm_sm_share;
+  if (matmul_factor) {
+    c.matmul_efficiency_bf16 *= *matmul_factor / c.software_matmul_factor;
+    c.matmul_efficiency_fp8 *= *matmul_factor / c.software_matmul_factor;
+    c.software_matmul_factor = *matmul_factor;
+  }
 }
 
 std::string SoftwareProfile::settings() const {
@@ -97,6 +108,7 @@ std::string SoftwareProfile::settings() const {
   if (overlap_ep) add("overlap_ep", text(*overlap_ep));
   if (comm_sm_share) add("comm_sm_share", std::to_string(*comm_sm_share).substr(0, 4));
   if (fp8_dispatch) add("fp8_dispatch", text(*fp8_dispatch));
+  if (matmul_factor) add("matmul_factor", std::to_string(*matmul_factor).substr(0, 5));
   return out.empty() ? "nothing (the cluster profile's [software] holds)" : out;
 }
 

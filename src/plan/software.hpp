@@ -17,6 +17,9 @@ struct SoftwareProfile {
   std::string path;
   std::optional<bool> overlap_tp, overlap_dp, overlap_ep, fp8_dispatch, attention_materialized;
   std::optional<double> comm_sm_share;
+  // The trainer's kernels against the cluster profile's (NVIDIA-tuned) matmul efficiencies, fitted
+  // to the trainer's published runs (plan/source_holdout.cpp refits it without the left-out source).
+  std::optional<double> matmul_factor;
   // c with what this profile sets; c.software names it.
   void apply_to(Cluster& c) const;
   // "overlap_tp=false fp8_dispatch=true ...": what it sets, for plan --explain.

@@ -19,10 +19,13 @@ double& efficiency(Cluster& c, bool fp8) { return fp8 ? c.matmul_efficiency_fp8 
 // The run's error with its profile's efficiencies replaced where `values` names them (by
 // profile path and precision).
 using Values = std::map<std::pair<std::string, bool>, double>;
-double error_with(const PublishedRun& r, const Values& values) {
+// `scale` multiplies both efficiencies (a software factor fitted again).
+double error_with(const PublishedRun& r, const Values& values, double scale = 1) {
   Cluster c = r.cluster;
-  for (bool fp8 : {false, true})
+  for (bool fp8 : {false, true}) {
     if (auto it = values.find({c.path, fp8}); it != values.end()) efficiency(c, fp8) = it->second;
+    efficiency(c, fp8) *= scale;
+  }
   return estimate_step(r.model, r.global_batch, c, r.layout).step_s / r.step_s - 1;
 }
 
@@ -34,23 +37,34 @@ double median(std::vector<double> v) {
 
 std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-}  // namespace
-
-double fit_efficiency(const std::vector<const PublishedRun*>& runs, bool fp8) {
-  // A faster matmul never slows a step: the median log error falls as the efficiency rises, so
-  // bisect it (in log space, to a relative 1e-4) between 1% and 100% of peak.
+// A faster matmul never slows a step: the median log error falls as x rises, so bisect it (in log
+// space, to a relative 1e-4) between low and high.
+template <class Error>
+double bisect_median(const std::vector<const PublishedRun*>& runs, double low, double high, Error error) {
   auto median_log_error = [&](double x) {
     std::vector<double> e;
-    for (const PublishedRun* r : runs) e.push_back(std::log1p(error_with(*r, {{{r->cluster.path, fp8}, x}})));
+    for (const PublishedRun* r : runs) e.push_back(std::log1p(error(*r, x)));
     return median(e);
   };
-  double lo = std::log(0.01), hi = 0;
-  if (median_log_error(1) > 0) return 1;
+  double lo = std::log(low), hi = std::log(high);
+  if (median_log_error(high) > 0) return high;
   while (hi - lo > 1e-4) {
     const double mid = (lo + hi) / 2;
     (median_log_error(std::exp(mid)) > 0 ? lo : hi) = mid;
   }
   return std::exp((lo + hi) / 2);
+}
+
+}  // namespace
+
+double fit_efficiency(const std::vector<const PublishedRun*>& runs, bool fp8) {
+  return bisect_median(runs, 0.01, 1, [&](const PublishedRun& r, double x) {
+    return error_with(r, {{{r.cluster.path, fp8}, x}});
+  });
+}
+
+double fit_software_factor(const std::vector<const PublishedRun*>& runs, double shipped) {
+  return bisect_median(runs, 0.1, 1.5, [&](const PublishedRun& r, double x) { return error_with(r, {}, x / shipped); });
 }
 
 namespace {
@@ -98,11 +112,44 @@ double refit_without(const FittedNumber& f, const std::string& origin, const std
   return others.empty() ? f.shipped : median(others);
 }
 
+// Per trainer whose profile sets matmul_factor: its runs and the factor fitted to them.
+std::vector<SoftwareFit> software_fits(const std::vector<PublishedRun>& runs) {
+  std::vector<SoftwareFit> out;
+  for (const PublishedRun& r : runs) {
+    if (r.cluster.software_matmul_factor == 1) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const SoftwareFit& f) { return f.trainer == r.trainer; });
+    if (it == out.end()) it = out.insert(out.end(), {r.trainer, r.cluster.software_matmul_factor, 0, {}});
+    it->runs.push_back(&r);
+  }
+  for (SoftwareFit& f : out) f.refit = fit_software_factor(f.runs, f.shipped);
+  return out;
+}
+
+// The factor of each trainer with runs of `origin`, fitted again to its runs of other sources
+// (none: 1, the cluster profile's kernels), as a scale on the shipped factor.
+std::map<std::string, double> software_scales(const SourceHoldout& h, const std::string& origin,
+                                              std::vector<std::string>& refits) {
+  std::map<std::string, double> scales;
+  for (const SoftwareFit& f : h.software) {
+    std::vector<const PublishedRun*> kept;
+    for (const PublishedRun* r : f.runs)
+      if (r->origin != origin) kept.push_back(r);
+    if (kept.size() == f.runs.size()) continue;
+    const double v = kept.empty() ? 1 : fit_software_factor(kept, f.shipped);
+    scales[f.trainer] = v / f.shipped;
+    refits.push_back(origin + " left out: " + f.trainer + ".toml matmul_factor" + format_number(" %.3f", v) +
+                     format_number(" (shipped %.3f), from ", f.shipped) + std::to_string(kept.size()) +
+                     " runs of the trainer's other sources");
+  }
+  return scales;
+}
+
 }  // namespace
 
 SourceHoldout leave_one_source_out(const std::vector<PublishedRun>& runs) {
   SourceHoldout h;
   h.fitted = fitted_numbers(runs);
+  h.software = software_fits(runs);
   h.runs.resize(runs.size());
   std::vector<std::string> origins;
   for (const PublishedRun& r : runs)
@@ -118,8 +165,12 @@ SourceHoldout leave_one_source_out(const std::vector<PublishedRun>& runs) {
       h.refits.push_back(origin + " left out: " + file_name(f.profile) + " " + f.key() + format_number(" %.3f", v) +
                          format_number(" (shipped %.3f), from ", f.shipped) + how);
     }
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i].origin == origin) h.runs[i].error = error_with(runs[i], values);
+    const std::map<std::string, double> scales = software_scales(h, origin, h.refits);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].origin != origin) continue;
+      const auto it = scales.find(runs[i].trainer);
+      h.runs[i].error = error_with(runs[i], values, it == scales.end() ? 1 : it->second);
+    }
   }
   return h;
 }
@@ -148,6 +199,9 @@ std::string holdout_report(const std::vector<CheckedRun>& in_sample, const Sourc
     out += "  " + file_name(f.profile) + " " + f.key() + format_number(" %.3f", f.shipped) +
            format_number(" (refit %.3f) to ", f.refit) + std::to_string(f.runs.size()) + " runs of " + origins + "\n";
   }
+  for (const SoftwareFit& f : h.software)
+    out += "  " + f.trainer + ".toml matmul_factor" + format_number(" %.3f", f.shipped) +
+           format_number(" (refit %.3f) to ", f.refit) + std::to_string(f.runs.size()) + " runs of the trainer\n";
   out += "not fitted again: activation_passes (fitted once with a100-selene.toml's matmul_bf16) and the BF16\n"
          "efficiencies other profiles derive from A100's fit; they keep their values, and so that source's part.\n";
   for (const std::string& r : h.refits) out += "  " + r + "\n";
@@ -162,10 +216,10 @@ std::string holdout_report(const std::vector<CheckedRun>& in_sample, const Sourc
     all_out.push_back(h.runs[i].error);
   }
   out += "\nby family (trainer and accelerator): in sample | left out\n";
-  auto line = [](const std::string& label, const std::vector<double>& in, const std::vector<double>& held) {
-    char name[40];
-    std::snprintf(name, sizeof name, "%-26s ", label.c_str());
-    return name + figures_text(in) + " | " + figures_text(held) + "\n";
+  size_t width = 3;
+  for (const auto& f : families) width = std::max(width, f.first.size());
+  auto line = [&](const std::string& label, const std::vector<double>& in, const std::vector<double>& held) {
+    return label + std::string(width + 1 - label.size(), ' ') + figures_text(in) + " | " + figures_text(held) + "\n";
   };
   out += line("all", all_in, all_out);
   for (const auto& [name, v] : families) out += line(name, v.first, v.second);

@@ -20,18 +20,30 @@ struct FittedNumber {
   std::string key() const { return fp8 ? "matmul_fp8" : "matmul_bf16"; }
 };
 
+// A software profile's matmul_factor, fitted to every published run of its trainer.
+struct SoftwareFit {
+  std::string trainer;
+  double shipped = 0, refit = 0;
+  std::vector<const PublishedRun*> runs;
+};
+
 struct HeldOutRun {
   double error = 0;     // predicted / published - 1, its source's fits redone without it
 };
 
 struct SourceHoldout {
   std::vector<FittedNumber> fitted;
+  std::vector<SoftwareFit> software;
   std::vector<HeldOutRun> runs;      // in the order of the runs given
   std::vector<std::string> refits;   // per source left out: which number was fitted again, to what
 };
 
 // The median run of `runs` predicted exactly by the value of `fp8 ? matmul_fp8 : matmul_bf16`.
 double fit_efficiency(const std::vector<const PublishedRun*>& runs, bool fp8);
+
+// The factor on both matmul efficiencies at which the median of `runs` (one trainer's, its factor
+// `shipped` applied) is predicted exactly.
+double fit_software_factor(const std::vector<const PublishedRun*>& runs, double shipped);
 
 SourceHoldout leave_one_source_out(const std::vector<PublishedRun>& runs);
 
