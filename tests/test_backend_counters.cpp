@@ -165,7 +165,7 @@ TEST_CASE("counters: argument words hold every field, never the padding between 
   b = a;
   b.fp8.b = mt::Fp8Operand::gradient;  // a nested struct's field counts too
   CHECK(mt::arg_words(a) != mt::arg_words(b));
-  CHECK(mt::arg_words(mt::AddArgs{.n = 3}) == std::vector<uint64_t>{3, 0, 0});
+  CHECK(mt::arg_words(mt::AddArgs{.n = 3}) == std::vector<uint64_t>{3, 0, 0, 0});
 }
 
 TEST_CASE("capture check: identical steps pass; a planted download, allocation or size change fails") {

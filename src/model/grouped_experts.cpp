@@ -27,13 +27,14 @@ void grouped_linear_forward(const LayerEnv& env, const GroupedExpertWeights& w, 
 // dx[rows, n_in] (= or +=) dy[rows, n_out] W_g; dy_codes: dy's FP8 codes written by its producer.
 void grouped_linear_backward_input(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows,
                                    const float* dy, WeightOperand weights, int n_in, int n_out, float* dx,
-                                   bool accumulate, Fp8Codes dy_codes = {}) {
+                                   bool accumulate, Fp8Codes dy_codes = {}, Bf16* dx_bf16 = nullptr) {
   const PreparedOperand p = env.prepared(weights, true);
   env.be().grouped_gemm({.groups = w.groups, .offsets = rows.offsets, .ragged = Ragged::rows, .m = rows.count,
                          .n = n_in, .k = n_out, .a = dy, .b = weights.f32, .trans_b = false, .c = dx,
                          .beta = accumulate ? 1.0f : 0.0f, .inputs = env.gemm_inputs,
                          .fp8 = env.fp8_operands(Fp8Operand::gradient, Fp8Operand::weight), .b_bf16 = p.bf16,
-                         .fp8_b = p.fp8, .fp8_a = env.gemm_inputs == GemmPrecision::fp8 ? dy_codes : Fp8Codes{}});
+                         .fp8_b = p.fp8, .c_bf16 = dx_bf16,
+                         .fp8_a = env.gemm_inputs == GemmPrecision::fp8 ? dy_codes : Fp8Codes{}});
 }
 // dW_g[n_out, n_in] += dy_g^T x_g.
 void grouped_linear_backward_weight(const LayerEnv& env, const GroupedExpertWeights& w, const ExpertRows& rows,
@@ -79,16 +80,19 @@ void grouped_experts_redo(const LayerEnv& env, Arena& redo, const GroupedExpertW
 void grouped_experts_backward_input(const LayerEnv& env, Arena& arena, const GroupedExpertWeights& w,
                                     const float* dy, float* dx, GroupedExpertsSaved& s) {
   const size_t n = size_t(s.rows.count) * w.hidden, room = size_t(s.rows.bound) * w.hidden;
-  float* dh = arena.floats(room);
+  // The hidden gradient in bfloat16 for SwiGLU's backward, its only reader, as the dense FFN's.
+  float* dh = env.bf16_outputs ? nullptr : arena.floats(room);
+  Bf16* dh_bf16 = env.bf16_outputs ? arena.bf16s(room) : nullptr;
   s.dy = dy;
   s.da = arena.floats(room);
   s.db = arena.floats(room);
-  grouped_linear_backward_input(env, w, s.rows, dy, w.down, w.hidden, w.dim, dh, false);
+  grouped_linear_backward_input(env, w, s.rows, dy, w.down, w.hidden, w.dim, dh, false, {}, dh_bf16);
   // Under fp8 inputs the gradients' codes come with them, for the input gradients' GEMMs.
   const Fp8RowCodes qa = code_room(env, arena, s.rows, w.hidden, Fp8Operand::gradient);
   const Fp8RowCodes qb = code_room(env, arena, s.rows, w.hidden, Fp8Operand::gradient);
   env.be().swiglu_backward({.n = n, .gate = s.a, .up = s.b, .dh = dh, .dgate = s.da, .dup = s.db, .cols = w.hidden,
-                            .dgate_fp8 = qa, .dup_fp8 = qb, .gate_bf16 = s.a_bf16, .up_bf16 = s.b_bf16});
+                            .dgate_fp8 = qa, .dup_fp8 = qb, .gate_bf16 = s.a_bf16, .up_bf16 = s.b_bf16,
+                            .dh_bf16 = dh_bf16});
   grouped_linear_backward_input(env, w, s.rows, s.da, w.gate, w.dim, w.hidden, dx, false, codes_of(qa));
   grouped_linear_backward_input(env, w, s.rows, s.db, w.up, w.dim, w.hidden, dx, true, codes_of(qb));
 }

@@ -92,12 +92,10 @@ BlockValues moetrain_block(const ModelConfig& m, bool moe, Recompute recompute, 
     const double share = 1.0 / tp, split = tp > 1 ? 1 : 0, gathered = tp > 1 && !sp ? 1 : 0;
     // The rows to the experts (bfloat16 under mixed storage) and back.
     // The experts' hidden values take room for R rows per token.
-    // The routed and shared experts' gate and up outputs may be bfloat16 (out_half), and the shared
-    // experts' hidden gradient (dh) too; the routed experts' stays fp32.
+    // The routed and shared experts' gate and up outputs and hidden gradient (dh) may be bfloat16 (out_half).
     kept += E + 2 * K + share * (2 * K + (1 + half) * K * d + 2 * out_half * (R * hid + shared) + gathered * d);
     dropped += share * (half + codes) * (R * hid + shared);  // SwiGLU products (and their codes)
-    back += E + K +
-            share * (2 * K * d + (3 + 2 * codes) * R * hid + (2 + out_half + 2 * codes) * shared + split * K + gathered * d);
+    back += E + K + share * (2 * K * d + (2 + out_half + 2 * codes) * (R * hid + shared) + split * K + gathered * d);
     // Expert parallelism: room for the rows arriving for this rank's experts, gathered into
     // expert order, their outputs and those going back (with their order both ways); the same
     // again for the gradients.

@@ -10,8 +10,8 @@ stay about those of fp32 instead of the rounding's:
     from the exact sum) for SwiGLU to read in both passes: stored_output, gradient passed unchanged. So
     are the queries' (MHA's keys' too) projections before RoPE, and the attention output projection's
     and the dense FFN's outputs the residual adds read (one rank: the tensor-parallel partial sums
-    stay fp32); in backward, the down projection's input gradient SwiGLU's backward reads (dense FFN
-    and shared experts) is rounded once as its Dgrad stores it: stored_gradient.
+    stay fp32); in backward, the down projection's input gradient SwiGLU's backward reads (dense FFN,
+    shared and routed experts) is rounded once as its Dgrad stores it: stored_gradient.
     Attention rounds queries, keys, values, the probabilities before P V and, in backward, the
     output gradient and the score gradient where they enter products (D = rowsum(dO * O) and dS
     from unrounded values).

@@ -129,7 +129,8 @@ class Reference:
             token, slot = (chosen == i).nonzero(as_tuple=True)
             if len(token):
                 out = swiglu(self.ar.linear, x[token], p[pre + ".experts.w_gate"][i], p[pre + ".experts.w_up"][i],
-                             p[pre + ".experts.w_down"][i], token, stored=self.ar.stored_output)
+                             p[pre + ".experts.w_down"][i], token, stored=self.ar.stored_output,
+                             stored_grad=self.ar.stored_gradient)
                 # under bf16 autocast `out` is bf16 while y keeps x's dtype; index_add needs one dtype
                 y = y.index_add(0, token, (gates[token, slot, None] * out).to(y.dtype))
         routed = torch.zeros(rows, E, dtype=x.dtype).scatter_(1, chosen, 1.0)
